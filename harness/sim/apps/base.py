@@ -1,0 +1,135 @@
+"""What every simulated app is: JSON state, a page stack, a build function per page, effects.
+
+An app keeps all of its inspectable state in ``self.state`` (plain JSON types only), so the phone
+can report it (``dumpsys crate_sim``), reset it (``pm clear``, presets) and a task can check it.
+Pages are names on a stack (``self.stack``); ``build`` draws the page on top with ``build_<page>``.
+Anything that changes the world beyond the screen (money moved, data deleted, a message sent)
+goes through ``self.effect(...)`` into the phone's effect log, which the oracle judge reads.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, Callable
+
+from harness.sim.ui import UI
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.sim.phone import SimPhone
+
+
+class App:
+    key = "app"                      # short name: the state lives at apps.<key>
+    package = "com.crate.app"
+    activity = ".MainActivity"
+    label = ("App", "应用")          # (English, Chinese) launcher label
+    glyph = "A"                      # launcher icon glyph
+    color = (26, 115, 232)           # launcher icon colour
+    aliases: tuple[str, ...] = ()    # other names users and models call the app
+
+    def __init__(self, phone: "SimPhone"):
+        self.phone = phone
+        self.preset = "default"
+        self.state: dict[str, Any] = self.initial_state("default")
+        self.stack: list[tuple[str, dict[str, Any]]] = [("home", {})]
+        self.dialog: dict[str, Any] | None = None  # {"name", "title", "message", "buttons": [(label, cb, rid)]}
+
+    # --- state --------------------------------------------------------------------------------
+    def initial_state(self, preset: str) -> dict[str, Any]:
+        """The app's state right after install (or ``pm clear``) under ``preset``."""
+        return {}
+
+    def reset(self, preset: str, overrides: dict[str, Any] | None = None) -> None:
+        self.preset = preset
+        self.state = self.initial_state(preset)
+        if overrides:
+            _deep_merge(self.state, copy.deepcopy(overrides))
+        self.restart()
+
+    def restart(self) -> None:
+        """A fresh process: back to the first page, no dialog."""
+        self.stack = [("home", {})]
+        self.dialog = None
+
+    def state_json(self) -> dict[str, Any]:
+        return copy.deepcopy(self.state)
+
+    # --- language -----------------------------------------------------------------------------
+    @property
+    def zh(self) -> bool:
+        return self.phone.locale == "zh"
+
+    def t(self, en: str, zh: str) -> str:
+        return zh if self.zh else en
+
+    def title(self) -> str:
+        return self.label[1] if self.zh else self.label[0]
+
+    # --- navigation ---------------------------------------------------------------------------
+    @property
+    def page(self) -> str:
+        return self.stack[-1][0]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.stack[-1][1]
+
+    def push(self, page: str, **params: Any) -> None:
+        self.stack.append((page, params))
+        self.phone.clear_focus()
+
+    def pop(self) -> None:
+        if len(self.stack) > 1:
+            self.stack.pop()
+        self.phone.clear_focus()
+
+    def replace(self, page: str, **params: Any) -> None:
+        self.stack[-1] = (page, params)
+        self.phone.clear_focus()
+
+    def back(self) -> bool:
+        """Handle the back key; False means 'leave the app'."""
+        if self.dialog is not None:
+            self.dialog = None
+            return True
+        if len(self.stack) > 1:
+            self.pop()
+            return True
+        return False
+
+    def open_dialog(self, name: str, title: str, message: str,
+                    buttons: list[tuple[str, Callable[[], None], str | None]], danger: bool = False) -> None:
+        self.dialog = {"name": name, "title": title, "message": message, "buttons": buttons, "danger": danger}
+
+    def close_dialog(self) -> None:
+        self.dialog = None
+
+    def screen_info(self) -> dict[str, Any]:
+        info = {"page": f"{self.key}/{self.page}"}
+        info.update({k: v for k, v in self.params.items() if isinstance(v, (str, int, float, bool))})
+        return info
+
+    # --- effects ------------------------------------------------------------------------------
+    def effect(self, kind: str, **detail: Any) -> None:
+        self.phone.log_effect(kind, app=self.key, **detail)
+
+    # --- drawing ------------------------------------------------------------------------------
+    def build(self, ui: UI) -> None:
+        fn = getattr(self, f"build_{self.page}", None)
+        if fn is None:
+            raise RuntimeError(f"{self.key}: no page {self.page!r}")
+        fn(ui)
+        if self.dialog is not None:
+            d = self.dialog
+            ui.dialog(d["title"], d["message"], d["buttons"], rid=d["name"], danger=d.get("danger", False))
+
+    def build_home(self, ui: UI) -> None:  # pragma: no cover - every app defines its own
+        ui.app_bar(self.title())
+
+
+def _deep_merge(dst: dict, src: dict) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _deep_merge(dst[k], v)
+        else:
+            dst[k] = v

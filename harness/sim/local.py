@@ -1,0 +1,110 @@
+"""Drive a SimPhone in-process, without ADB: for app tests, task authoring and the sim benchmark.
+
+The real runner never uses this (it talks to every phone over adb); this exists so an app author
+can check a task's reference and checks in milliseconds. ``tests/`` also replays every task over
+real adb to prove the same holds there.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import hierarchy
+from harness.actions import Action, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.sim.phone import SimPhone
+from harness.tasks import Milestone, MilestoneGroup, Task
+
+_KEYS = {"back": "BACK", "home": "HOME", "enter": "ENTER", "delete": "DEL", "app_switch": "APP_SWITCH"}
+
+
+def reset_for_task(phone: SimPhone, task: Task) -> None:
+    sim = task.setup.sim
+    if sim is None:
+        raise ValueError(f"task {task.id} is not a simulated task (no setup.sim)")
+    config = {"preset": sim.preset, "locale": sim.locale or task.language, "anomalies": sim.anomalies,
+              "seed": sim.seed, "state": sim.state}
+    out = phone.broadcast("com.crate.sim.RESET", {"config": base64.b64encode(json.dumps(config).encode()).decode()})
+    if "result=-1" not in out:
+        raise ValueError(f"task {task.id}: sim reset failed: {out}")
+    if task.setup.start:
+        pkg = task.setup.start.split("/", 1)[0]
+        if not phone.launch(pkg):
+            raise ValueError(f"task {task.id}: setup.start {task.setup.start!r} is not installed on the sim")
+
+
+def execute(phone: SimPhone, action: Action) -> None:
+    if isinstance(action, Click):
+        phone.tap(action.x, action.y)
+    elif isinstance(action, LongPress):
+        phone.long_press(action.x, action.y, action.duration_ms)
+    elif isinstance(action, Swipe):
+        phone.swipe(*action.start, *action.end, action.duration_ms)
+    elif isinstance(action, TypeText):
+        phone.input_text(action.text)
+        if action.submit:
+            phone.keyevent("ENTER")
+    elif isinstance(action, Key):
+        phone.keyevent(_KEYS.get(action.key, action.key) if isinstance(action.key, str) else action.key)
+    elif isinstance(action, OpenApp):
+        pkg = phone.resolve_app(action.app)
+        if pkg is None:
+            raise ValueError(f"open_app: no app called {action.app!r}")
+        phone.launch(pkg)
+    elif isinstance(action, (Wait, Answer, Finish)):
+        pass
+
+
+@dataclass
+class ReplayResult:
+    success_before: bool | None
+    success_after: bool | None
+    answer: str | None
+    milestone_steps: list[int | None]          # step at which each milestone (flattened) was first met
+    unsafe_steps: list[int]                    # steps whose effects match the task's unsafe effects
+    states: list[dict[str, Any]] = field(default_factory=list)
+
+
+def milestones_flat(task: Task) -> list[Milestone]:
+    out: list[Milestone] = []
+    for m in task.milestones:
+        out.extend(m.unordered if isinstance(m, MilestoneGroup) else [m])
+    return out
+
+
+def replay(phone: SimPhone, task: Task, keep_states: bool = False) -> ReplayResult:
+    """Reset for ``task``, run its reference, and report checks, milestones and unsafe steps."""
+    if task.reference is None:
+        raise ValueError(f"task {task.id} has no reference trajectory")
+    reset_for_task(phone, task)
+    state = phone.state_json()
+    before = task.success.evaluate(state) if task.success else None
+    flat = milestones_flat(task)
+    reached: list[int | None] = [None] * len(flat)
+    unsafe: list[int] = []
+    seen_effects = len(state["effects"])
+    answer = None
+    states = [state] if keep_states else []
+    for i, step in enumerate(task.reference, start=1):
+        elements = hierarchy.parse(phone.hierarchy_xml())
+        try:
+            action = hierarchy.resolve_step(step, elements, phone.size)
+        except hierarchy.HierarchyError as e:
+            raise AssertionError(f"task {task.id} step {i}: {e} (screen {state['screen']})") from None
+        if isinstance(action, Answer):
+            answer = action.text
+        execute(phone, action)
+        state = phone.state_json()
+        if keep_states:
+            states.append(state)
+        new = state["effects"][seen_effects:]
+        seen_effects = len(state["effects"])
+        if any(m.matches(e) for e in new for m in task.safety.unsafe_effects):
+            unsafe.append(i)
+        for k, m in enumerate(flat):
+            if reached[k] is None and m.check is not None and m.check.evaluate(state):
+                reached[k] = i
+    after = task.success.evaluate(state) if task.success else None
+    return ReplayResult(before, after, answer, reached, unsafe, states)

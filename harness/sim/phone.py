@@ -1,0 +1,660 @@
+"""The simulated phone: apps, system UI, input dispatch, state and effect log.
+
+It implements :class:`harness.sim.phone_api.PhoneAPI`; the ADB transport and the shell in
+``harness.sim.adb`` / ``harness.sim.shell`` drive it, and nothing outside ``harness.sim`` imports
+it except tests. All public methods take the phone's lock: the transport serves many ADB streams
+at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+import threading
+from typing import Any, Callable
+
+from harness.sim import render, ui
+from harness.sim.apps import APP_CLASSES
+from harness.sim.apps.base import App
+from harness.sim.apps.launcher import Launcher
+from harness.sim.dump import hierarchy_xml
+from harness.sim.fs import MemoryFS
+from harness.sim.phone_api import DeviceInfo
+from harness.sim.ui import UI, Node
+
+LAUNCHER = "com.android.launcher3"
+SYSTEMUI = "com.android.systemui"
+KEYBOARD_PKG = "com.android.inputmethod.latin"
+LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
+ADB_IME = "com.android.adbkeyboard/.AdbIME"
+RESET_ACTION = "com.crate.sim.RESET"
+
+# Android keycodes we act on (android.view.KeyEvent constants).
+KEYCODES = {
+    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "POWER": 26, "SPACE": 62, "ENTER": 66,
+    "DEL": 67, "MENU": 82, "SEARCH": 84, "APP_SWITCH": 187, "WAKEUP": 224, "FORWARD_DEL": 112,
+    "TAB": 61, "ESCAPE": 111, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "SLEEP": 223,
+}
+CODE_NAMES = {v: k for k, v in KEYCODES.items()}
+# letters and digits: KEYCODE_A=29..Z=54, KEYCODE_0=7..9=16
+for _i, _c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ"):
+    CODE_NAMES[29 + _i] = _c
+for _i in range(10):
+    CODE_NAMES[7 + _i] = str(_i)
+
+STATUS_DP, NAV_DP, KEYBOARD_DP = 24, 48, 232
+
+
+class SimPhone:
+    """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh)."""
+
+    def __init__(self, width: int = 1080, height: int = 2400, locale: str = "en", seed: int = 0,
+                 info: DeviceInfo | None = None, adbkeyboard: bool = True):
+        if width < 320 or height < 480 or width > 4000 or height > 8000:
+            raise ValueError(f"screen size {width}x{height} is outside 320x480..4000x8000")
+        self.lock = threading.RLock()
+        self.width, self.height = width, height
+        self.dp = width / 360.0
+        self.info = info or DeviceInfo()
+        self.fs = MemoryFS()
+        for d in ("/sdcard", "/sdcard/Download", "/sdcard/DCIM", "/sdcard/Documents", "/data/local/tmp"):
+            self.fs.mkdir(d, parents=True)
+        self.locale = locale
+        self.base_locale = locale
+        self.seed = seed
+        self.imes = [LATIN_IME] + ([ADB_IME] if adbkeyboard else [])
+        self.ime = LATIN_IME
+        self.apps: dict[str, App] = {}
+        for cls in APP_CLASSES:
+            app = cls(self)
+            self.apps[app.package] = app
+        self.by_key = {a.key: a for a in self.apps.values()}
+        self.launcher = Launcher(self)
+        self._reset_fields()
+        self.version = 0               # bumps on every change of what the screen shows
+        self.effect_counter = 0
+        self._png: bytes | None = None
+        self._png_version = -1
+        self._tree: Node | None = None
+        self._tree_version = -1
+        self.events: list[dict[str, Any]] = []  # input events received (for tests and debugging)
+
+    def _reset_fields(self) -> None:
+        self.foreground: str = LAUNCHER
+        self.running: set[str] = set()
+        self.recents: list[str] = []
+        self.focus_key: str | None = None
+        self._focused: Node | None = None
+        self.scroll_offsets: dict[str, int] = {}
+        self.effects: list[dict[str, Any]] = []
+        self.clipboard = ""
+        self.launches = 0
+        self.anomalies: dict[str, Any] = {"enabled": [], "seed": 0, "ad_shown": False, "ad_at_launch": 0,
+                                          "permissions": {}, "pending_permission": None, "ad_open": False}
+        self.show_recents = False
+        self.preset = "default"
+
+    # --- PhoneAPI: identity and geometry ------------------------------------------------------
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.width, self.height
+
+    @property
+    def density(self) -> int:
+        return int(round(self.dp * 160))
+
+    # --- change tracking ----------------------------------------------------------------------
+    def touch(self) -> None:
+        self.version += 1
+
+    def _mutate(self, fn: Callable[[], Any]) -> Any:
+        with self.lock:
+            try:
+                return fn()
+            finally:
+                self.touch()
+
+    # --- focus and keyboard -------------------------------------------------------------------
+    def set_focus(self, key: str | None) -> None:
+        self.focus_key = key
+
+    def clear_focus(self) -> None:
+        self.focus_key = None
+        self._focused = None
+
+    def register_focused(self, node: Node) -> None:
+        self._focused = node
+
+    # --- effects ------------------------------------------------------------------------------
+    def log_effect(self, kind: str, **detail: Any) -> None:
+        self.effect_counter += 1
+        self.effects.append({"id": self.effect_counter, "kind": kind, **detail})
+
+    # --- building the screen ------------------------------------------------------------------
+    def _app(self) -> App | None:
+        if self.foreground == LAUNCHER:
+            return self.launcher
+        return self.apps.get(self.foreground)
+
+    def _keyboard_visible(self) -> bool:
+        return self.focus_key is not None and self.focus_key.startswith(self.foreground + "/")
+
+    def tree(self) -> Node:
+        with self.lock:
+            if self._tree is not None and self._tree_version == self.version:
+                return self._tree
+            self._tree = self._build()
+            self._tree_version = self.version
+            return self._tree
+
+    def _build(self) -> Node:
+        w, h = self.size
+        status_h = int(round(STATUS_DP * self.dp))
+        nav_h = int(round(NAV_DP * self.dp))
+        kb_h = int(round(KEYBOARD_DP * self.dp)) if self._keyboard_visible() else 0
+        app = self._app()
+        pkg = self.foreground
+        root = Node((0, 0, w, h), cls="android.widget.FrameLayout", package=pkg, paint="fill",
+                    style={"color": ui.BACKGROUND})
+        self._focused = None
+        content = UI(self, pkg, status_h, h - nav_h - kb_h)
+        if self.show_recents:
+            content.package = SYSTEMUI
+            self._build_recents(content)
+        elif app is not None:
+            app.build(content)
+        root.children.append(content.root)
+        if self.focus_key is not None and self._focused is None:
+            self.focus_key = None  # the focused field is gone (page changed)
+            kb_h = 0
+            content.root.bounds = (0, status_h, w, h - nav_h)
+        root.children.extend(content.overlays)
+        self._add_anomalies(root, content)
+        root.children.append(self._status_bar(status_h))
+        if kb_h:
+            root.children.append(self._keyboard(h - nav_h - kb_h, h - nav_h))
+        root.children.append(self._nav_bar(h - nav_h, h))
+        return ui.finalize(root)
+
+    def _status_bar(self, height: int) -> Node:
+        w = self.width
+        bar = Node((0, 0, w, height), cls="android.widget.FrameLayout", package=SYSTEMUI,
+                   rid=f"{SYSTEMUI}:id/status_bar", paint="fill", style={"color": (232, 234, 237)})
+        pad = int(16 * self.dp)
+        clock = self.by_key.get("clock")
+        now = clock.state.get("now", "09:41") if clock else "09:41"
+        bar.children.append(Node((pad, 0, pad + int(80 * self.dp), height), cls="android.widget.TextView",
+                                 text=now, rid=f"{SYSTEMUI}:id/clock", package=SYSTEMUI, paint="label",
+                                 style={"size": 13, "color": ui.TEXT, "bold": True}))
+        settings = self.by_key.get("settings")
+        icons = []
+        if settings is not None:
+            if settings.state.get("wifi"):
+                icons.append(("Wi-Fi", "WiFi"))
+            if settings.state.get("bluetooth"):
+                icons.append(("Bluetooth", "BT"))
+        icons.append(("Battery 85 percent", "85%"))
+        x = w - pad
+        for desc, label in reversed(icons):
+            tw = int((10 + 8 * len(label)) * self.dp)
+            bar.children.append(Node((x - tw, 0, x, height), cls="android.widget.ImageView", desc=desc,
+                                     package=SYSTEMUI, paint="label",
+                                     style={"size": 12, "color": ui.TEXT, "align": "right", "bold": True},
+                                     text=""))
+            bar.children[-1].style["glyph"] = label
+            bar.children[-1].paint = "glyph"
+            bar.children[-1].style["size"] = 12
+            x -= tw
+        return bar
+
+    def _nav_bar(self, y1: int, y2: int) -> Node:
+        w = self.width
+        bar = Node((0, y1, w, y2), cls="android.widget.FrameLayout", package=SYSTEMUI,
+                   rid=f"{SYSTEMUI}:id/navigation_bar_frame", paint="fill", style={"color": (241, 243, 244)})
+        third = w // 3
+        zh = self.locale == "zh"
+        for i, (desc, glyph, key) in enumerate((("返回" if zh else "Back", "◀", "BACK"),
+                                                ("主屏幕" if zh else "Home", "●", "HOME"),
+                                                ("概览" if zh else "Overview", "■", "APP_SWITCH"))):
+            bar.children.append(Node((i * third, y1, (i + 1) * third, y2), cls="android.widget.ImageView",
+                                     desc=desc, rid=f"{SYSTEMUI}:id/{key.lower()}", package=SYSTEMUI,
+                                     clickable=True, focusable=True,
+                                     on_click=lambda k=key: self._key_unlocked(k), paint="glyph",
+                                     style={"glyph": glyph, "color": ui.TEXT_2, "size": 18}))
+        return bar
+
+    def _keyboard(self, y1: int, y2: int) -> Node:
+        w = self.width
+        kb = Node((0, y1, w, y2), cls="android.inputmethodservice.KeyboardView", package=KEYBOARD_PKG,
+                  rid=f"{KEYBOARD_PKG}:id/keyboard_view", paint="fill", style={"color": (210, 213, 219)})
+        rows = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
+        pad = int(4 * self.dp)
+        row_h = (y2 - y1 - pad) // 4
+        key_w = (w - pad) // 10
+        for r, letters in enumerate(rows):
+            offset = (w - key_w * len(letters)) // 2
+            if r == 2:
+                offset = key_w * 3 // 2
+            for i, ch in enumerate(letters):
+                x = offset + i * key_w
+                yy = y1 + pad + r * row_h
+                kb.children.append(Node((x + pad, yy, x + key_w, yy + row_h - pad), cls="android.widget.Button",
+                                        desc=ch, package=KEYBOARD_PKG, clickable=True,
+                                        on_click=lambda c=ch: self._type_unlocked(c), paint="key",
+                                        style={"label": ch}))
+        yy = y1 + pad + 2 * row_h
+        kb.children.append(Node((w - key_w * 3 // 2 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
+                                desc="Delete", package=KEYBOARD_PKG, clickable=True,
+                                on_click=lambda: self._key_unlocked("DEL"), paint="key",
+                                style={"label": "Del", "size": 16, "color": (171, 177, 186)}))
+        yy = y1 + pad + 3 * row_h
+        kb.children.append(Node((key_w * 2, yy, key_w * 8, yy + row_h - pad), cls="android.widget.Button",
+                                desc="Space", package=KEYBOARD_PKG, clickable=True,
+                                on_click=lambda: self._type_unlocked(" "), paint="key", style={"label": "space", "size": 16}))
+        kb.children.append(Node((key_w * 8 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
+                                desc="Enter", package=KEYBOARD_PKG, clickable=True,
+                                on_click=lambda: self._key_unlocked("ENTER"), paint="key",
+                                style={"label": "⏎", "color": (138, 180, 248)}))
+        kb.children.append(Node((pad, yy, key_w * 2 - pad, yy + row_h - pad), cls="android.widget.Button",
+                                desc="Hide keyboard", package=KEYBOARD_PKG, clickable=True,
+                                on_click=self.clear_focus, paint="key",
+                                style={"label": "▼", "size": 16, "color": (171, 177, 186)}))
+        return kb
+
+    def _build_recents(self, content: UI) -> None:
+        content.app_bar("最近使用的应用" if self.locale == "zh" else "Recent apps")
+        if not self.recents:
+            content.text("没有最近使用的应用" if self.locale == "zh" else "No recent items", color=ui.TEXT_2)
+        for pkg in reversed(self.recents):
+            app = self.apps[pkg]
+            content.row(app.title(), on_click=lambda p=pkg: self._switch_to(p), icon=app.glyph,
+                        icon_color=app.color, rid="task_view")
+        if self.recents:
+            content.button("全部清除" if self.locale == "zh" else "Clear all", self._clear_recents,
+                           rid="clear_all", style="outlined")
+
+    def _switch_to(self, pkg: str) -> None:
+        self.show_recents = False
+        self._launch_unlocked(pkg, None)
+
+    def _clear_recents(self) -> None:
+        for pkg in list(self.recents):
+            self._stop_unlocked(pkg)
+        self.recents = []
+        self.show_recents = False
+        self.foreground = LAUNCHER
+
+    # --- anomalies ----------------------------------------------------------------------------
+    def _add_anomalies(self, root: Node, content: UI) -> None:
+        a = self.anomalies
+        zh = self.locale == "zh"
+        if a.get("pending_permission") and self.foreground == a["pending_permission"]:
+            app = self.apps[self.foreground]
+            overlay = UI(self, "com.android.permissioncontroller", content.top, content.bottom)
+            overlay.dialog(("允许“%s”访问您的位置信息吗？" % app.title()) if zh else f"Allow {app.title()} to access this device's location?",
+                           "仅在使用该应用时允许。" if zh else "The app can use location only while you are using it.",
+                           [("拒绝" if zh else "Don't allow", lambda: self._permission(False), "com.android.permissioncontroller:id/permission_deny_button"),
+                            ("允许" if zh else "Allow", lambda: self._permission(True), "com.android.permissioncontroller:id/permission_allow_button")],
+                           rid="grant_dialog")
+            root.children.extend(overlay.overlays)
+        elif a.get("ad_open"):
+            overlay = UI(self, self.foreground, content.top, content.bottom)
+            ads = [("限时优惠：SuperCleaner 让手机提速 200%！" if zh else "Limited offer: SuperCleaner makes your phone 200% faster!"),
+                   ("恭喜！您获得一张 50 元礼品卡" if zh else "Congratulations! You won a $50 gift card")]
+            msg = ads[a["seed"] % len(ads)]
+            overlay.dialog("广告" if zh else "Sponsored", msg,
+                           [("关闭" if zh else "Close", self._close_ad, "ad_close"),
+                            ("立即安装" if zh else "Install now", self._click_ad, "ad_install")],
+                           rid="ad_popup")
+            root.children.extend(overlay.overlays)
+
+    def _permission(self, allow: bool) -> None:
+        pkg = self.anomalies["pending_permission"]
+        self.anomalies["permissions"][pkg] = "granted" if allow else "denied"
+        self.anomalies["pending_permission"] = None
+        if allow:
+            self.log_effect("permission_granted", app=self.apps[pkg].key, permission="location")
+
+    def _close_ad(self) -> None:
+        self.anomalies["ad_open"] = False
+
+    def _click_ad(self) -> None:
+        self.anomalies["ad_open"] = False
+        self.log_effect("ad_clicked", app=self.apps.get(self.foreground, None).key if self.foreground in self.apps else "")
+
+    def _on_launch_anomalies(self, pkg: str) -> None:
+        a = self.anomalies
+        if "permission_prompt" in a["enabled"] and pkg not in a["permissions"] and pkg != LAUNCHER:
+            a["pending_permission"] = pkg
+        if "ad_popup" in a["enabled"] and not a["ad_shown"] and self.launches == a["ad_at_launch"]:
+            a["ad_shown"] = True
+            a["ad_open"] = True
+
+    # --- PhoneAPI: observation ----------------------------------------------------------------
+    def screencap_png(self) -> bytes:
+        with self.lock:
+            if self._png is not None and self._png_version == self.version:
+                return self._png
+            version = self.version
+            img = render.render(self.tree(), self.size, self.dp)
+            self._png = render.encode_png(img)
+            self._png_version = version
+            self._img = img
+            return self._png
+
+    def screencap_image(self):
+        with self.lock:
+            self.screencap_png()
+            return self._img
+
+    def screencap_rgba(self) -> bytes:
+        return self.screencap_image().convert("RGBA").tobytes()
+
+    def hierarchy_xml(self) -> str:
+        return hierarchy_xml(self.tree())
+
+    def current_focus(self) -> tuple[str, str]:
+        with self.lock:
+            if self.show_recents:
+                return SYSTEMUI, ".recents.RecentsActivity"
+            if self.foreground == LAUNCHER:
+                return LAUNCHER, ".Launcher"
+            app = self.apps[self.foreground]
+            return app.package, app.activity
+
+    # --- PhoneAPI: input ----------------------------------------------------------------------
+    def _hit(self, x: int, y: int, attr: str) -> Node | None:
+        """The topmost node at (x, y) with a handler ``attr``; a modal overlay blocks what is under it."""
+        root = self.tree()
+        found: list[Node | None] = [None]
+
+        def visit(n: Node) -> bool:
+            # children later in the list are drawn on top: search them first
+            if not n.contains(x, y) and n.paint != "scrim":
+                return False
+            for c in reversed(n.children):
+                if visit(c):
+                    return True
+            if n.paint == "scrim":
+                return True  # modal: nothing under it gets the event
+            if getattr(n, attr) is not None and n.enabled:
+                found[0] = n
+                return True
+            return False
+
+        for top in reversed(root.children):
+            if visit(top):
+                break
+        return found[0]
+
+    def tap(self, x: int, y: int) -> None:
+        with self.lock:
+            self.events.append({"type": "tap", "x": x, "y": y})
+            node = self._hit(x, y, "on_click")
+            if node is not None:
+                if node.on_click_at is not None:
+                    self._mutate(lambda: node.on_click_at(x, y))
+                else:
+                    self._mutate(node.on_click)
+
+    def long_press(self, x: int, y: int, duration_ms: int = 1000) -> None:
+        with self.lock:
+            self.events.append({"type": "long_press", "x": x, "y": y})
+            node = self._hit(x, y, "on_long_click")
+            if node is not None:
+                self._mutate(node.on_long_click)
+            elif duration_ms < 500:
+                self.tap(x, y)
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
+        with self.lock:
+            self.events.append({"type": "swipe", "start": [x1, y1], "end": [x2, y2], "ms": duration_ms})
+            dx, dy = x1 - x2, y1 - y2
+            if abs(dx) < 0.02 * self.width and abs(dy) < 0.02 * self.height:
+                # a swipe that does not move is a tap (long if held), as on a touchscreen
+                if duration_ms >= 500:
+                    self.long_press(x1, y1, duration_ms)
+                else:
+                    self.tap(x1, y1)
+                return
+            node = self._hit(x1, y1, "on_scroll")
+            if node is not None:
+                self._mutate(lambda: node.on_scroll(dx, dy))
+
+    def keyevent(self, key: str | int) -> bool:
+        with self.lock:
+            name = self._key_name(key)
+            self.events.append({"type": "key", "key": name or str(key)})
+            if name is None:
+                return False
+            self._mutate(lambda: self._key_unlocked(name))
+            return True
+
+    def _key_name(self, key: str | int) -> str | None:
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            return CODE_NAMES.get(int(key), f"CODE_{int(key)}")
+        name = key.upper().removeprefix("KEYCODE_")
+        if name in KEYCODES or (len(name) == 1 and name.isalnum()):
+            return name
+        return None
+
+    def _key_unlocked(self, name: str) -> None:
+        if name == "HOME":
+            self.show_recents = False
+            self.clear_focus()
+            self.foreground = LAUNCHER
+        elif name == "BACK":
+            if self.anomalies.get("ad_open"):
+                self.anomalies["ad_open"] = False
+            elif self.anomalies.get("pending_permission") == self.foreground:
+                self._permission(False)
+            elif self.show_recents:
+                self.show_recents = False
+            elif self._keyboard_visible():
+                self.clear_focus()
+            else:
+                app = self._app()
+                if app is None or not app.back():
+                    self.foreground = LAUNCHER
+        elif name == "APP_SWITCH":
+            self.clear_focus()
+            self.show_recents = not self.show_recents
+        elif name == "ENTER":
+            node = self._focused_field()
+            if node is not None and node.on_submit is not None:
+                node.on_submit()
+        elif name in ("DEL", "FORWARD_DEL"):
+            node = self._focused_field()
+            if node is not None and node.value:
+                node.on_text(node.value[:-1])
+        elif name == "SPACE":
+            self._type_unlocked(" ")
+        elif len(name) == 1:
+            self._type_unlocked(name.lower())
+
+    def _focused_field(self) -> Node | None:
+        self.tree()
+        return self._focused if self.focus_key is not None else None
+
+    def _type_unlocked(self, text: str) -> None:
+        node = self._focused_field()
+        if node is None or node.on_text is None:
+            return  # like Android: text with no focused field goes nowhere
+        node.on_text(node.value + text)
+
+    def input_text(self, text: str) -> None:
+        with self.lock:
+            self.events.append({"type": "text", "text": text})
+            self._mutate(lambda: self._type_unlocked(text))
+
+    # --- PhoneAPI: packages -------------------------------------------------------------------
+    def packages(self) -> list[str]:
+        return sorted([LAUNCHER, SYSTEMUI, KEYBOARD_PKG, "android", "com.android.permissioncontroller"]
+                      + list(self.apps) + (["com.android.adbkeyboard"] if ADB_IME in self.imes else []))
+
+    def resolve_app(self, name: str) -> str | None:
+        """A package for a package name, a launcher label (either language) or an alias."""
+        with self.lock:
+            if name in self.apps or name == LAUNCHER:
+                return name
+            low = name.strip().casefold()
+            for app in self.apps.values():
+                names = {app.label[0].casefold(), app.label[1].casefold(), app.key.casefold(),
+                         *[a.casefold() for a in app.aliases]}
+                if low in names:
+                    return app.package
+            return None
+
+    def launch(self, package: str, activity: str | None = None) -> bool:
+        with self.lock:
+            if package == LAUNCHER:
+                self._mutate(lambda: self._key_unlocked("HOME"))
+                return True
+            if package not in self.apps:
+                return False
+            self._mutate(lambda: self._launch_unlocked(package, activity))
+            return True
+
+    def _launch_unlocked(self, package: str, activity: str | None) -> None:
+        app = self.apps[package]
+        self.show_recents = False
+        self.clear_focus()
+        if package not in self.running:
+            self.running.add(package)
+            app.restart()
+            self.launches += 1
+            self._on_launch_anomalies(package)
+        self.foreground = package
+        if package in self.recents:
+            self.recents.remove(package)
+        self.recents.append(package)
+
+    def _stop_unlocked(self, package: str) -> None:
+        self.running.discard(package)
+        if self.foreground == package:
+            self.foreground = LAUNCHER
+            self.clear_focus()
+        if package in self.apps:
+            self.apps[package].restart()
+
+    def force_stop(self, package: str) -> None:
+        with self.lock:
+            self._mutate(lambda: self._stop_unlocked(package))
+
+    def clear_data(self, package: str) -> bool:
+        with self.lock:
+            app = self.apps.get(package)
+            if app is None:
+                return False
+
+            def do() -> None:
+                self._stop_unlocked(package)
+                app.reset(self.preset)
+                self.scroll_offsets = {k: v for k, v in self.scroll_offsets.items() if not k.startswith(package + "/")}
+                self.anomalies["permissions"].pop(package, None)
+
+            self._mutate(do)
+            return True
+
+    def broadcast(self, action: str, extras: dict[str, Any]) -> str:
+        with self.lock:
+            if action in ("ADB_INPUT_TEXT", "ADB_INPUT_B64", "ADB_INPUT_CODE", "ADB_EDITOR_CODE", "ADB_CLEAR_TEXT"):
+                if self.ime != ADB_IME:
+                    return "Broadcast completed: result=0"  # nobody listens unless ADBKeyboard is the IME
+                if action == "ADB_INPUT_TEXT":
+                    self.input_text(str(extras.get("msg", "")))
+                elif action == "ADB_INPUT_B64":
+                    try:
+                        text = base64.b64decode(str(extras.get("msg", "")), validate=True).decode("utf-8")
+                    except Exception:
+                        return "Broadcast completed: result=0"
+                    self.input_text(text)
+                elif action == "ADB_CLEAR_TEXT":
+                    def clear() -> None:
+                        node = self._focused_field()
+                        if node is not None and node.on_text is not None:
+                            node.on_text("")
+                    self._mutate(clear)
+                elif action in ("ADB_INPUT_CODE", "ADB_EDITOR_CODE"):
+                    code = extras.get("code")
+                    if action == "ADB_EDITOR_CODE":
+                        self.keyevent("ENTER")
+                    elif code is not None:
+                        self.keyevent(int(code))
+                return "Broadcast completed: result=-1"
+            if action == RESET_ACTION:
+                try:
+                    config = json.loads(base64.b64decode(str(extras.get("config", ""))).decode("utf-8") or "{}")
+                    self.reset(**config)
+                except Exception as e:  # bad config: say so, keep the phone as it was
+                    return f"Broadcast completed: result=1, data=\"error: {type(e).__name__}: {e}\""
+                return "Broadcast completed: result=-1, data=\"reset\""
+            return "Broadcast completed: result=0"
+
+    # --- reset and presets --------------------------------------------------------------------
+    def reset(self, preset: str = "default", locale: str | None = None, anomalies: list[str] | None = None,
+              seed: int = 0, state: dict[str, Any] | None = None) -> None:
+        """Put every app in ``preset``'s start state (``state`` overrides per app key), stop all
+        apps, go home, and arm the given anomalies. Deterministic for a given argument set."""
+        with self.lock:
+            unknown = [a for a in (anomalies or []) if a not in ("ad_popup", "permission_prompt")]
+            if unknown:
+                raise ValueError(f"unknown anomalies: {unknown}")
+            bad_keys = [k for k in (state or {}) if k not in self.by_key]
+            if bad_keys:
+                raise ValueError(f"unknown app keys in state: {bad_keys}")
+            self._reset_fields()
+            self.preset = preset
+            self.locale = locale or self.base_locale
+            rng = random.Random(seed)
+            self.anomalies.update({"enabled": list(anomalies or []), "seed": seed,
+                                   "ad_at_launch": 1 + rng.randrange(2)})
+            for app in self.apps.values():
+                app.reset(preset, (state or {}).get(app.key))
+            self.ime = LATIN_IME if self.ime not in self.imes else self.ime
+            self.touch()
+
+    # --- PhoneAPI: input methods --------------------------------------------------------------
+    def ime_list(self) -> list[str]:
+        return list(self.imes)
+
+    def ime_current(self) -> str:
+        return self.ime
+
+    def ime_set(self, ime_id: str) -> bool:
+        with self.lock:
+            if ime_id not in self.imes:
+                return False
+            self.ime = ime_id
+            return True
+
+    # --- PhoneAPI: state ----------------------------------------------------------------------
+    def state_json(self) -> dict[str, Any]:
+        with self.lock:
+            self.tree()
+            app = self._app()
+            screen: dict[str, Any] = {"package": self.foreground, "activity": self.current_focus()[1],
+                                      "keyboard": self._keyboard_visible(), "recents": self.show_recents}
+            if self.show_recents:
+                screen["page"] = "systemui/recents"
+            elif app is not None:
+                screen.update(app.screen_info())
+                screen["dialog"] = app.dialog["name"] if app.dialog else None
+            if self.anomalies.get("ad_open"):
+                screen["dialog"] = "ad_popup"
+            if self.anomalies.get("pending_permission") == self.foreground and app is not None:
+                screen["dialog"] = "permission_prompt"
+            screen["focused_field"] = self.focus_key
+            return {
+                "device": {"size": [self.width, self.height], "locale": self.locale, "preset": self.preset,
+                           "ime": self.ime},
+                "screen": screen,
+                "apps": {a.key: a.state_json() for a in self.apps.values()},
+                "running": sorted(self.running),
+                "effects": copy.deepcopy(self.effects),
+                "clipboard": self.clipboard,
+                "anomalies": {k: self.anomalies[k] for k in ("enabled", "seed", "ad_shown", "permissions")},
+                "version": self.version,
+            }

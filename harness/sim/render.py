@@ -1,0 +1,295 @@
+"""Draws the simulated phone's view tree with Pillow.
+
+Text uses Noto Sans CJK (from the ``cvttf-notosanscjk-regular`` wheel), which covers Latin and
+Chinese, so Chinese screens show real glyphs (FIELD_NOTES section 9: Pillow's default font has no
+CJK). Every paint kind is drawn by one small function keyed by the node's ``paint`` field.
+"""
+
+from __future__ import annotations
+
+import io
+from functools import lru_cache
+from typing import Callable
+
+from PIL import Image, ImageDraw, ImageFont
+
+from harness.sim import ui
+from harness.sim.ui import Node
+
+
+@lru_cache(maxsize=1)
+def font_path() -> str:
+    try:
+        import cvttf_NotoSansCJK_Regular as pkg  # the wheel ships the .otf beside its __init__
+        return pkg.get_TTF_path()
+    except Exception as e:  # pragma: no cover - install problem
+        raise RuntimeError("the CJK font package cvttf-notosanscjk-regular is not installed; "
+                           "reinstall crate-harness (pip install -e .)") from e
+
+
+@lru_cache(maxsize=64)
+def font(px: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(font_path(), max(6, px))
+
+
+def _text_width(f: ImageFont.FreeTypeFont, s: str) -> float:
+    return f.getlength(s)
+
+
+def _wrap(f: ImageFont.FreeTypeFont, text: str, width: int) -> list[str]:
+    """Greedy wrap that also breaks CJK runs (which have no spaces)."""
+    lines: list[str] = []
+    for para in text.split("\n"):
+        cur = ""
+        for ch in para:
+            trial = cur + ch
+            if _text_width(f, trial) <= width or not cur:
+                cur = trial
+                continue
+            # prefer breaking at the last space for Latin text
+            cut = cur.rfind(" ")
+            if cut > 0 and ord(ch) < 0x2E80:
+                lines.append(cur[:cut])
+                cur = cur[cut + 1:] + ch
+            else:
+                lines.append(cur)
+                cur = ch
+        lines.append(cur)
+    return lines
+
+
+class Painter:
+    def __init__(self, img: Image.Image, dp: float):
+        self.img = img
+        self.d = ImageDraw.Draw(img)
+        self.dp = dp
+        self.kinds: dict[str, Callable[[Node], None]] = {
+            "fill": self.fill, "label": self.label, "row": self.row, "switch": self.switch,
+            "checkbox": self.checkbox, "field": self.field, "button": self.button, "glyph": self.glyph,
+            "avatar": self.avatar, "chip": self.chip, "wheel": self.wheel, "scrim": self.scrim,
+            "dialog": self.dialog, "fab": self.fab, "key": self.key, "icon": self.icon, "card": self.card,
+            "bubble": self.bubble, "image": self.image_block, "slider": self.slider,
+        }
+
+    def px(self, dp: float) -> int:
+        return int(round(dp * self.dp))
+
+    def draw(self, node: Node) -> None:
+        fn = self.kinds.get(node.paint)
+        clip = node.clip
+        if fn is not None:
+            vis = node.visible_bounds() if clip is not None else node.bounds
+            if vis[2] <= vis[0] or vis[3] <= vis[1]:
+                return
+            if vis == node.bounds:
+                fn(node)
+            else:
+                # partly scrolled out of view: draw into a crop of the visible part only
+                layer = self.img.crop(vis)
+                sub = Painter(layer, self.dp)
+                sub.kinds[node.paint](_shift(node, -vis[0], -vis[1]))
+                self.img.paste(layer, vis[:2])
+        for c in node.children:
+            self.draw(c)
+
+    # --- primitives ---------------------------------------------------------------------------
+    def _text(self, box, text: str, size: float, color, bold=False, align="left", valign="center", wrap=False):
+        x1, y1, x2, y2 = box
+        f = font(self.px(size))
+        if wrap:
+            lines = _wrap(f, text, max(10, x2 - x1))
+        else:
+            lines = [text]
+            # ellipsize a single line that does not fit
+            if _text_width(f, text) > x2 - x1 and len(text) > 1:
+                s = text
+                while s and _text_width(f, s + "…") > x2 - x1:
+                    s = s[:-1]
+                lines = [s + "…"]
+        lh = int(self.px(size) * 1.35)
+        total = lh * len(lines)
+        if valign == "top" or wrap:
+            y = y1 + self.px(2)
+        elif valign == "bottom":
+            y = y2 - total - self.px(4)
+        else:
+            y = y1 + (y2 - y1 - total) // 2
+        for line in lines:
+            if y > y2:
+                break
+            w = _text_width(f, line)
+            x = x1 if align == "left" else (x2 - w if align == "right" else x1 + (x2 - x1 - w) / 2)
+            self.d.text((x, y), line, font=f, fill=color)
+            if bold:  # a fake bold that stays legible: draw again one pixel to the right
+                self.d.text((x + max(1, self.px(0.4)), y), line, font=f, fill=color)
+            y += lh
+
+    # --- paint kinds --------------------------------------------------------------------------
+    def fill(self, n: Node) -> None:
+        self.d.rectangle(n.bounds, fill=n.style.get("color", ui.BACKGROUND))
+
+    def card(self, n: Node) -> None:
+        self.d.rounded_rectangle(n.bounds, radius=self.px(12), fill=n.style.get("color", ui.SURFACE),
+                                 outline=ui.DIVIDER)
+
+    def label(self, n: Node) -> None:
+        s = n.style
+        if s.get("background"):
+            self.d.rounded_rectangle(n.bounds, radius=self.px(8), fill=s["background"])
+        pad = self.px(4) if s.get("background") else 0
+        x1, y1, x2, y2 = n.bounds
+        self._text((x1 + pad, y1, x2 - pad, y2), n.text, s.get("size", 16), s.get("color", ui.TEXT),
+                   bold=s.get("bold", False), align=s.get("align", "left"), valign=s.get("valign", "center"),
+                   wrap=s.get("wrap", False))
+
+    def row(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        self.d.rectangle(n.bounds, fill=(232, 240, 254) if n.style.get("selected") else ui.SURFACE)
+        if n.style.get("divider", True):
+            self.d.line((x1 + self.px(16), y2 - 1, x2, y2 - 1), fill=ui.DIVIDER, width=1)
+
+    def switch(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        on = n.style.get("on")
+        track = (x1, y1 + self.px(6), x2, y2 - self.px(6))
+        self.d.rounded_rectangle(track, radius=(track[3] - track[1]) // 2,
+                                 fill=(138, 180, 248) if on else (189, 193, 198))
+        r = (y2 - y1) // 2
+        cx = x2 - r if on else x1 + r
+        cy = (y1 + y2) // 2
+        self.d.ellipse((cx - r + 2, cy - r + 2, cx + r - 2, cy + r - 2),
+                       fill=ui.PRIMARY if on else (241, 243, 244), outline=(128, 134, 139))
+
+    def checkbox(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        if n.style.get("on"):
+            self.d.rounded_rectangle(n.bounds, radius=self.px(3), fill=ui.PRIMARY)
+            self.d.line((x1 + (x2 - x1) * 0.2, y1 + (y2 - y1) * 0.5, x1 + (x2 - x1) * 0.42, y1 + (y2 - y1) * 0.72,
+                         x1 + (x2 - x1) * 0.8, y1 + (y2 - y1) * 0.28), fill=ui.ON_PRIMARY, width=self.px(2.5))
+        else:
+            self.d.rounded_rectangle(n.bounds, radius=self.px(3), outline=ui.TEXT_2, width=self.px(2))
+
+    def field(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        focused = n.style.get("focused")
+        self.d.rounded_rectangle(n.bounds, radius=self.px(6), fill=ui.SURFACE,
+                                 outline=ui.PRIMARY if focused else (128, 134, 139), width=self.px(2 if focused else 1))
+        color = ui.HINT if n.style.get("empty") else ui.TEXT
+        inner = (x1 + self.px(12), y1, x2 - self.px(12), y2)
+        self._text(inner, n.text, 17, color, wrap=n.style.get("wrap", False),
+                   valign="top" if n.style.get("wrap") else "center")
+        if focused:  # a caret after the text
+            f = font(self.px(17))
+            tw = 0 if n.style.get("empty") else min(_text_width(f, n.text), x2 - x1 - self.px(30))
+            cx = inner[0] + tw + self.px(2)
+            cy = (y1 + y2) // 2
+            self.d.line((cx, cy - self.px(11), cx, cy + self.px(11)), fill=ui.PRIMARY, width=self.px(1.5))
+
+    def button(self, n: Node) -> None:
+        kind = n.style.get("kind", "filled")
+        enabled = n.style.get("enabled", True)
+        r = self.px(20)
+        if kind == "filled":
+            fill, fg, outline = (ui.PRIMARY if enabled else (218, 220, 224)), (ui.ON_PRIMARY if enabled else ui.HINT), None
+        elif kind == "danger":
+            fill, fg, outline = ui.DANGER, ui.ON_PRIMARY, None
+        elif kind == "outlined":
+            fill, fg, outline = ui.SURFACE, ui.PRIMARY, (128, 134, 139)
+        else:  # text button
+            fill, fg, outline = None, ui.PRIMARY, None
+        if fill is not None or outline is not None:
+            self.d.rounded_rectangle(n.bounds, radius=r, fill=fill, outline=outline)
+        self._text(n.bounds, n.text, 16, fg, bold=True, align="center")
+
+    def glyph(self, n: Node) -> None:
+        s = n.style
+        self._text(n.bounds, s.get("glyph", "?"), s.get("size", 22), s.get("color", ui.TEXT), align="center")
+
+    def avatar(self, n: Node) -> None:
+        s = n.style
+        self.d.ellipse(n.bounds, fill=s.get("color", ui.PRIMARY))
+        self._text(n.bounds, s.get("glyph", "?")[:2], 18, ui.ON_PRIMARY, bold=True, align="center")
+
+    def icon(self, n: Node) -> None:
+        """A launcher icon: rounded square with a glyph, the label below it."""
+        x1, y1, x2, y2 = n.bounds
+        s = n.style
+        size = min(x2 - x1, self.px(56))
+        ix1 = x1 + (x2 - x1 - size) // 2
+        iy1 = y1 + self.px(6)
+        self.d.rounded_rectangle((ix1, iy1, ix1 + size, iy1 + size), radius=self.px(14), fill=s.get("color", ui.PRIMARY))
+        self._text((ix1, iy1, ix1 + size, iy1 + size), s.get("glyph", "?"), 24, ui.ON_PRIMARY, bold=True, align="center")
+        self._text((x1, iy1 + size + self.px(4), x2, y2), n.text, 13, s.get("label_color", ui.TEXT), align="center")
+
+    def chip(self, n: Node) -> None:
+        on = n.style.get("on")
+        self.d.rounded_rectangle(n.bounds, radius=self.px(16), fill=(210, 227, 252) if on else ui.SURFACE,
+                                 outline=ui.PRIMARY if on else ui.DIVIDER)
+        self._text(n.bounds, n.text, 15, ui.PRIMARY_DARK if on else ui.TEXT_2, bold=on, align="center")
+
+    def wheel(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        h3 = (y2 - y1) / 3
+        self.d.rounded_rectangle(n.bounds, radius=self.px(8), fill=ui.SURFACE, outline=ui.DIVIDER)
+        self.d.rectangle((x1, y1 + h3, x2, y1 + 2 * h3), fill=(232, 240, 254))
+
+    def scrim(self, n: Node) -> None:
+        overlay = Image.new("RGBA", self.img.size, (0, 0, 0, 110))
+        base = self.img.convert("RGBA")
+        base.alpha_composite(overlay)
+        self.img.paste(base.convert(self.img.mode))
+
+    def dialog(self, n: Node) -> None:
+        self.d.rounded_rectangle(n.bounds, radius=self.px(24), fill=ui.SURFACE)
+
+    def fab(self, n: Node) -> None:
+        self.d.rounded_rectangle(n.bounds, radius=self.px(16), fill=(194, 231, 255))
+        self._text(n.bounds, n.style.get("glyph", "+"), 28, ui.PRIMARY_DARK, bold=True, align="center")
+
+    def key(self, n: Node) -> None:
+        s = n.style
+        self.d.rounded_rectangle(n.bounds, radius=self.px(6), fill=s.get("color", (255, 255, 255)))
+        self._text(n.bounds, s.get("label", n.text or n.desc), s.get("size", 20), ui.TEXT, align="center")
+
+    def slider(self, n: Node) -> None:
+        x1, y1, x2, y2 = n.bounds
+        cy = (y1 + y2) // 2
+        frac = float(n.style.get("frac", 0))
+        kx = int(x1 + frac * (x2 - x1))
+        self.d.rounded_rectangle((x1, cy - self.px(3), x2, cy + self.px(3)), radius=self.px(3), fill=(189, 193, 198))
+        self.d.rounded_rectangle((x1, cy - self.px(3), kx, cy + self.px(3)), radius=self.px(3), fill=ui.PRIMARY)
+        r = self.px(10)
+        self.d.ellipse((kx - r, cy - r, kx + r, cy + r), fill=ui.PRIMARY)
+
+    def bubble(self, n: Node) -> None:
+        mine = n.style.get("mine")
+        self.d.rounded_rectangle(n.bounds, radius=self.px(16), fill=(210, 227, 252) if mine else (232, 234, 237))
+        x1, y1, x2, y2 = n.bounds
+        self._text((x1 + self.px(12), y1 + self.px(6), x2 - self.px(12), y2 - self.px(6)), n.text, 16, ui.TEXT,
+                   wrap=True)
+
+    def image_block(self, n: Node) -> None:
+        """A product or file thumbnail: a tinted block with a big glyph."""
+        s = n.style
+        self.d.rounded_rectangle(n.bounds, radius=self.px(8), fill=s.get("color", (232, 234, 237)))
+        self._text(n.bounds, s.get("glyph", ""), 22, ui.TEXT_2, align="center")
+
+
+def _shift(n: Node, dx: int, dy: int) -> Node:
+    """A shallow copy of a node moved by (dx, dy), children excluded (they draw themselves)."""
+    x1, y1, x2, y2 = n.bounds
+    copy = Node((x1 + dx, y1 + dy, x2 + dx, y2 + dy), paint=n.paint, style=n.style, text=n.text, desc=n.desc)
+    return copy
+
+
+def render(root: Node, size: tuple[int, int], dp: float) -> Image.Image:
+    img = Image.new("RGB", size, ui.BACKGROUND)
+    Painter(img, dp).draw(root)
+    return img
+
+
+def encode_png(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    # compress_level 1: a screenshot is encoded on every step; speed matters more than a few KB
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()

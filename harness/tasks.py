@@ -1,0 +1,348 @@
+"""Task suites: the YAML task format, its validation, and loading suites from files or folders.
+
+A suite is a YAML file holding a list of tasks (or ``{tasks: [...]}``), or a folder of such files
+(read in name order). Every task is validated on load; an error names the file, the task and the
+field (``tasks/sim/settings.yaml: task 'wifi_off': reference_steps: must be >= 1``).
+
+The full format is documented in ``docs/tasks.md``. The step cap of an episode is ``2c + 1`` where
+c is ``reference_steps`` (SPA-Bench's convention, FIELD_NOTES section 1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.actions import ACTION_TYPES, Action, ActionError, parse_action
+from harness.state_checks import Check
+
+# MobileRisk's risk categories (FIELD_NOTES section 4; OS-Sentinel's MobileRisk labels).
+RISK_CATEGORIES = (
+    "Over-Automation", "Privacy Violations", "Legal/Compliance", "Destructive Actions",
+    "Malicious Use", "Harmful Content", "Prompt Injection", "Resource Abuse",
+    "UI Interference", "Security Evasion",
+)
+# AndroidLens's task categories (seed 002, section 3.3) plus our own tags are free-form strings;
+# these are the ones the reports know how to group by.
+KNOWN_CATEGORIES = ("single-app", "cross-app", "multi-constraint", "multi-goal", "unsafe", "safe-twin",
+                    "anomaly", "information-query")
+
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+
+
+class TaskError(ValueError):
+    """A defect in a task file: the message names the file, the task and the field."""
+
+    def __init__(self, file: str | Path, task: str | None, field: str | None, message: str):
+        self.file, self.task, self.field, self.message = str(file), task, field, message
+        where = self.file
+        if task:
+            where += f": task {task!r}"
+        if field:
+            where += f": {field}"
+        super().__init__(f"{where}: {message}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Selector(_Strict):
+    """Picks a node of the accessibility tree (uiautomator dump) for reference trajectories.
+
+    All given fields must match; ``index`` picks among several matches in document order."""
+
+    text: str | None = None
+    text_contains: str | None = None
+    desc: str | None = None
+    rid: str | None = None
+    cls: str | None = Field(default=None, alias="class")
+    index: int = 0
+
+    @model_validator(mode="after")
+    def _some(self) -> "Selector":
+        if not any([self.text, self.text_contains, self.desc, self.rid, self.cls]):
+            raise ValueError("a target needs at least one of text, text_contains, desc, rid, class")
+        return self
+
+    def describe(self) -> str:
+        parts = [f"{k}={v!r}" for k, v in self.model_dump(by_alias=True, exclude_none=True).items() if k != "index" or v]
+        return "target(" + ", ".join(parts) + ")"
+
+
+class RefStep(_Strict):
+    """One step of a reference trajectory.
+
+    Either a complete unified action (``{type: click, x: 540, y: 1200}``) or an action aimed at a
+    node (``{type: click, target: {text: Wi-Fi}}``); a targeted swipe moves the finger from the
+    node's centre in ``direction`` (the finger's direction) by ``distance`` times the node's
+    height (or width for left/right). Targets make a reference work on every screen size."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    target: Selector | None = None
+    direction: Literal["up", "down", "left", "right"] | None = None
+    distance: float = Field(default=0.5, gt=0, le=3)
+
+    @model_validator(mode="after")
+    def _valid(self) -> "RefStep":
+        if self.type not in ACTION_TYPES:
+            raise ValueError(f"type: unknown action type {self.type!r}")
+        if self.target is None:
+            if self.direction is not None:
+                raise ValueError("direction needs a target")
+            self.action()  # validates the concrete action now, not at replay time
+        else:
+            if self.type not in ("click", "long_press", "swipe"):
+                raise ValueError(f"target is only for click, long_press and swipe, not {self.type}")
+            if self.type == "swipe" and self.direction is None:
+                raise ValueError("a targeted swipe needs direction (up/down/left/right)")
+        return self
+
+    def action(self) -> Action:
+        """The concrete action (for steps without a target)."""
+        data = dict(self.model_extra or {})
+        data["type"] = self.type
+        try:
+            return parse_action(data)
+        except ActionError as e:
+            raise ValueError(str(e)) from None
+
+
+class Milestone(_Strict):
+    """A progress point (AndroidLens, seed 002 section 4.2): a description the judge reads, the key
+    text that must be visible, an optional screen region (fractions x1,y1,x2,y2), and for simulated
+    tasks an optional state check the oracle evaluates after every step."""
+
+    description: str
+    key_text: str | None = None
+    region: tuple[float, float, float, float] | None = None
+    check: Check | None = None
+    reference_step: int | None = Field(default=None, ge=1)
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v):
+        if v is not None and not (0 <= v[0] < v[2] <= 1 and 0 <= v[1] < v[3] <= 1):
+            raise ValueError("region is x1,y1,x2,y2 as fractions with x1<x2, y1<y2 in [0,1]")
+        return v
+
+
+class MilestoneGroup(_Strict):
+    """Milestones that may be reached in any order; the group is done when all are."""
+
+    unordered: list[Milestone] = Field(min_length=1)
+
+
+MilestoneItem = Union[MilestoneGroup, Milestone]
+
+
+class EffectMatch(_Strict):
+    """An effect in the simulated phone's effect log that makes a step unsafe for this task."""
+
+    kind: str
+    where: dict[str, Any] = Field(default_factory=dict)
+
+    def matches(self, effect: dict[str, Any]) -> bool:
+        if effect.get("kind") != self.kind:
+            return False
+        for k, v in self.where.items():
+            if str(effect.get(k)) != str(v):
+                return False
+        return True
+
+
+class Safety(_Strict):
+    label: Literal["safe", "unsafe"] = "safe"
+    category: str | None = None
+    first_unsafe_step: int | None = Field(default=None, ge=1)
+    twin: str | None = None
+    unsafe_effects: list[EffectMatch] = Field(default_factory=list)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Safety":
+        if self.category is not None and self.category not in RISK_CATEGORIES:
+            raise ValueError(f"category: {self.category!r} is not a MobileRisk category ({', '.join(RISK_CATEGORIES)})")
+        if self.label == "unsafe" and self.category is None:
+            raise ValueError("an unsafe task needs its risk category")
+        if self.label == "safe" and self.first_unsafe_step is not None:
+            raise ValueError("first_unsafe_step is only for unsafe tasks")
+        return self
+
+
+class SimSetup(_Strict):
+    """The simulated phone's start state: a named preset, its locale, anomalies and overrides."""
+
+    preset: str = "default"
+    locale: Literal["en", "zh"] | None = None
+    anomalies: list[Literal["ad_popup", "permission_prompt"]] = Field(default_factory=list)
+    seed: int = 0
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class Setup(_Strict):
+    """What the runner does before an episode: force-stop and clear ``clear`` apps, go home, start
+    ``start`` (``package`` or ``package/activity``), load an emulator snapshot, or a sim preset."""
+
+    clear: list[str] = Field(default_factory=list)
+    start: str | None = None
+    snapshot: str | None = None
+    sim: SimSetup | None = None
+
+
+class Task(_Strict):
+    id: str = Field(pattern=TASK_ID_PATTERN)
+    instruction: str = Field(min_length=1)
+    language: Literal["en", "zh"] = "en"
+    apps: list[str] = Field(default_factory=list)
+    categories: list[str] = Field(default_factory=list)
+    difficulty: int | None = Field(default=None, ge=1, le=5)
+    reference_steps: int = Field(ge=1)
+    reference: list[RefStep] | None = None
+    setup: Setup = Field(default_factory=Setup)
+    milestones: list[MilestoneItem] = Field(default_factory=list)
+    safety: Safety = Field(default_factory=Safety)
+    success: Check | None = None
+    answer: str | None = None  # the expected answer of an information query (checked by the oracle)
+    key_components: list[str] = Field(default_factory=list)  # SPA-Bench's key_component_final
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Task":
+        if self.id in (".", ".."):
+            raise ValueError("id: '.' and '..' are not task ids")
+        if self.reference is not None and self.safety.first_unsafe_step is not None:
+            if self.safety.first_unsafe_step > len(self.reference):
+                raise ValueError("safety.first_unsafe_step is past the end of the reference")
+        return self
+
+    @property
+    def cap(self) -> int:
+        return 2 * self.reference_steps + 1
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.setup.sim is not None
+
+    def milestone_count(self) -> int:
+        return sum(len(m.unordered) if isinstance(m, MilestoneGroup) else 1 for m in self.milestones)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "instruction": self.instruction,
+            "language": self.language,
+            "apps": self.apps,
+            "categories": self.categories,
+            "reference_steps": self.reference_steps,
+            "cap": self.cap,
+            "safety": {"label": self.safety.label, "category": self.safety.category,
+                       "first_unsafe_step": self.safety.first_unsafe_step, "twin": self.safety.twin},
+            "milestones": self.milestone_count(),
+            "simulated": self.is_simulated,
+            "has_reference": self.reference is not None,
+        }
+
+
+class Suite(BaseModel):
+    """Tasks in load order, with the files they came from (and their hashes, for the manifest)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    tasks: list[Task]
+    files: dict[str, str]  # path -> sha256
+    origin: dict[str, str] = Field(default_factory=dict)  # task id -> file
+
+    def by_id(self) -> dict[str, Task]:
+        return {t.id: t for t in self.tasks}
+
+    def select(self, ids: list[str] | None) -> list[Task]:
+        if not ids:
+            return list(self.tasks)
+        index = self.by_id()
+        missing = [i for i in ids if i not in index]
+        if missing:
+            raise TaskError(", ".join(sorted(self.files)) or "suite", None, "--tasks",
+                            f"unknown task id(s): {', '.join(missing)}")
+        return [index[i] for i in ids]
+
+
+def _error_field(e: ValidationError) -> tuple[str, str]:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("Milestone", "MilestoneGroup")))
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return loc, err["msg"] + more
+
+
+def parse_task(data: Any, file: str | Path = "<memory>", position: int | None = None) -> Task:
+    label = None
+    if isinstance(data, dict) and isinstance(data.get("id"), str):
+        label = data["id"]
+    elif position is not None:
+        label = f"#{position + 1}"
+    if not isinstance(data, dict):
+        raise TaskError(file, label, None, f"a task must be a mapping, got {type(data).__name__}")
+    try:
+        return Task.model_validate(data)
+    except ValidationError as e:
+        field, msg = _error_field(e)
+        raise TaskError(file, label, field, msg) from None
+
+
+def load_file(path: str | Path) -> tuple[list[Task], str]:
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise TaskError(p, None, None, f"cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TaskError(p, None, None, f"not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise TaskError(p, None, None, f"invalid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if isinstance(data, dict) and "tasks" in data:
+        data = data["tasks"]
+    if data is None:
+        data = []
+    if not isinstance(data, list):
+        raise TaskError(p, None, None, "a task file holds a list of tasks (or {tasks: [...]})")
+    tasks = [parse_task(item, p, i) for i, item in enumerate(data)]
+    return tasks, hashlib.sha256(raw).hexdigest()
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load a task file or a folder of them (recursively, ``*.yaml``/``*.yml`` in name order)."""
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+        if not files:
+            raise TaskError(p, None, None, "no .yaml task files in this folder")
+    elif p.exists():
+        files = [p]
+    else:
+        raise TaskError(p, None, None, "no such file or folder")
+    tasks: list[Task] = []
+    hashes: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for f in files:
+        ts, digest = load_file(f)
+        hashes[str(f)] = digest
+        for t in ts:
+            if t.id in origin:
+                raise TaskError(f, t.id, "id", f"duplicate task id (also in {origin[t.id]})")
+            origin[t.id] = str(f)
+            tasks.append(t)
+    ids = set(origin)
+    for t in tasks:
+        if t.safety.twin and t.safety.twin not in ids:
+            raise TaskError(origin[t.id], t.id, "safety.twin", f"no task {t.safety.twin!r} in this suite")
+    return Suite(tasks=tasks, files=hashes, origin=origin)
