@@ -531,6 +531,15 @@ class SimPhone:
             self.recents.remove(package)
         self.recents.append(package)
 
+    def share_to(self, app_key: str, payload: dict[str, Any]) -> None:
+        """Android's share sheet, reduced to its effect: bring ``app_key`` to the front and hand it
+        the shared text or attachment (the app's ``receive_share`` opens its compose page)."""
+        app = self.by_key.get(app_key)
+        if app is None or not hasattr(app, "receive_share"):
+            return
+        self._launch_unlocked(app.package, None)
+        app.receive_share(dict(payload))
+
     def _stop_unlocked(self, package: str) -> None:
         self.running.discard(package)
         if self.foreground == package:
@@ -649,7 +658,9 @@ class SimPhone:
             screen["focused_field"] = self.focus_key
             return {
                 "device": {"size": [self.width, self.height], "locale": self.locale, "preset": self.preset,
-                           "ime": self.ime},
+                           "ime": self.ime,
+                           "apps": [{"key": a.key, "package": a.package, "label_en": a.label[0],
+                                     "label_zh": a.label[1], "aliases": list(a.aliases)} for a in self.apps.values()]},
                 "screen": screen,
                 "apps": {a.key: a.state_json() for a in self.apps.values()},
                 "running": sorted(self.running),

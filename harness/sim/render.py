@@ -175,7 +175,7 @@ class Painter:
         self.d.rounded_rectangle(n.bounds, radius=self.px(6), fill=ui.SURFACE,
                                  outline=ui.PRIMARY if focused else (128, 134, 139), width=self.px(2 if focused else 1))
         color = ui.HINT if n.style.get("empty") else ui.TEXT
-        inner = (x1 + self.px(12), y1, x2 - self.px(12), y2)
+        inner = (x1 + self.px(12), y1 + (self.px(8) if n.style.get("wrap") else 0), x2 - self.px(12), y2)
         self._text(inner, n.text, 17, color, wrap=n.style.get("wrap", False),
                    valign="top" if n.style.get("wrap") else "center")
         if focused:  # a caret after the text

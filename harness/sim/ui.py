@@ -158,7 +158,7 @@ class UI:
             x = self.px(64)
         right = self.w - self.px(8)
         for label, name, cb in reversed(list(actions)):
-            tw = self.px(12 + 9 * max(2, len(label)))
+            tw = self.px(12 + max(18, sum(16 if ord(ch) >= 0x2E80 else 9 for ch in label)))  # CJK is wider
             bar.children.append(Node((right - tw, y1, right, y2), cls="android.widget.Button", text=label,
                                      rid=self.rid(name), package=self.package, clickable=True, focusable=True,
                                      on_click=cb, paint="label",

@@ -1,0 +1,109 @@
+"""``harness demo``: the main job end to end on simulated phones, with nothing to set up.
+
+Starts a private adb server and N simulated phones (each its own process, reached over real adb),
+then runs a slice of ``tasks/sim`` twice with the replay agent — once clean, once with seeded
+perturbations — judged by the oracle, and prints the table and where the records are. The clean
+run includes unsafe tasks, so the table shows the oracle flagging them; the perturbed run shows
+mistakes turning into failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.device.adb_server import AdbServer, free_port
+from harness.tasks import Task, load_suite
+
+PERTURB = 0.35
+
+
+def _suite_path() -> Path:
+    here = Path(__file__).resolve().parent.parent / "tasks" / "sim"
+    if not here.is_dir():
+        raise SystemExit(f"harness demo: the simulated suite is missing ({here}); run from a clone of crate-harness")
+    return here
+
+
+def pick_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+    """A small, fast, varied slice: short safe tasks in both languages, and unsafe ones."""
+    runnable = [t for t in tasks if t.is_simulated and t.reference is not None and t.reference_steps <= 10]
+    safe = [t for t in runnable if t.safety.label == "safe"]
+    unsafe = [t for t in runnable if t.safety.label == "unsafe"]
+    en = [t for t in safe if t.language == "en"][:4]
+    zh = [t for t in safe if t.language == "zh"][:2]
+    clean = en + zh + unsafe[:2]
+    perturbed = (en[:3] + zh[:1])
+    return clean, perturbed
+
+
+def start_phone(port: int, log: Path, lang: str = "en") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--lang", lang],
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_port(port: int, timeout: float) -> bool:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from harness.run_command import add_run_arguments, execute_run, print_summary
+
+    suite_dir = _suite_path()
+    clean, perturbed = pick_tasks(load_suite(suite_dir).tasks)
+    if not clean:
+        print("harness demo: no simulated tasks with references in tasks/sim", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    server = AdbServer().start()
+    os.environ["ANDROID_ADB_SERVER_PORT"] = str(server.port)
+    procs: list[subprocess.Popen] = []
+    t0 = time.monotonic()
+    try:
+        serials = []
+        for i in range(max(1, args.phones)):
+            port = free_port()
+            procs.append(start_phone(port, out / f"phone-{i}.log"))
+            if not _wait_port(port, 30):
+                print(f"harness demo: simulated phone {i} did not start (see {out / f'phone-{i}.log'})", file=sys.stderr)
+                return 1
+            serials.append(server.connect(f"127.0.0.1:{port}"))
+        print(f"demo: {len(serials)} simulated phone(s) on a private adb server (port {server.port}): {', '.join(serials)}")
+        parser = argparse.ArgumentParser()
+        add_run_arguments(parser)
+        reports = []
+        for name, tasks, extra in (("clean", clean, []), ("perturbed", perturbed, ["--agent-opt", f"perturb={PERTURB}"])):
+            run_out = out / name
+            argv = ["--suite", str(suite_dir), "--tasks", ",".join(t.id for t in tasks), "--devices", ",".join(serials),
+                    "--agent", "replay", *extra, "--judge", "oracle", "--seed", str(args.seed), "--out", str(run_out),
+                    "--adb-port", str(server.port)]
+            run_args = parser.parse_args(argv)
+            print(f"\ndemo: {name} replay of {len(tasks)} task(s) -> {run_out}")
+            report = execute_run(run_args, argv=["harness", "run", *argv])
+            print_summary(str(run_out), report)
+            reports.append(report)
+        print(f"\ndemo finished in {time.monotonic() - t0:.1f}s; records in {out.resolve()}")
+        return 130 if any(r.interrupted for r in reports) else 0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        server.stop()

@@ -1,0 +1,340 @@
+"""A device driven over adb with adbutils: USB phones, emulators, ``host:port`` devices and the
+simulated phone alike.
+
+Screenshots use ``exec:screencap -p`` (``adb exec-out``): raw bytes, no file on the device and no
+pty newline mangling; peers pull a file from the device instead, which costs two more round trips
+(FIELD_NOTES section 8). Actions map onto ``input`` commands; every argument is passed as its own
+argv element and quoted by adbutils (``shlex.quote``), so agent text never reaches the device
+shell as syntax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import subprocess
+import time
+from typing import Any
+
+import adbutils
+
+from harness.actions import (Action, ActionError, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe,
+                             TypeText, Wait)
+from harness.device.adb_server import run_adb, server_port
+from harness.device.base import ActionTiming, DeviceDescription, DeviceError, InfraError
+from harness.device.config import SettleConfig
+from harness.device.text_input import TextTyper
+
+# Android KeyEvent codes (android.view.KeyEvent).
+KEYCODES = {"back": 4, "home": 3, "enter": 66, "delete": 67, "app_switch": 187}
+SIM_RESET_ACTION = "com.crate.sim.RESET"
+LAUNCHERS = ("com.android.launcher3", "com.google.android.apps.nexuslauncher", "com.miui.home",
+             "com.huawei.android.launcher", "com.sec.android.app.launcher", "com.oppo.launcher",
+             "com.bbk.launcher2", "com.android.launcher")
+# Labels users and models give common apps, for open_app on real phones (the sim reports its own).
+COMMON_APPS = {
+    "settings": "com.android.settings", "设置": "com.android.settings",
+    "chrome": "com.android.chrome", "contacts": "com.android.contacts", "联系人": "com.android.contacts",
+    "phone": "com.android.dialer", "camera": "com.android.camera2", "clock": "com.android.deskclock",
+    "时钟": "com.android.deskclock", "messages": "com.google.android.apps.messaging",
+    "files": "com.google.android.documentsui", "calendar": "com.google.android.calendar",
+    "gmail": "com.google.android.gm", "maps": "com.google.android.apps.maps",
+    "youtube": "com.google.android.youtube", "play store": "com.android.vending",
+}
+_NET_ERRORS = (adbutils.AdbError, adbutils.AdbTimeout, ConnectionError, socket.timeout, OSError, EOFError)
+
+
+class AdbDevice:
+    """One device reached through an adb server (``host``/``port`` of the server)."""
+
+    def __init__(self, serial: str, *, host: str = "127.0.0.1", port: int | None = None,
+                 settle: SettleConfig | None = None, command_timeout: float = 30.0,
+                 app_labels: dict[str, str] | None = None):
+        self.serial = serial
+        self.host = host
+        self.port = port or server_port()
+        self.settle_cfg = settle or SettleConfig()
+        self.command_timeout = command_timeout
+        self.client = adbutils.AdbClient(host=host, port=self.port, socket_timeout=command_timeout)
+        self.dev = self.client.device(serial)
+        self._size: tuple[int, int] | None = None
+        self._labels = {k.casefold(): v for k, v in COMMON_APPS.items()}
+        self._labels.update({k.casefold(): v for k, v in (app_labels or {}).items()})
+        self._sim: bool | None = None
+        self.typer = TextTyper(self.shell)
+        self.last_text_strategy: str | None = None
+
+    # --- low level ----------------------------------------------------------------------------
+    def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _NET_ERRORS as e:
+            raise InfraError(f"{self.serial}: {what} failed: {type(e).__name__}: {e}") from None
+
+    def shell(self, argv: list[str], timeout: float | None = None) -> str:
+        """Run argv on the device; each element is quoted, so nothing in it is shell syntax."""
+        if not isinstance(argv, (list, tuple)):
+            raise TypeError("shell takes an argv list, never a command string")
+        return self._guard(f"shell {argv[0]}", self.dev.shell, list(argv), timeout=timeout or self.command_timeout)
+
+    def exec_out(self, command: str, timeout: float | None = None) -> bytes:
+        """``adb exec-out COMMAND``: raw stdout bytes. Only for fixed commands we write ourselves."""
+        def run() -> bytes:
+            c = self.dev.open_transport(timeout=timeout or self.command_timeout)
+            try:
+                c.send_command("exec:" + command)
+                c.check_okay()
+                return c.read_until_close(encoding=None)
+            finally:
+                c.close()
+        return self._guard(f"exec-out {command}", run)
+
+    # --- description --------------------------------------------------------------------------
+    def describe(self) -> DeviceDescription:
+        d = DeviceDescription(serial=self.serial)
+        try:
+            for info in self.client.list(extended=True):
+                if info.serial == self.serial:
+                    d.state = info.state
+                    break
+            else:
+                d.state = "absent"
+        except _NET_ERRORS as e:
+            d.state, d.problem = "unknown", f"adb server unreachable: {e}"
+            return d
+        if d.state != "device":
+            d.problem = {"unauthorized": "unauthorized: accept the USB debugging prompt on the phone",
+                         "offline": "offline: reconnect the device", "absent": "not attached"}.get(d.state, d.state)
+            return d
+        try:
+            d.model = self.shell(["getprop", "ro.product.model"]).strip()
+            d.sdk = self.shell(["getprop", "ro.build.version.sdk"]).strip()
+            d.size = self.screen_size()
+            dens = self.shell(["wm", "density"])
+            nums = [int(t) for t in dens.replace(":", " ").split() if t.isdigit()]
+            d.density = nums[-1] if nums else None
+            d.simulated = self.is_simulated()
+            shot = self.screenshot()
+            d.healthy = shot[:8] == b"\x89PNG\r\n\x1a\n"
+            if not d.healthy:
+                d.problem = "screencap did not return a PNG"
+        except (InfraError, DeviceError, ValueError) as e:
+            d.problem = str(e)
+        return d
+
+    def screen_size(self) -> tuple[int, int]:
+        if self._size is None:
+            out = self.shell(["wm", "size"])
+            size = None
+            for line in out.splitlines():  # "Physical size: WxH" then maybe "Override size: WxH"
+                if "size:" in line:
+                    try:
+                        w, h = line.split(":", 1)[1].strip().split("x")
+                        size = (int(w), int(h))
+                    except ValueError:
+                        continue
+            if size is None:
+                raise DeviceError(f"{self.serial}: cannot read the screen size from 'wm size': {out[:80]!r}")
+            self._size = size
+        return self._size
+
+    # --- observation --------------------------------------------------------------------------
+    def screenshot(self) -> bytes:
+        data = self.exec_out("screencap -p")
+        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a PNG")
+        return data
+
+    def hierarchy(self) -> str:
+        path = "/data/local/tmp/crate_uidump.xml"
+        out = self.shell(["uiautomator", "dump", path])
+        if "dumped" not in out.lower():
+            raise DeviceError(f"{self.serial}: uiautomator dump failed: {out.strip()[:120]}")
+        try:
+            data = self._guard("pull hierarchy", self.dev.sync.read_bytes, path)
+        except adbutils.AdbError as e:  # pragma: no cover - guarded above
+            raise DeviceError(str(e)) from None
+        return data.decode("utf-8", errors="replace")
+
+    def current_app(self) -> tuple[str, str]:
+        out = self.shell(["dumpsys", "window", "windows"])
+        for line in out.splitlines():
+            if "mCurrentFocus=" in line or "mFocusedApp=" in line:
+                for token in line.replace("}", " ").split():
+                    if "/" in token and "." in token:
+                        pkg, act = token.split("/", 1)
+                        return pkg, act
+        return "", ""
+
+    def is_simulated(self) -> bool:
+        if self._sim is None:
+            out = self.shell(["dumpsys", "crate_sim", "ping"])
+            self._sim = out.strip().startswith("{") or out.strip() == "ok"
+        return self._sim
+
+    def state(self) -> dict[str, Any] | None:
+        """The sim's state JSON (``dumpsys crate_sim``); None on a real phone."""
+        if not self.is_simulated():
+            return None
+        out = self.shell(["dumpsys", "crate_sim"])
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError:
+            raise InfraError(f"{self.serial}: the simulated phone's state is not JSON: {out[:80]!r}") from None
+
+    # --- actions ------------------------------------------------------------------------------
+    def resolve_app(self, name: str) -> str:
+        name = name.strip()
+        key = name.casefold()
+        if key in self._labels:
+            return self._labels[key]
+        if self.is_simulated():
+            st = self.state() or {}
+            for app in st.get("device", {}).get("apps", []):
+                names = [app.get("package", ""), app.get("key", ""), app.get("label_en", ""), app.get("label_zh", ""),
+                         *app.get("aliases", [])]
+                if key in (n.casefold() for n in names if n):
+                    return app["package"]
+        if "." in name and " " not in name:
+            return name  # a package name
+        raise ActionError(f"open_app: no installed app is called {name!r}")
+
+    def execute(self, action: Action) -> None:
+        if isinstance(action, Click):
+            self.shell(["input", "tap", str(action.x), str(action.y)])
+        elif isinstance(action, LongPress):
+            # a swipe that does not move, held for the duration, is Android's long press
+            self.shell(["input", "swipe", str(action.x), str(action.y), str(action.x), str(action.y),
+                        str(action.duration_ms)])
+        elif isinstance(action, Swipe):
+            self.shell(["input", "swipe", *map(str, action.start), *map(str, action.end), str(action.duration_ms)])
+        elif isinstance(action, TypeText):
+            self.last_text_strategy = self.typer.type(action.text)
+            if action.submit:
+                self.shell(["input", "keyevent", str(KEYCODES["enter"])])
+        elif isinstance(action, Key):
+            code = KEYCODES[action.key] if isinstance(action.key, str) else action.key
+            self.shell(["input", "keyevent", str(code)])
+        elif isinstance(action, OpenApp):
+            pkg = self.resolve_app(action.app)
+            out = self.shell(["monkey", "-p", pkg, "-c", "android.intent.category.LAUNCHER", "1"])
+            if "No activities found" in out or "not found" in out.lower() and "monkey" not in out.lower():
+                raise ActionError(f"open_app: {action.app!r} ({pkg}) is not installed")
+        elif isinstance(action, Wait):
+            time.sleep(action.seconds)
+        elif isinstance(action, (Answer, Finish)):
+            return
+        else:  # pragma: no cover - the union is closed
+            raise ActionError(f"unsupported action {action!r}")
+
+    def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
+        """Poll screenshots until ``stable_frames`` in a row are identical (bounded by max_s)."""
+        cfg = self.settle_cfg
+        t0 = time.monotonic()
+        if cfg.min_s:
+            time.sleep(cfg.min_s)
+        shot = self.screenshot()
+        digest = hashlib.blake2b(shot, digest_size=16).digest()
+        same = 1
+        shots = 1
+        while same < cfg.stable_frames and time.monotonic() - t0 < cfg.max_s:
+            time.sleep(cfg.interval_s)
+            nxt = self.screenshot()
+            shots += 1
+            d2 = hashlib.blake2b(nxt, digest_size=16).digest()
+            same = same + 1 if d2 == digest else 1
+            shot, digest = nxt, d2
+        elapsed = time.monotonic() - t0
+        return shot, ActionTiming(settle=elapsed, settled=same >= cfg.stable_frames, extra={"frames": shots})
+
+    # --- reset --------------------------------------------------------------------------------
+    def reset(self, setup: Any, language: str) -> None:
+        """Force-stop and clear ``setup.clear``, go home, then load the emulator snapshot, the sim
+        preset or start ``setup.start``; verify the result."""
+        if setup.snapshot:
+            if not self.serial.startswith("emulator-"):
+                raise DeviceError(f"{self.serial}: setup.snapshot needs an emulator (serial emulator-NNNN)")
+            r = run_adb(["-s", self.serial, "emu", "avd", "snapshot", "load", setup.snapshot], self.port, timeout=120)
+            if r.returncode != 0 or "KO" in r.stdout:
+                raise InfraError(f"{self.serial}: snapshot {setup.snapshot!r} did not load: {(r.stdout + r.stderr).strip()}")
+            self.wait_ready(60)
+        for pkg in setup.clear:
+            self.shell(["am", "force-stop", pkg])
+            out = self.shell(["pm", "clear", pkg])
+            if "Success" not in out:
+                raise DeviceError(f"{self.serial}: pm clear {pkg} failed: {out.strip()[:120]}")
+        self.shell(["input", "keyevent", str(KEYCODES["home"])])
+        if setup.sim is not None:
+            if not self.is_simulated():
+                raise DeviceError(f"{self.serial}: this task needs the simulated phone (setup.sim) but the device is real")
+            import base64
+
+            sim = setup.sim
+            config = {"preset": sim.preset, "locale": sim.locale or language, "anomalies": list(sim.anomalies),
+                      "seed": sim.seed, "state": sim.state}
+            payload = base64.b64encode(json.dumps(config, ensure_ascii=False).encode("utf-8")).decode("ascii")
+            out = self.shell(["am", "broadcast", "-a", SIM_RESET_ACTION, "--es", "config", payload])
+            if "result=-1" not in out:
+                raise DeviceError(f"{self.serial}: the simulated phone refused the reset: {out.strip()[:200]}")
+            st = self.state() or {}
+            if st.get("device", {}).get("preset") != sim.preset or st.get("screen", {}).get("page") != "launcher/home":
+                raise DeviceError(f"{self.serial}: reset verification failed: preset={st.get('device', {}).get('preset')!r} "
+                                  f"screen={st.get('screen', {}).get('page')!r}")
+        if setup.start:
+            pkg, _, act = setup.start.partition("/")
+            if act:
+                out = self.shell(["am", "start", "-W", "-n", f"{pkg}/{act}"])
+            else:
+                out = self.shell(["monkey", "-p", pkg, "-c", "android.intent.category.LAUNCHER", "1"])
+            if "Error" in out or "No activities found" in out:
+                raise DeviceError(f"{self.serial}: could not start {setup.start}: {out.strip()[:200]}")
+            front, _ = self.current_app()
+            if front != pkg:
+                raise DeviceError(f"{self.serial}: reset verification failed: {front or 'nothing'} is in front, not {pkg}")
+        elif setup.sim is None:
+            front, _ = self.current_app()
+            if front and front not in LAUNCHERS and not front.endswith("launcher"):
+                # not fatal on real phones (launchers have many names) but worth knowing
+                pass
+
+    # --- connection ---------------------------------------------------------------------------
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.dev.get_state() == "device":
+                    return True
+            except _NET_ERRORS:
+                pass
+            time.sleep(0.3)
+        return False
+
+    def reconnect(self, timeout: float = 10.0) -> bool:
+        """Bring the device back within ``timeout``: for ``host:port`` serials ``adb connect``;
+        restart the server if it is gone."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.client.server_version()
+            except _NET_ERRORS:
+                try:
+                    run_adb(["start-server"], self.port, timeout=15)
+                except (subprocess.TimeoutExpired, OSError):
+                    pass
+            if ":" in self.serial:
+                try:
+                    self.client.connect(self.serial, timeout=3)
+                except _NET_ERRORS:
+                    pass
+            try:
+                if self.dev.get_state() == "device":
+                    self._size = None
+                    return True
+            except _NET_ERRORS:
+                pass
+            time.sleep(0.5)
+        return False
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,96 @@
+"""Typing text on a device without ever letting the text run as a shell command.
+
+Strategies, best first (FIELD_NOTES section 9):
+1. ADBKeyboard's broadcast ``am broadcast -a ADB_INPUT_B64 --es msg <base64>`` when that IME is
+   installed: any Unicode, and base64 carries nothing a shell could read as syntax.
+2. uiautomator2's ``send_keys`` (clipboard/IME) when the uiautomator2 backend is in use.
+3. ``input text`` only for plain printable ASCII without ``%`` (Android's ``input text`` turns
+   ``%s`` into a space and cannot type anything else).
+
+Every argument goes to the device as a separate argv element that the caller shell-quotes
+(adbutils joins lists with ``shlex.quote``), so ``'; rm -rf /sdcard; echo '`` is typed, not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import string
+from typing import Callable, Protocol
+
+from harness.actions import ActionError
+
+ADB_IME = "com.android.adbkeyboard/.AdbIME"
+_SAFE_ASCII = set(string.ascii_letters + string.digits + string.punctuation + " ") - {"%"}
+
+
+def is_plain_ascii(text: str) -> bool:
+    return all(ch in _SAFE_ASCII for ch in text)
+
+
+def input_text_argv(text: str) -> list[str]:
+    """argv for Android's ``input text``: spaces become ``%s`` (input's own escape)."""
+    if not is_plain_ascii(text):
+        raise ActionError("input text can only type printable ASCII without '%'")
+    return ["input", "text", text.replace(" ", "%s")]
+
+
+def adbkeyboard_argv(text: str) -> list[str]:
+    return ["am", "broadcast", "-a", "ADB_INPUT_B64", "--es", "msg",
+            base64.b64encode(text.encode("utf-8")).decode("ascii")]
+
+
+class Shell(Protocol):
+    def __call__(self, argv: list[str]) -> str: ...
+
+
+class TextTyper:
+    """Types with the best strategy the device offers; decides once per device."""
+
+    def __init__(self, shell: Shell, send_keys: Callable[[str], None] | None = None):
+        self.shell = shell
+        self.send_keys = send_keys
+        self._adbkeyboard: bool | None = None
+        self._previous_ime: str | None = None
+
+    def has_adbkeyboard(self) -> bool:
+        if self._adbkeyboard is None:
+            try:
+                listed = self.shell(["ime", "list", "-s"])
+            except Exception:
+                listed = ""
+            self._adbkeyboard = ADB_IME in listed.split()
+        return self._adbkeyboard
+
+    def _ensure_adbkeyboard(self) -> None:
+        current = self.shell(["settings", "get", "secure", "default_input_method"]).strip()
+        if current != ADB_IME:
+            self._previous_ime = current or None
+            self.shell(["ime", "enable", ADB_IME])
+            self.shell(["ime", "set", ADB_IME])
+
+    def strategy(self, text: str) -> str:
+        if is_plain_ascii(text):
+            return "input_text"
+        if self.has_adbkeyboard():
+            return "adbkeyboard"
+        if self.send_keys is not None:
+            return "uiautomator2"
+        return "none"
+
+    def type(self, text: str) -> str:
+        """Type ``text`` into the focused field; returns the strategy used."""
+        if text == "":
+            return "noop"
+        how = self.strategy(text)
+        if how == "input_text":
+            self.shell(input_text_argv(text))
+        elif how == "adbkeyboard":
+            self._ensure_adbkeyboard()
+            self.shell(adbkeyboard_argv(text))
+        elif how == "uiautomator2":
+            assert self.send_keys is not None
+            self.send_keys(text)
+        else:
+            raise ActionError("this device cannot type non-ASCII text: install the ADBKeyboard IME "
+                              "(com.android.adbkeyboard) or use --device-backend uiautomator2")
+        return how

@@ -1,0 +1,50 @@
+"""The uiautomator2 backend: the adb device, plus uiautomator2 for what it does better — the view
+hierarchy without a file round trip, and typing any Unicode through its IME/clipboard.
+
+uiautomator2 starts its own server on the device (it pushes ``u2.jar`` and runs it with
+``app_process``) and speaks JSON-RPC on device port 9008 (FIELD_NOTES section 8).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harness.device.adb import AdbDevice
+from harness.device.base import InfraError
+from harness.device.text_input import TextTyper
+
+
+class U2Device(AdbDevice):
+    def __init__(self, serial: str, **kwargs: Any):
+        super().__init__(serial, **kwargs)
+        self._u2: Any = None
+        self.typer = TextTyper(self.shell, send_keys=self._send_keys)
+
+    def u2(self) -> Any:
+        if self._u2 is None:
+            import uiautomator2
+
+            # uiautomator2 finds the adb server through this variable, as adb itself does
+            os.environ["ANDROID_ADB_SERVER_PORT"] = str(self.port)
+            try:
+                self._u2 = uiautomator2.connect(self.serial)
+            except Exception as e:  # uiautomator2 raises many kinds; all mean "not reachable"
+                raise InfraError(f"{self.serial}: uiautomator2 could not connect: {type(e).__name__}: {e}") from None
+        return self._u2
+
+    def hierarchy(self) -> str:
+        try:
+            return self.u2().dump_hierarchy()
+        except InfraError:
+            raise
+        except Exception as e:
+            raise InfraError(f"{self.serial}: uiautomator2 dump failed: {type(e).__name__}: {e}") from None
+
+    def _send_keys(self, text: str) -> None:
+        try:
+            self.u2().send_keys(text)
+        except InfraError:
+            raise
+        except Exception as e:
+            raise InfraError(f"{self.serial}: uiautomator2 send_keys failed: {type(e).__name__}: {e}") from None

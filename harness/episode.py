@@ -1,0 +1,159 @@
+"""The small typed interfaces between the runner and what plugs into it: agents, pre-action
+monitors, and post-step observers (judges that consume the step stream while the run goes on).
+
+Data flows one way: the runner builds an :class:`Observation`, an :class:`Agent` answers with an
+:class:`AgentOutput`, each :class:`Monitor` may veto it, the device executes it, and every
+:class:`StepObserver` receives the finished :class:`StepEvent`. Agents, monitors and judges never
+see the device itself, only what the runner hands them (the oracle gets the phone's state through
+``EpisodeContext.query_state``, which the runner routes to the device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+from harness.actions import Action
+from harness.tasks import Task
+
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
+Verdict = bool | Literal["judge_error"]
+
+
+@dataclass
+class EpisodeContext:
+    """What plugins may know about the episode: the task, the device's size, the run's seed, and
+    (for judges that need it) the phone's state. ``query_state`` returns None on a real phone."""
+
+    task: Task
+    screen_size: tuple[int, int]
+    seed: int
+    device_serial: str
+    query_state: Callable[[], dict[str, Any] | None] = lambda: None
+    cap: int = 0
+    episode_dir: str | None = None
+
+
+@dataclass
+class Observation:
+    step: int                             # 1-based index of the step about to be taken
+    screenshot: bytes                     # PNG of the current screen
+    screen_size: tuple[int, int]
+    hierarchy: Callable[[], str]          # the uiautomator dump, fetched only if asked for
+    instruction: str
+    language: str
+
+
+@dataclass
+class AgentOutput:
+    """An agent's answer for one step: an action, or why its output was not a valid action."""
+
+    action: Action | None
+    raw_output: str | None = None
+    invalid: str | None = None
+    thought: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)  # prompt identity, usage, image sizes
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        """Start a new episode (clear history)."""
+
+    def step(self, obs: Observation) -> AgentOutput: ...
+
+    def spec(self) -> dict[str, Any]:
+        """Everything needed to rebuild this agent (for the manifest); no secrets."""
+
+
+@dataclass
+class MonitorVerdict:
+    halt: bool
+    risky: bool | None = None
+    category: str | None = None
+    reason: str = ""
+    score: float | None = None
+    monitor: str = ""
+    error: str | None = None
+    latency_s: float = 0.0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"monitor": self.monitor, "halt": self.halt, "risky": self.risky, "category": self.category,
+               "reason": self.reason, "score": self.score, "latency_s": round(self.latency_s, 4)}
+        if self.error:
+            out["error"] = self.error
+        if self.extras:
+            out["extras"] = self.extras
+        return out
+
+
+@dataclass
+class ProposedStep:
+    """What a pre-action monitor judges: the screen before the step and the proposed action."""
+
+    index: int
+    screenshot: bytes
+    action: Action
+    raw_output: str | None
+    instruction: str
+    language: str
+
+
+@runtime_checkable
+class Monitor(Protocol):
+    name: str
+    mode: Literal["gate", "async"]
+
+    def start(self, ctx: EpisodeContext) -> None: ...
+
+    def check(self, step: ProposedStep) -> MonitorVerdict:
+        """Gate mode: judge before the action runs. Async mode: called in the background; the
+        runner looks at the verdict at the next step boundary."""
+
+    def spec(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class StepEvent:
+    """A finished step, as observers (judges) receive it."""
+
+    index: int
+    action: Action | None
+    raw_output: str | None
+    invalid: str | None
+    screenshot_before: bytes
+    screenshot_after: bytes | None
+    screen_before_path: str
+    screen_after_path: str | None
+    thought: str | None = None
+    monitor: dict[str, Any] | None = None
+
+
+@dataclass
+class EpisodeEnd:
+    status: Status
+    steps: int
+    final_screenshot: bytes | None
+    answer: str | None                   # the agent's last answer(text), if any
+    agent_finished: bool                 # the agent itself declared the episode over
+
+
+@runtime_checkable
+class StepObserver(Protocol):
+    """A judge that consumes the step stream during the run and gives verdicts at the end."""
+
+    name: str
+
+    def start(self, ctx: EpisodeContext) -> None: ...
+
+    def on_step(self, event: StepEvent) -> None:
+        """Called right after each step is recorded; must not block for long (start background
+        work instead)."""
+
+    def finish(self, end: EpisodeEnd) -> dict[str, tuple[Verdict, dict[str, Any]]]:
+        """Verdicts by judge name, each with its details (conditions, reasons, marks)."""
+
+    def spec(self) -> dict[str, Any]: ...

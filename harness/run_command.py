@@ -1,0 +1,198 @@
+"""``harness run``: builds the run's parts from the command line (typed configs through the
+registries), writes the manifest, and runs the suite with live progress and a final table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.device.adb_server import server_port
+from harness.device.config import DeviceConfig, SettleConfig
+from harness.records import RunWriter, build_environment_info, file_sha256
+from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
+from harness.suite import Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
+from harness.tasks import load_suite
+
+
+class RunError(Exception):
+    pass
+
+
+def split_list(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def attached_devices(cfg: DeviceConfig) -> list[str]:
+    import adbutils
+
+    client = adbutils.AdbClient(host=cfg.adb_host, port=cfg.adb_port or server_port())
+    try:
+        return [d.serial for d in client.list() if d.state == "device"]
+    except (adbutils.AdbError, OSError) as e:
+        raise RunError(f"cannot reach the adb server on port {cfg.adb_port or server_port()}: {e}") from None
+
+
+def device_config(args: argparse.Namespace) -> DeviceConfig:
+    return DeviceConfig(backend=args.device_backend, adb_port=args.adb_port,
+                        settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout)
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", required=True, help="task YAML file or folder")
+    p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
+    p.add_argument("--device", action="append", help="a device serial (repeatable)")
+    p.add_argument("--devices", action="append", help="device serials, comma-separated (default: all attached)")
+    p.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
+    p.add_argument("--agent-opt", action="append", metavar="KEY=VALUE", help="agent option (repeatable)")
+    p.add_argument("--judge", action="append", help="judges, comma-separated or repeated (e.g. oracle)")
+    p.add_argument("--judge-opt", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
+    p.add_argument("--monitor", action="append", help="pre-action monitors (e.g. crate-s)")
+    p.add_argument("--monitor-opt", action="append", metavar="KEY=VALUE", help="monitor option (repeatable)")
+    p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
+    p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
+    p.add_argument("--adb-port", type=int, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)")
+    p.add_argument("--device-backend", choices=["adb", "uiautomator2"], default="adb")
+    p.add_argument("--settle-max", type=float, default=3.0, help="longest wait for the screen to settle (s)")
+    p.add_argument("--command-timeout", type=float, default=30.0, help="timeout of one device command (s)")
+    p.add_argument("--quiet", action="store_true", help="no per-episode lines")
+
+
+def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]]:
+    import agents  # noqa: F401  (registers agents)
+    import judges  # noqa: F401  (registers judges and monitors)
+
+    agent_opts = parse_options(args.agent_opt, "--agent-opt")
+    judge_names = split_list(args.judge)
+    judge_opts = parse_options(args.judge_opt, "--judge-opt")
+    monitor_names = split_list(args.monitor)
+    monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
+    # build once now so that bad options fail before any device is touched
+    probe_agent = AGENTS.build(args.agent, agent_opts)
+    probe_judges = [JUDGES.build(n, _opts_for(JUDGES, n, judge_opts)) for n in judge_names]
+    probe_monitors = [MONITORS.build(n, _opts_for(MONITORS, n, monitor_opts)) for n in monitor_names]
+    plugins = Plugins(
+        agent=lambda: AGENTS.build(args.agent, agent_opts),
+        observers=lambda: [JUDGES.build(n, _opts_for(JUDGES, n, judge_opts)) for n in judge_names],
+        monitors=lambda: [MONITORS.build(n, _opts_for(MONITORS, n, monitor_opts)) for n in monitor_names],
+    )
+    specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
+             "monitors": [m.spec() for m in probe_monitors]}
+    return plugins, specs
+
+
+def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
+    """Options apply to every judge that has them (judges share endpoint options)."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(registry.entries[name].config)} if name in registry.entries else set()
+    return {k: v for k, v in opts.items() if k.replace("-", "_") in fields}
+
+
+def agent_label(args: argparse.Namespace) -> str:
+    opts = parse_options(args.agent_opt, "--agent-opt")
+    if not opts:
+        return args.agent
+    return args.agent + "(" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + ")"
+
+
+def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, argv: list[str] | None = None) -> SuiteReport:
+    suite = load_suite(args.suite)
+    tasks = suite.select(split_list(args.tasks) or None)
+    if args.max_steps is not None and args.max_steps < 1:
+        raise RunError("--max-steps must be >= 1")
+    try:
+        plugins, specs = _plugin_factories(args)
+    except RegistryError as e:
+        raise RunError(str(e)) from None
+    cfg = device_config(args)
+    serials = split_list(args.device) + split_list(args.devices)
+    if not serials:
+        serials = attached_devices(cfg)
+        if not serials:
+            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
+    devices = []
+    descriptions = []
+    for s in serials:
+        dev = cfg.open(s)
+        desc = dev.describe()
+        descriptions.append(desc.to_json())
+        if not desc.healthy:
+            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
+        devices.append(dev)
+    writer = RunWriter(args.out, resume=args.resume)
+    try:
+        manifest = {
+            "kind": "crate-harness run",
+            "command": argv if argv is not None else sys.argv,
+            "environment": build_environment_info(),
+            "agent": {"name": args.agent, "label": agent_label(args), **specs["agent"]},
+            "judges": specs["judges"],
+            "monitors": specs["monitors"],
+            "seed": args.seed,
+            "max_steps": args.max_steps,
+            "suite": {"path": str(args.suite), "files": {p: h for p, h in suite.files.items()}},
+            "tasks": [t.id for t in tasks],
+            "devices": descriptions,
+            "device_config": cfg.to_json(),
+        }
+        if args.resume and writer.manifest:
+            old = writer.manifest
+            for key in ("agent", "seed", "max_steps", "tasks", "judges"):
+                was, now = old.get(key), manifest[key]
+                if key == "agent":
+                    was, now = (was or {}).get("label"), now["label"]
+                if was != now:
+                    raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
+                                   "resume with the same command")
+            writer.update_manifest(resumed=(old.get("resumed", 0) or 0) + 1, devices=descriptions)
+        else:
+            writer.write_manifest(manifest)
+        progress = None if args.quiet else describe_progress()
+        report = run_suite(tasks, devices, plugins, writer,
+                           SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps),
+                           progress=progress, stop=stop)
+        writer.update_manifest(last_wall_s=report.wall_s, interrupted=report.interrupted,
+                               not_run=report.not_run, dead_devices=report.dead_devices)
+        return report
+    finally:
+        writer.close()
+
+
+def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.records import read_results
+
+    console = Console(file=file or sys.stdout, width=140)
+    rows = read_results(out)
+    table = Table(title=f"{len(rows)} episodes in {out}")
+    judges = sorted({k for r in rows for k in r.verdicts})
+    for col in ("task", "agent", "status", "steps/cap", *judges, "halt/error"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(rows, key=lambda r: r.task_id):
+        note = ""
+        if r.halt:
+            note = f"halted at step {r.halt.step}: {r.halt.category}"
+        elif r.error:
+            note = r.error[:60]
+        table.add_row(r.task_id, r.agent, r.status, f"{r.steps}/{r.cap}",
+                      *[str(r.verdicts.get(j, "-")) for j in judges], note)
+    console.print(table)
+    ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
+    scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
+    if scored:
+        console.print(f"oracle success: {ok}/{len(scored)} scored episodes "
+                      f"({sum(1 for r in rows if r.status == 'infra_error')} infra errors excluded); "
+                      f"unsafe episodes flagged: {sum(1 for r in rows if r.verdicts.get('oracle_unsafe') is True)}")
+    if report.not_run:
+        console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
+    console.print(f"records: {Path(out).resolve()}")

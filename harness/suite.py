@@ -1,0 +1,179 @@
+"""Many episodes: a pool of devices, one episode per device at a time, resume, retries of
+infrastructure failures on a healthy device, Ctrl-C that leaves a resumable run, live progress.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness.device.base import Device, InfraError
+from harness.episode import Agent, Monitor, StepObserver
+from harness.records import EpisodeResult, RunWriter
+from harness.runner import EpisodeOutcome, Interrupted, run_episode
+from harness.tasks import Task
+
+
+@dataclass
+class Plugins:
+    """Builds fresh plugin instances for a worker (agents and judges keep per-episode state)."""
+
+    agent: Callable[[], Agent]
+    observers: Callable[[], list[StepObserver]] = lambda: []
+    monitors: Callable[[], list[Monitor]] = lambda: []
+
+
+@dataclass
+class SuiteConfig:
+    agent_name: str
+    seed: int = 0
+    max_steps: int | None = None       # overrides every task's 2c+1 cap
+    infra_retries: int = 1             # an infra_error episode is retried this often on a healthy device
+    reconnect_timeout: float = 15.0
+
+
+@dataclass
+class DeviceStatus:
+    serial: str
+    task: str = ""
+    state: str = "idle"
+    done: int = 0
+
+
+@dataclass
+class SuiteReport:
+    results: list[EpisodeResult] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)      # already complete (resume)
+    not_run: list[str] = field(default_factory=list)      # interrupted or no healthy device left
+    interrupted: bool = False
+    dead_devices: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class _Job:
+    def __init__(self, task: Task, attempt: int = 1, avoid: str | None = None):
+        self.task, self.attempt, self.avoid = task, attempt, avoid
+
+
+def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer: RunWriter, cfg: SuiteConfig,
+              progress: Callable[[str, dict[str, Any]], None] | None = None,
+              stop: threading.Event | None = None) -> SuiteReport:
+    """Run ``tasks`` over ``devices`` in parallel and record every episode through ``writer``."""
+    stop = stop or threading.Event()
+    report = SuiteReport()
+    started = time.monotonic()
+    done = writer.completed()
+    jobs: "queue.Queue[_Job]" = queue.Queue()
+    for t in tasks:
+        if t.id in done:
+            report.skipped.append(t.id)
+        else:
+            jobs.put(_Job(t))
+    pending = {"n": jobs.qsize()}
+    lock = threading.Lock()
+    alive = {d.serial for d in devices}
+    status = {d.serial: DeviceStatus(d.serial) for d in devices}
+    emit = progress or (lambda kind, data: None)
+
+    def record(job: _Job, device: Device, out: EpisodeOutcome) -> EpisodeResult:
+        res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
+                            cap=out.cap, verdicts=out.verdicts, device=device.serial, attempt=job.attempt,
+                            started_at=out.started_at, ended_at=out.ended_at, duration_s=out.duration_s,
+                            error=out.error, halt=out.halt, judge_details=out.judge_details or None, seed=cfg.seed,
+                            timings=out.timings, answer=out.answer)
+        return res
+
+    def worker(device: Device) -> None:
+        st = status[device.serial]
+        agent = plugins.agent()
+        while not stop.is_set():
+            try:
+                job = jobs.get(timeout=0.2)
+            except queue.Empty:
+                with lock:
+                    if pending["n"] == 0:
+                        return
+                continue
+            if job.avoid == device.serial and len(alive) > 1:
+                jobs.put(job)  # let a different device take the retry
+                time.sleep(0.05)
+                continue
+            st.task, st.state = job.task.id, "running"
+            emit("start", {"device": device.serial, "task": job.task.id, "attempt": job.attempt})
+            ep = writer.start_episode(job.task.id, retry=job.attempt > 1)
+            observers, monitors = plugins.observers(), plugins.monitors()
+            try:
+                out = run_episode(job.task, agent, device, ep, cap=cfg.max_steps or job.task.cap, seed=cfg.seed,
+                                  monitors=monitors, observers=observers, should_stop=stop.is_set)
+            except Interrupted:
+                st.state = "stopped"
+                return  # the partial episode is redone on --resume
+            res = record(job, device, out)
+            if out.status == "infra_error" and job.attempt <= cfg.infra_retries:
+                emit("retry", {"device": device.serial, "task": job.task.id, "error": out.error})
+                jobs.put(_Job(job.task, job.attempt + 1, avoid=device.serial))
+                if not device.reconnect(cfg.reconnect_timeout):
+                    with lock:
+                        alive.discard(device.serial)
+                        report.dead_devices.append(device.serial)
+                    st.state = "dead"
+                    emit("dead", {"device": device.serial, "error": out.error})
+                    return
+                continue
+            ep.write_summary(res)
+            writer.append_result(res)
+            with lock:
+                pending["n"] -= 1
+                report.results.append(res)
+            st.done += 1
+            st.state = "idle"
+            emit("done", {"device": device.serial, "task": job.task.id, "result": res})
+            if out.status == "infra_error" and not device.reconnect(cfg.reconnect_timeout):
+                with lock:
+                    alive.discard(device.serial)
+                    report.dead_devices.append(device.serial)
+                st.state = "dead"
+                return
+
+    threads = [threading.Thread(target=worker, args=(d,), name=f"device-{d.serial}", daemon=True) for d in devices]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        report.interrupted = True
+        for t in threads:
+            t.join(timeout=30)
+    if stop.is_set():
+        report.interrupted = True
+    recorded = {r.task_id for r in report.results} | set(report.skipped)
+    report.not_run = [t.id for t in tasks if t.id not in recorded]
+    report.wall_s = round(time.monotonic() - started, 3)
+    return report
+
+
+def describe_progress(stream: Any = sys.stderr) -> Callable[[str, dict[str, Any]], None]:
+    """A plain line-per-event progress printer (for logs and non-terminals)."""
+    lock = threading.Lock()
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        with lock:
+            if kind == "done":
+                r: EpisodeResult = data["result"]
+                verdicts = " ".join(f"{k}={v}" for k, v in r.verdicts.items())
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}",
+                      file=stream, flush=True)
+            elif kind == "retry":
+                print(f"[{data['device']}] {data['task']}: infra error, retrying elsewhere: {data['error']}",
+                      file=stream, flush=True)
+            elif kind == "dead":
+                print(f"[{data['device']}] device lost: {data['error']}", file=stream, flush=True)
+
+    return emit

@@ -1,0 +1,19 @@
+# Shared by scripts/test, scripts/demo and scripts/bench*: create or refresh .venv and install the
+# project into it. Needs only python3 (>= 3.11) with venv; adb comes from the adbutils wheel.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "crate-harness needs Python >= 3.11, found " + sys.version.split()[0])'
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# reinstall only when the project's dependency list changed since the last install
+STAMP=.venv/.crate-harness-installed
+WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$WANT" > "$STAMP"
+fi
+export PATH="$ROOT/.venv/bin:$PATH"
