@@ -37,6 +37,8 @@ class ReplayConfig:
         bad = [k for k in self.kinds if k not in ("wrong_tap", "skip", "back")]
         if bad:
             raise ValueError(f"unknown perturbation kinds {bad}")
+        if self.perturb > 0 and not self.kinds:
+            raise ValueError("perturb > 0 needs at least one perturbation kind")
 
 
 class ReplayAgent:

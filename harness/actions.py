@@ -23,7 +23,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError, field_validator
 
 # Largest coordinate we accept at all; real screens are far below this. Anything larger is a
 # model's mistake (or an attack on integer handling) and is refused at validation time.
@@ -52,7 +52,8 @@ class _Base(BaseModel):
         return f"{self.type}({inner})"  # type: ignore[attr-defined]
 
 
-Coord = Annotated[int, Field(ge=0, le=MAX_COORD)]
+# strict: a JSON true is not the coordinate 1, and "12" is not 12 (models send both by mistake)
+Coord = Annotated[StrictInt, Field(ge=0, le=MAX_COORD)]
 
 
 class Click(_Base):
@@ -87,7 +88,7 @@ class TypeText(_Base):
 
 class Key(_Base):
     type: Literal["key"] = "key"
-    key: Union[Literal["back", "home", "enter", "delete", "app_switch"], Annotated[int, Field(ge=0, le=MAX_KEYCODE)]]
+    key: Union[Literal["back", "home", "enter", "delete", "app_switch"], Annotated[StrictInt, Field(ge=0, le=MAX_KEYCODE)]]
 
     @field_validator("key", mode="before")
     @classmethod

@@ -59,6 +59,8 @@ def cmd_tasks_import_spa(args: argparse.Namespace) -> int:
         written = import_files(args.csv, args.out)
     except ImportError_ as e:
         raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"{e.filename or args.out}: {e.strerror}") from None
     for path, n in written:
         print(f"{n} tasks -> {path}")
     return 0

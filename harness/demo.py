@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.device.adb_server import AdbServer, free_port
 from harness.tasks import Task, load_suite
 
-PERTURB = 0.35
+PERTURB = 0.5
 
 
 def _suite_path() -> Path:

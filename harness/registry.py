@@ -37,9 +37,10 @@ def _convert(raw: Any, tp: Any, where: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         return _convert(raw, inner[0], where) if len(inner) == 1 else raw
     if origin is typing.Literal:
-        if raw not in args:
-            raise RegistryError(f"{where}: must be one of {', '.join(map(str, args))}, got {raw!r}")
-        return raw
+        for a in args:  # options arrive as text: match the literal's spelling
+            if raw == a or (isinstance(raw, str) and raw == str(a)):
+                return a
+        raise RegistryError(f"{where}: must be one of {', '.join(map(str, args))}, got {raw!r}")
     if not isinstance(raw, str):
         return raw
     try:

@@ -13,7 +13,7 @@ from harness.device.adb_server import server_port
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.records import RunWriter, build_environment_info, file_sha256
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
-from harness.suite import Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
+from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.tasks import load_suite
 
 
@@ -155,10 +155,13 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             writer.update_manifest(resumed=(old.get("resumed", 0) or 0) + 1, devices=descriptions)
         else:
             writer.write_manifest(manifest)
-        progress = None if args.quiet else describe_progress()
-        report = run_suite(tasks, devices, plugins, writer,
-                           SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps),
-                           progress=progress, stop=stop)
+        suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps)
+        if not args.quiet and sys.stderr.isatty():
+            with LiveProgress([d.serial for d in devices], len(tasks)) as live:
+                report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
+        else:
+            progress = None if args.quiet else describe_progress()
+            report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
         writer.update_manifest(last_wall_s=report.wall_s, interrupted=report.interrupted,
                                not_run=report.not_run, dead_devices=report.dead_devices)
         return report

@@ -6,17 +6,18 @@ A check is plain YAML/JSON, so task files carry it without code::
       all:
         - {path: apps.settings.wifi, eq: false}
         - {path: "apps.contacts.contacts[name=Ana Lima].phone", eq: "5550101"}
-        - {path: apps.messages.threads[contact=Bob].messages, any: {path: text, contains: "late"}}
-        - not: {path: apps.files.files[name=report.pdf], exists: true}
+        - {path: "apps.messages.threads[contact=Bob].messages", any: {path: text, contains: "late"}}
+        - not: {path: "apps.files.files[name=report.pdf]", exists: true}
 
-Paths are dotted keys; ``[k=v]`` picks the first list item whose field ``k`` equals ``v`` (string
-comparison), ``[N]`` indexes a list (negative from the end). A path that does not resolve has no
+Paths are dotted keys; ``[k=v]`` picks the first list item whose field ``k`` equals ``v`` (compared
+as text, with booleans and null written the JSON way: ``[enabled=true]``), ``[N]`` indexes a list (negative from the end). A path that does not resolve has no
 value: only ``exists: false`` holds for it. ``any``/``every`` apply a nested check to each item of
 a list. Exactly one operator per leaf.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Union
 
@@ -42,9 +43,19 @@ def _split(path: str) -> list[str]:
             raise CheckError(f"bad path {path!r} near {gap!r}")
         out.append(m.group(1) if m.group(1) is not None else "[" + m.group(2) + "]")
         pos = m.end()
+    rest = path[pos:].strip(".")
+    if rest:
+        raise CheckError(f"bad path {path!r}: cannot read {rest!r} at its end")
     if not out:
         raise CheckError(f"empty path {path!r}")
     return out
+
+
+def _as_text(v: Any) -> str:
+    """How a value reads inside a ``[k=v]`` filter: JSON spelling for true/false/null."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    return str(v)
 
 
 def resolve(state: Any, path: str) -> Any:
@@ -60,7 +71,7 @@ def resolve(state: Any, path: str) -> Any:
                 k, v = k.strip(), v.strip()
                 found = _MISSING
                 for item in cur:
-                    if isinstance(item, dict) and str(item.get(k)) == v:
+                    if isinstance(item, dict) and k in item and _as_text(item[k]) == v:
                         found = item
                         break
                 cur = found
@@ -120,7 +131,10 @@ class Check(BaseModel):
             if len(ops) != 1:
                 raise ValueError(f"a leaf check needs exactly one operator of {', '.join(OPERATORS)}; got {ops or 'none'}")
             if self.matches is not None:
-                re.compile(self.matches)
+                try:
+                    re.compile(self.matches)
+                except re.error as e:
+                    raise ValueError(f"matches: invalid regular expression: {e}") from None
         return self
 
     def _ops(self) -> list[str]:
@@ -201,7 +215,7 @@ def _contains(v: Any, needle: Any) -> bool:
     if isinstance(v, list):
         return needle in v
     if isinstance(v, dict):
-        return needle in v
+        return isinstance(needle, str) and needle in v  # dict keys are strings in JSON
     return False
 
 

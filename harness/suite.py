@@ -106,6 +106,7 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
             emit("start", {"device": device.serial, "task": job.task.id, "attempt": job.attempt})
             ep = writer.start_episode(job.task.id, retry=job.attempt > 1)
             observers, monitors = plugins.observers(), plugins.monitors()
+            observers = [*observers, _StepProgress(emit, device.serial, job.task.id)]
             try:
                 out = run_episode(job.task, agent, device, ep, cap=cfg.max_steps or job.task.cap, seed=cfg.seed,
                                   monitors=monitors, observers=observers, should_stop=stop.is_set)
@@ -157,6 +158,83 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
     report.not_run = [t.id for t in tasks if t.id not in recorded]
     report.wall_s = round(time.monotonic() - started, 3)
     return report
+
+
+class _StepProgress:
+    """Forwards each recorded step to the progress display (an observer with no verdicts)."""
+
+    name = "progress"
+
+    def __init__(self, emit: Callable[[str, dict[str, Any]], None], serial: str, task_id: str):
+        self.emit, self.serial, self.task_id = emit, serial, task_id
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def start(self, ctx: Any) -> None:
+        self.cap = ctx.cap
+
+    def on_step(self, event: Any) -> None:
+        self.emit("step", {"device": self.serial, "task": self.task_id, "step": event.index, "cap": self.cap,
+                           "action": event.action.describe() if event.action is not None else f"invalid: {event.invalid}"})
+
+    def finish(self, end: Any) -> dict[str, Any]:
+        return {}
+
+
+class LiveProgress:
+    """A rich live panel: one line per device (task, step/cap, last action) and the tally so far."""
+
+    def __init__(self, devices: list[str], total: int, console: Any = None):
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True)
+        self.rows = {d: {"task": "", "step": "", "action": "", "state": "idle"} for d in devices}
+        self.total = total
+        self.done = 0
+        self.tally: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.live: Any = None
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"{self.done}/{self.total} episodes  " + "  ".join(f"{k}: {v}" for k, v in sorted(self.tally.items())),
+                  expand=False)
+        for col in ("device", "state", "task", "step", "last action"):
+            t.add_column(col, overflow="ellipsis", max_width=48, no_wrap=True)
+        for d, r in self.rows.items():
+            t.add_row(d, r["state"], r["task"], r["step"], r["action"])
+        return t
+
+    def __enter__(self) -> "LiveProgress":
+        from rich.live import Live
+
+        self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.live.update(self._render())
+        self.live.__exit__(*exc)
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        with self.lock:
+            row = self.rows.setdefault(data.get("device", "?"), {"task": "", "step": "", "action": "", "state": ""})
+            if kind == "start":
+                row.update(task=data["task"], step="", action="", state="running" if data.get("attempt", 1) == 1 else "retry")
+            elif kind == "step":
+                row.update(step=f"{data['step']}/{data['cap']}", action=data["action"])
+            elif kind == "done":
+                r = data["result"]
+                self.done += 1
+                key = r.status if r.verdicts.get("oracle") is None else f"{r.status}/{'ok' if r.verdicts.get('oracle') is True else 'fail'}"
+                self.tally[key] = self.tally.get(key, 0) + 1
+                row.update(state="idle")
+            elif kind == "dead":
+                row.update(state="dead", action=data.get("error", "")[:48])
+            if self.live is not None:
+                self.live.update(self._render())
 
 
 def describe_progress(stream: Any = sys.stderr) -> Callable[[str, dict[str, Any]], None]:

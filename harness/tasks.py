@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
+                      model_validator)
 
 from harness.actions import ACTION_TYPES, Action, ActionError, parse_action
 from harness.state_checks import Check
@@ -102,6 +103,24 @@ class RefStep(_Strict):
                 raise ValueError(f"target is only for click, long_press and swipe, not {self.type}")
             if self.type == "swipe" and self.direction is None:
                 raise ValueError("a targeted swipe needs direction (up/down/left/right)")
+            extra = dict(self.model_extra or {})
+            placed = sorted(set(extra) & {"x", "y", "start", "end"})
+            if placed:
+                raise ValueError(f"a targeted step takes its point from the target; remove {', '.join(placed)}")
+            allowed = {"duration_ms"}
+            unknown = sorted(set(extra) - allowed)
+            if unknown:
+                raise ValueError(f"unknown field(s) for a targeted {self.type}: {', '.join(unknown)}")
+            # validate what is left against the action it becomes, with a stand-in point
+            probe = {"type": self.type, **extra}
+            if self.type == "swipe":
+                probe.update(start=(0, 0), end=(1, 1))
+            else:
+                probe.update(x=0, y=0)
+            try:
+                parse_action(probe)
+            except ActionError as e:
+                raise ValueError(str(e)) from None
         return self
 
     def action(self) -> Action:
@@ -139,7 +158,13 @@ class MilestoneGroup(_Strict):
     unordered: list[Milestone] = Field(min_length=1)
 
 
-MilestoneItem = Union[MilestoneGroup, Milestone]
+def _milestone_kind(v: Any) -> str:
+    return "group" if isinstance(v, dict) and "unordered" in v or isinstance(v, MilestoneGroup) else "one"
+
+
+# pick the member by the presence of ``unordered`` so a bad milestone is reported by its own field
+MilestoneItem = Annotated[Union[Annotated[MilestoneGroup, Tag("group")], Annotated[Milestone, Tag("one")]],
+                          Discriminator(_milestone_kind)]
 
 
 class EffectMatch(_Strict):
@@ -275,7 +300,7 @@ class Suite(BaseModel):
 
 def _error_field(e: ValidationError) -> tuple[str, str]:
     err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("Milestone", "MilestoneGroup")))
+    loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("group", "one")))
     more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
     return loc, err["msg"] + more
 
@@ -308,7 +333,8 @@ def load_file(path: str | Path) -> tuple[list[Task], str]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise TaskError(p, None, None, f"invalid YAML{where}: {getattr(e, 'problem', e)}") from None
+        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e)
+        raise TaskError(p, None, None, f"invalid YAML{where}: {' '.join(str(problem).split())}") from None
     if isinstance(data, dict) and "tasks" in data:
         data = data["tasks"]
     if data is None:

@@ -13,7 +13,11 @@ STAMP=.venv/.crate-harness-installed
 WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  .venv/bin/python -m pip install -q -e ".[test]"
+  if ! .venv/bin/python -m pip install -q -e ".[test]" > .venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "scripts: installing crate-harness into .venv failed (log above, also in .venv/install.log)" >&2
+    exit 1
+  fi
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

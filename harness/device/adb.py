@@ -60,7 +60,8 @@ class AdbDevice:
         self.dev = self.client.device(serial)
         self._size: tuple[int, int] | None = None
         self._labels = {k.casefold(): v for k, v in COMMON_APPS.items()}
-        self._labels.update({k.casefold(): v for k, v in (app_labels or {}).items()})
+        self._user_labels = {k.casefold(): v for k, v in (app_labels or {}).items()}
+        self._packages: set[str] | None = None
         self._sim: bool | None = None
         self.typer = TextTyper(self.shell)
         self.last_text_strategy: str | None = None
@@ -184,11 +185,17 @@ class AdbDevice:
             raise InfraError(f"{self.serial}: the simulated phone's state is not JSON: {out[:80]!r}") from None
 
     # --- actions ------------------------------------------------------------------------------
+    def installed_packages(self) -> set[str]:
+        if self._packages is None:
+            out = self.shell(["pm", "list", "packages"])
+            self._packages = {line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("package:")}
+        return self._packages
+
     def resolve_app(self, name: str) -> str:
+        """A package for an app name: the sim's own labels first (it reports them), then the
+        labels the user configured, then common apps' labels — each only if installed."""
         name = name.strip()
         key = name.casefold()
-        if key in self._labels:
-            return self._labels[key]
         if self.is_simulated():
             st = self.state() or {}
             for app in st.get("device", {}).get("apps", []):
@@ -196,8 +203,13 @@ class AdbDevice:
                          *app.get("aliases", [])]
                 if key in (n.casefold() for n in names if n):
                     return app["package"]
-        if "." in name and " " not in name:
-            return name  # a package name
+        installed = self.installed_packages()
+        for table in (self._user_labels, self._labels):
+            pkg = table.get(key)
+            if pkg and pkg in installed:
+                return pkg
+        if name in installed:
+            return name
         raise ActionError(f"open_app: no installed app is called {name!r}")
 
     def execute(self, action: Action) -> None:

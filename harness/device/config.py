@@ -14,10 +14,12 @@ class SettleConfig:
 
     ``stable_frames`` identical screenshots in a row count as settled (M3A waits for an unchanged
     element list three times, FIELD_NOTES section 7; a frame hash is cheaper and sees animations);
-    ``max_s`` bounds the wait so an endless animation cannot stall an episode."""
+    ``max_s`` bounds the wait so an endless animation cannot stall an episode. ``interval_s`` is 0
+    by default: a screencap itself takes long enough on a phone (tens to hundreds of ms) to space
+    the frames, and an idle simulated phone settles in two back-to-back frames."""
 
     min_s: float = 0.0
-    interval_s: float = 0.05
+    interval_s: float = 0.0
     stable_frames: int = 2
     max_s: float = 3.0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ import yaml
 from harness.tasks import TaskError, parse_task
 
 _LANG = {"ENG": "en", "EN": "en", "CHN": "zh", "ZH": "zh"}
+# our task fields -> the CSV columns they come from, so errors name what the user can fix
+_COLUMN_OF = {"id": "task_identifier", "instruction": "task_description", "language": "task_language",
+              "reference_steps": "golden_steps", "difficulty": "task_difficulty", "apps": "task_app",
+              "key_components": "key_component_final", "setup": "adb_app"}
 
 
 class ImportError_(ValueError):
@@ -64,8 +69,9 @@ def convert_row(rec: dict[str, str], path: Path, row: int) -> dict[str, Any]:
     lang = _LANG.get(need("task_language").upper())
     if lang is None:
         raise _fail(path, row, "task_language", f"unknown language {rec.get('task_language')!r} (ENG or CHN)")
+    raw_steps = need("golden_steps")
     try:
-        steps = int(need("golden_steps"))
+        steps = int(raw_steps)
     except ValueError:
         raise _fail(path, row, "golden_steps", f"not an integer: {rec.get('golden_steps')!r}") from None
     if steps < 1:
@@ -114,14 +120,15 @@ def convert_file(csv_path: str | Path) -> list[dict[str, Any]]:
         raise ImportError_(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise ImportError_(f"{path}: not UTF-8 (byte {e.start})") from None
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # keeps line breaks inside quoted fields
     required = {"task_identifier", "task_language", "task_description", "golden_steps"}
     missing = required - set(reader.fieldnames or [])
     if missing:
         raise ImportError_(f"{path}: not a SPA-Bench task list: missing column(s) {', '.join(sorted(missing))}")
     tasks = []
     seen: dict[str, int] = {}
-    for row, rec in enumerate(reader, start=2):  # row 1 is the header
+    for rec in reader:
+        row = reader.line_num  # the file line where this record ends (1 = the header)
         t = convert_row(rec, path, row)
         if t["id"] in seen:
             raise _fail(path, row, "task_identifier", f"duplicate id {t['id']!r} (also row {seen[t['id']]})")
@@ -129,7 +136,8 @@ def convert_file(csv_path: str | Path) -> list[dict[str, Any]]:
         try:
             parse_task(t, path, row)  # everything we write must load back
         except TaskError as e:
-            raise _fail(path, row, e.field or "task", e.message) from None
+            field = (e.field or "task").split(".")[0]
+            raise _fail(path, row, _COLUMN_OF.get(field, field), e.message) from None
         tasks.append(t)
     return tasks
 

@@ -33,7 +33,8 @@ def font(px: int) -> ImageFont.FreeTypeFont:
 
 
 def _text_width(f: ImageFont.FreeTypeFont, s: str) -> float:
-    return f.getlength(s)
+    # raqm cannot lay out a newline: measure the widest line instead
+    return max(f.getlength(line) for line in s.split("\n"))
 
 
 def _wrap(f: ImageFont.FreeTypeFont, text: str, width: int) -> list[str]:

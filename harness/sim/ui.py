@@ -228,7 +228,7 @@ class UI:
                                      on_click=on_toggle or on_click, paint="checkbox", style={"on": checkbox}))
             right -= s + self.px(16)
         if trailing is not None:
-            tw = self.px(8 + 9 * len(trailing))
+            tw = self.px(8 + sum(15 if ord(ch) >= 0x2E80 else 9 for ch in trailing))  # CJK is wider
             row.children.append(Node((right - tw, y1, right, y2), cls="android.widget.TextView", text=trailing,
                                      package=self.package, paint="label",
                                      style={"color": TEXT_2, "size": 15, "align": "right"}))

@@ -1,0 +1,100 @@
+"""Shared fixtures: a private adb server (the adb binary from the adbutils wheel, on a free port,
+killed at the end) and simulated phones served in this process and connected to it."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is started
+    sys.path.insert(0, str(ROOT))
+
+from harness.device.adb_server import AdbServer, free_port  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def adb() -> Iterator[AdbServer]:
+    server = AdbServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class ServedSim:
+    phone: Any
+    handle: Any
+    serial: str
+    adb: AdbServer
+
+    def device(self, **kw: Any):
+        from harness.device.adb import AdbDevice
+        return AdbDevice(self.serial, port=self.adb.port, **kw)
+
+    def stop(self) -> None:
+        self.handle.stop()
+
+
+@pytest.fixture
+def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
+    """``serve_sim(width=1080, height=2400, locale='en', adbkeyboard=True)`` -> a connected phone."""
+    from harness.sim.phone import SimPhone
+    from harness.sim.serve import serve
+
+    served: list[ServedSim] = []
+
+    def make(width: int = 1080, height: int = 2400, locale: str = "en", adbkeyboard: bool = True) -> ServedSim:
+        phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard)
+        handle = serve(phone, free_port())
+        serial = adb.connect(f"127.0.0.1:{handle.port}")
+        s = ServedSim(phone, handle, serial, adb)
+        served.append(s)
+        return s
+
+    yield make
+    for s in served:
+        try:
+            adb.disconnect(s.serial)
+        finally:
+            s.stop()
+
+
+@pytest.fixture
+def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``sim_process(*extra_args)`` -> the serial of a ``harness sim serve`` process connected to
+    the private adb server (stopped at the end)."""
+    import socket
+    import subprocess
+    import time
+
+    procs: list[subprocess.Popen] = []
+
+    def start(*extra: str) -> str:
+        port = free_port()
+        log = open(tmp_path / f"sim-{port}.log", "w")
+        p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), *extra],
+                             stdout=log, stderr=subprocess.STDOUT)
+        procs.append(p)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        return adb.connect(f"127.0.0.1:{port}")
+
+    yield start
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()

@@ -1,0 +1,111 @@
+"""The adb device backend against simulated phones over the real adb server: observation,
+actions, injection-safe and Unicode typing, resets and their verification, and disconnects."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.actions import ActionError, Click, Key, OpenApp, Swipe, TypeText
+from harness.device.base import DeviceError, InfraError
+from harness.tasks import Setup, SimSetup
+
+
+def _focus_name_field(dev, phone):
+    dev.execute(OpenApp(app="Settings"))
+    phone_tree = phone.state_json()
+    assert phone_tree["screen"]["page"] == "settings/home"
+    from harness import hierarchy
+    from harness.tasks import Selector
+
+    def tap(sel):
+        el = hierarchy.find(hierarchy.parse(dev.hierarchy()), sel)
+        assert el is not None, sel
+        dev.execute(Click(x=el.center[0], y=el.center[1]))
+
+    tap(Selector(text="About phone"))
+    tap(Selector(rid="device_name"))
+    tap(Selector(rid="name_input"))
+    assert phone.state_json()["screen"]["focused_field"] is not None
+    dev.execute(Key(key="delete"))
+
+
+def test_screenshot_is_the_phones_png_and_describe(serve_sim):
+    s = serve_sim()
+    dev = s.device()
+    assert dev.screenshot() == s.phone.screencap_png()
+    d = dev.describe()
+    assert d.healthy and d.simulated and d.size == (1080, 2400) and d.model == "CrateSim"
+
+
+def test_actions_reach_the_phone(serve_sim):
+    s = serve_sim()
+    dev = s.device()
+    dev.execute(OpenApp(app="设置"))  # the Chinese label resolves too
+    assert s.phone.current_focus()[0] == "com.android.settings"
+    dev.execute(Key(key="home"))
+    assert s.phone.current_focus()[0] == "com.android.launcher3"
+    dev.execute(Swipe(start=(540, 1500), end=(540, 700), duration_ms=200))
+    assert s.phone.events[-1] == {"type": "swipe", "start": [540, 1500], "end": [540, 700], "ms": 200}
+    with pytest.raises(ActionError, match="no installed app"):
+        dev.execute(OpenApp(app="No Such App"))
+
+
+def test_injection_text_is_typed_not_run(serve_sim):
+    s = serve_sim(adbkeyboard=False)
+    dev = s.device()
+    before = s.phone.fs.digest("/sdcard")
+    _focus_name_field(dev, s.phone)
+    evil = "'; rm -rf /sdcard; echo '"
+    n_log = len(s.handle.device.shell.log)
+    dev.execute(TypeText(text=evil))
+    ran = [argv for argv in s.handle.device.shell.log[n_log:]]
+    assert ran and all(argv[0] == "input" for argv in ran), ran
+    assert s.phone.fs.digest("/sdcard") == before
+    value = s.phone.apps["com.android.settings"].params["value"]
+    assert value.endswith(evil), value
+    assert dev.last_text_strategy == "input_text"
+
+
+@pytest.mark.parametrize("adbkeyboard", [True, False])
+def test_chinese_text(serve_sim, adbkeyboard):
+    s = serve_sim(adbkeyboard=adbkeyboard)
+    dev = s.device()
+    _focus_name_field(dev, s.phone)
+    if adbkeyboard:
+        dev.execute(TypeText(text="我的手机 $(reboot)"))
+        assert s.phone.apps["com.android.settings"].params["value"].endswith("我的手机 $(reboot)")
+        assert dev.last_text_strategy == "adbkeyboard"
+    else:
+        with pytest.raises(ActionError, match="ADBKeyboard"):
+            dev.execute(TypeText(text="我的手机"))
+
+
+def test_reset_applies_preset_and_verifies(serve_sim):
+    s = serve_sim()
+    dev = s.device()
+    s.phone.launch("com.android.settings")
+    s.phone.apps["com.android.settings"].state["wifi"] = False
+    dev.reset(Setup(clear=["com.android.settings"], sim=SimSetup(preset="default", locale="zh")), "zh")
+    st = dev.state()
+    assert st["apps"]["settings"]["wifi"] is True
+    assert st["screen"]["page"] == "launcher/home" and st["device"]["locale"] == "zh"
+    with pytest.raises(DeviceError, match="pm clear"):
+        dev.reset(Setup(clear=["com.not.installed"]), "en")
+    with pytest.raises(DeviceError, match="could not start|reset verification"):
+        dev.reset(Setup(start="com.not.installed/.Main"), "en")
+
+
+def test_bad_preset_config_is_refused(serve_sim):
+    s = serve_sim()
+    dev = s.device()
+    with pytest.raises(DeviceError, match="refused the reset"):
+        dev.reset(Setup(sim=SimSetup(state={"nope": {}})), "en")
+
+
+def test_stopped_phone_is_infra_error_and_reconnect_gives_up(serve_sim):
+    s = serve_sim()
+    dev = s.device(command_timeout=5)
+    s.stop()
+    with pytest.raises(InfraError):
+        dev.screenshot()
+    assert dev.reconnect(timeout=1.0) is False
