@@ -63,25 +63,96 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settle-max", type=float, default=3.0, help="longest wait for the screen to settle (s)")
     p.add_argument("--command-timeout", type=float, default=30.0, help="timeout of one device command (s)")
     p.add_argument("--quiet", action="store_true", help="no per-episode lines")
+    add_model_arguments(p)
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
+    g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
+    g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--model", dest="model_name", help="model name as the server knows it")
+    g.add_argument("--model-api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--max-tokens", type=int, default=1024)
+    g.add_argument("--model-timeout", type=float, default=120.0)
+    g.add_argument("--model-retries", type=int, default=4)
+    g.add_argument("--model-concurrency", type=int, default=8)
+    g.add_argument("--model-seed", type=int, default=None)
+    j = p.add_argument_group("judge and monitor model endpoint")
+    j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
+    j.add_argument("--judge-model", help="judge model name")
+    j.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
+    j.add_argument("--judge-temperature", type=float, default=0.0)
+    j.add_argument("--judge-max-tokens", type=int, default=1024)
+    j.add_argument("--judge-timeout", type=float, default=120.0)
+    j.add_argument("--judge-retries", type=int, default=4)
+    j.add_argument("--judge-concurrency", type=int, default=16)
+
+
+def model_configs(args: argparse.Namespace) -> dict[str, Any]:
+    """The agent's and the judges' ModelConfig from the flags (None where no endpoint is given)."""
+    from harness.model import ModelConfig
+
+    agent = judge = None
+    if getattr(args, "model_base_url", None) or getattr(args, "model_name", None):
+        if not (args.model_base_url and args.model_name):
+            raise RunError("--model-base-url and --model go together")
+        agent = ModelConfig(base_url=args.model_base_url, model=args.model_name, api_key_env=args.model_api_key_env,
+                            temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                            timeout_s=args.model_timeout, max_retries=args.model_retries,
+                            concurrency=args.model_concurrency, seed=args.model_seed)
+    if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
+        if not (args.judge_base_url and args.judge_model):
+            raise RunError("--judge-base-url and --judge-model go together")
+        judge = ModelConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
+                            temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
+                            timeout_s=args.judge_timeout, max_retries=args.judge_retries,
+                            concurrency=args.judge_concurrency)
+    return {"agent": agent, "judge": judge}
+
+
+def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag: str) -> dict[str, Any]:
+    """Plugins whose config has a ``model`` field get the endpoint from the command line."""
+    import dataclasses
+
+    entry = registry.entries.get(name)
+    if entry is None:
+        return opts
+    fields = {f.name: f for f in dataclasses.fields(entry.config)}
+    if "model" not in fields:
+        return opts
+    if model is None:
+        f = fields["model"]
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            raise RunError(f"{registry.kind} {name!r} needs a model endpoint: pass {flag}")
+        return opts
+    return {**opts, "model": model}
 
 
 def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]]:
     import agents  # noqa: F401  (registers agents)
     import judges  # noqa: F401  (registers judges and monitors)
 
-    agent_opts = parse_options(args.agent_opt, "--agent-opt")
+    models = model_configs(args)
+    agent_opts = with_model(AGENTS, args.agent, parse_options(args.agent_opt, "--agent-opt"), models["agent"],
+                            "--model-base-url URL --model NAME")
     judge_names = split_list(args.judge)
     judge_opts = parse_options(args.judge_opt, "--judge-opt")
     monitor_names = split_list(args.monitor)
     monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
+    j_opts = {n: with_model(JUDGES, n, _opts_for(JUDGES, n, judge_opts), models["judge"],
+                            "--judge-base-url URL --judge-model NAME") for n in judge_names}
+    m_opts = {n: with_model(MONITORS, n, _opts_for(MONITORS, n, monitor_opts), models["judge"],
+                            "--judge-base-url URL --judge-model NAME") for n in monitor_names}
     # build once now so that bad options fail before any device is touched
     probe_agent = AGENTS.build(args.agent, agent_opts)
-    probe_judges = [JUDGES.build(n, _opts_for(JUDGES, n, judge_opts)) for n in judge_names]
-    probe_monitors = [MONITORS.build(n, _opts_for(MONITORS, n, monitor_opts)) for n in monitor_names]
+    probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
+    probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
     plugins = Plugins(
         agent=lambda: AGENTS.build(args.agent, agent_opts),
-        observers=lambda: [JUDGES.build(n, _opts_for(JUDGES, n, judge_opts)) for n in judge_names],
-        monitors=lambda: [MONITORS.build(n, _opts_for(MONITORS, n, monitor_opts)) for n in monitor_names],
+        observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
+        monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}

@@ -1,0 +1,360 @@
+"""One client for every model call, agents' and judges' alike: OpenAI-compatible chat completions
+(vLLM, SGLang, OpenAI, DashScope) through the ``openai`` package.
+
+- The API key comes from an environment variable named in the config; it is never stored in a
+  config's spec, a record, a log line or an exception message.
+- Screenshots are encoded once per step under an explicit, recorded :class:`ImagePolicy`.
+- Calls to one endpoint share a bounded number of slots (``concurrency``) across threads.
+- 429, 5xx, timeouts and refused connections are retried with exponential backoff, honouring
+  ``Retry-After``; after the last try a :class:`ModelError` says what failed and why.
+- Servers that refuse a request for too many images or too long a context get an error naming the
+  limit to raise (vLLM ``--limit-mm-per-prompt`` / ``--max-model-len``; FIELD_NOTES section 3).
+- Structured output (JSON schema, or vLLM's ``guided_json``) where the server supports it; replies
+  are parsed tolerantly (:func:`parse_json_reply`) where it does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from PIL import Image
+
+StructuredMode = Literal["auto", "json_schema", "guided", "none"]
+
+
+class ModelError(RuntimeError):
+    """A model call that failed for good (after retries), with the reason."""
+
+    def __init__(self, message: str, *, kind: str = "error", status: int | None = None, attempts: int = 0):
+        super().__init__(message)
+        self.kind, self.status, self.attempts = kind, status, attempts
+
+
+class ReplyError(ValueError):
+    """A reply that holds no usable JSON object."""
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """How a screenshot is prepared for a model. ``max_pixels`` (total) and ``max_long_side`` cap
+    the size (aspect kept); ``format`` png or jpeg (with ``jpeg_quality``)."""
+
+    max_pixels: int | None = None
+    max_long_side: int | None = 1280
+    format: Literal["png", "jpeg"] = "jpeg"
+    jpeg_quality: int = 85
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    data_url: str
+    width: int
+    height: int
+    bytes: int
+    format: str
+    source_size: tuple[int, int]
+
+    def part(self) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": {"url": self.data_url}}
+
+
+_encode_cache: dict[tuple[str, ImagePolicy, tuple[int, int] | None], EncodedImage] = {}
+_encode_lock = threading.Lock()
+
+
+def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> EncodedImage:
+    """Encode a screenshot for a request. ``size`` forces an exact size (agents that resize with
+    their own rule, e.g. UI-TARS's smart_resize); otherwise the policy's caps apply. Cached by
+    content, so a screenshot sent to an agent and three judges is encoded once."""
+    key = (hashlib.blake2b(png, digest_size=16).hexdigest(), policy, size)
+    with _encode_lock:
+        hit = _encode_cache.get(key)
+    if hit is not None:
+        return hit
+    img = Image.open(io.BytesIO(png))
+    img.load()
+    src = img.size
+    if size is not None:
+        target = size
+    else:
+        w, h = src
+        scale = 1.0
+        if policy.max_long_side and max(w, h) > policy.max_long_side:
+            scale = min(scale, policy.max_long_side / max(w, h))
+        if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
+            scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
+        target = (max(1, int(w * scale)), max(1, int(h * scale)))
+    if target != src:
+        img = img.resize(target, Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    if policy.format == "jpeg":
+        img.convert("RGB").save(buf, format="JPEG", quality=policy.jpeg_quality)
+        mime = "image/jpeg"
+    else:
+        img.save(buf, format="PNG", compress_level=6)
+        mime = "image/png"
+    data = buf.getvalue()
+    enc = EncodedImage(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", target[0], target[1],
+                       len(data), policy.format, src)
+    with _encode_lock:
+        if len(_encode_cache) > 256:
+            _encode_cache.clear()
+        _encode_cache[key] = enc
+    return enc
+
+
+def user_message(text: str, images: list[EncodedImage] = (), images_first: bool = True) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [i.part() for i in images]
+    text_part = {"type": "text", "text": text}
+    parts = [*parts, text_part] if images_first else [text_part, *parts]
+    return {"role": "user", "content": parts}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    top_p: float | None = None
+    max_tokens: int = 1024
+    seed: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    concurrency: int = 8
+    structured: StructuredMode = "auto"
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything that shapes a reply, for the manifest; the key's variable name, never the key."""
+        d = asdict(self)
+        d["api_key_env"] = self.api_key_env
+        return d
+
+
+@dataclass
+class ChatResult:
+    text: str
+    usage: dict[str, int]
+    latency_s: float
+    attempts: int
+    model: str
+    structured: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"usage": self.usage, "latency_s": round(self.latency_s, 4), "attempts": self.attempts,
+                "model": self.model, "structured": self.structured}
+
+
+_slots: dict[str, threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+_no_structured: set[str] = set()  # endpoints that refused response_format once
+
+
+def _slot(base_url: str, n: int) -> threading.BoundedSemaphore:
+    with _slots_lock:
+        sem = _slots.get(base_url)
+        if sem is None:
+            sem = _slots[base_url] = threading.BoundedSemaphore(max(1, n))
+        return sem
+
+
+_LIMIT_HINTS = (
+    (re.compile(r"limit_mm_per_prompt|at most \d+ image|too many images|image.*limit", re.I),
+     "the server refused the number of images in one request: raise vLLM's --limit-mm-per-prompt "
+     "(e.g. --limit-mm-per-prompt image=16) or the provider's image limit, or send fewer images"),
+    (re.compile(r"maximum context length|context length|max_model_len|too long|token limit", re.I),
+     "the request is longer than the model's context: raise vLLM's --max-model-len, lower the image "
+     "size (--image-max-side), or shorten the history"),
+)
+_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_-]{6,}|Bearer\s+\S+)")
+
+
+def _scrub(text: str, key: str | None) -> str:
+    if key and len(key) >= 4:
+        text = text.replace(key, "***")
+    return _SECRETISH.sub("***", text)
+
+
+class ModelClient:
+    """Thread-safe, synchronous chat completions against one endpoint and model."""
+
+    def __init__(self, config: ModelConfig):
+        import openai
+
+        self.config = config
+        self._key = os.environ.get(config.api_key_env) or "EMPTY"  # vLLM and SGLang accept any key
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._key, timeout=config.timeout_s,
+                                     max_retries=0)
+        self._rng = random.Random(0)
+
+    def spec(self) -> dict[str, Any]:
+        return self.config.to_json()
+
+    def _request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, mode: str) -> Any:
+        c = self.config
+        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, "temperature": c.temperature,
+                                  "max_tokens": c.max_tokens}
+        if c.top_p is not None:
+            kwargs["top_p"] = c.top_p
+        if c.seed is not None:
+            kwargs["seed"] = c.seed
+        extra = dict(c.extra_body)
+        if schema is not None and mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": schema.get("title", "reply"), "schema": schema}}
+        elif schema is not None and mode == "guided":
+            extra["guided_json"] = schema
+        if extra:
+            kwargs["extra_body"] = extra
+        return self._client.chat.completions.create(**kwargs)
+
+    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None) -> ChatResult:
+        c = self.config
+        mode = c.structured if json_schema is not None else "none"
+        if mode == "auto":
+            mode = "none" if c.base_url in _no_structured else "json_schema"
+        attempts = 0
+        last: str = ""
+        status: int | None = None
+        start = time.monotonic()
+        while True:
+            attempts += 1
+            retry_after: float | None = None
+            try:
+                with _slot(c.base_url, c.concurrency):
+                    t0 = time.monotonic()
+                    resp = self._request(messages, json_schema, mode)
+                    latency = time.monotonic() - t0
+                choice = resp.choices[0] if getattr(resp, "choices", None) else None
+                text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
+                u = getattr(resp, "usage", None)
+                usage = {"prompt_tokens": getattr(u, "prompt_tokens", 0) or 0,
+                         "completion_tokens": getattr(u, "completion_tokens", 0) or 0,
+                         "total_tokens": getattr(u, "total_tokens", 0) or 0}
+                return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode)
+            except self._openai.APIStatusError as e:
+                status = e.status_code
+                body = _scrub(str(getattr(e, "message", e)), self._key)
+                last = f"HTTP {status}: {body[:300]}"
+                if status == 400 and mode in ("json_schema", "guided") and c.structured == "auto" and \
+                        re.search(r"response_format|json_schema|guided", body, re.I):
+                    _no_structured.add(c.base_url)  # this server cannot do it: ask in plain text
+                    mode = "none"
+                    attempts -= 1
+                    continue
+                for pattern, hint in _LIMIT_HINTS:
+                    if status in (400, 413, 422) and pattern.search(body):
+                        raise ModelError(f"{c.model} at {c.base_url}: {hint} ({last})", kind="limit",
+                                         status=status, attempts=attempts) from None
+                if status != 429 and status < 500:
+                    raise ModelError(f"{c.model} at {c.base_url}: request refused, {last}", kind="refused",
+                                     status=status, attempts=attempts) from None
+                ra = e.response.headers.get("retry-after") if getattr(e, "response", None) is not None else None
+                try:
+                    retry_after = float(ra) if ra is not None else None
+                except ValueError:
+                    retry_after = None
+            except self._openai.APITimeoutError:
+                last = f"timed out after {c.timeout_s:g}s"
+            except self._openai.APIConnectionError as e:
+                last = f"connection failed: {_scrub(str(e), self._key)[:200]}"
+            except (AttributeError, IndexError, TypeError, ValueError) as e:
+                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: {e}",
+                                 kind="malformed", attempts=attempts) from None
+            if attempts > c.max_retries:
+                raise ModelError(f"{c.model} at {c.base_url}: failed after {attempts} attempt(s) in "
+                                 f"{time.monotonic() - start:.1f}s; last error: {last}", kind="exhausted",
+                                 status=status, attempts=attempts)
+            delay = retry_after if retry_after is not None else min(
+                c.max_backoff_s, c.backoff_s * (2 ** (attempts - 1))) * (0.5 + self._rng.random())
+            time.sleep(min(delay, c.max_backoff_s))
+
+
+# --- tolerant JSON replies ------------------------------------------------------------------------
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_CN_PUNCT = str.maketrans({"“": '"', "”": '"', "：": ":", "，": ",", "｛": "{", "｝": "}", "［": "[", "］": "]"})
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level {...} span, respecting strings."""
+    out, depth, start, in_str, esc = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i + 1])
+    return out
+
+
+def _loads_lenient(s: str) -> Any:
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        pass
+    t = re.sub(r",\s*([}\]])", r"\1", s)               # trailing commas
+    t = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", t)))
+    try:
+        return json.loads(t)
+    except json.JSONDecodeError:
+        pass
+    return json.loads(t.translate(_CN_PUNCT))           # full-width quotes, colons, commas
+
+
+def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON object in a model's reply: plain, fenced, or glued to prose; tolerates trailing
+    commas, Python literals and Chinese punctuation. With ``required``, the first object holding
+    all those keys wins (so a decoy dict in the prose is skipped)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ReplyError("the reply is empty")
+    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    candidates: list[str] = [m.group(1) for m in _FENCE.finditer(text)] + [text.strip()]
+    for c in list(candidates):
+        candidates.extend(_balanced_objects(c.translate(_CN_PUNCT)) if "{" not in c else _balanced_objects(c))
+    seen = set()
+    first_error = None
+    for c in candidates:
+        c = c.strip()
+        if not c or c in seen:
+            continue
+        seen.add(c)
+        try:
+            obj = _loads_lenient(c)
+        except (json.JSONDecodeError, ValueError) as e:
+            first_error = first_error or e
+            continue
+        if isinstance(obj, dict) and all(k in obj for k in required):
+            return obj
+    if required:
+        raise ReplyError(f"no JSON object with {', '.join(required)} in the reply")
+    raise ReplyError(f"no JSON object in the reply ({first_error})" if first_error else "no JSON object in the reply")

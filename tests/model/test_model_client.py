@@ -1,0 +1,148 @@
+"""The model client against the scripted OpenAI-compatible test server: retries, Retry-After,
+limits, structured output fallback, concurrency bounds, key hygiene, tolerant JSON parsing."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import pytest
+from PIL import Image
+
+from harness.model import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
+                           parse_json_reply, user_message)
+from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
+
+
+def cfg(server, **kw):
+    base = dict(base_url=server.base_url, model="m", backoff_s=0.01, max_backoff_s=0.05, timeout_s=5)
+    base.update(kw)
+    return ModelConfig(**base)
+
+
+def png(w=1080, h=2400, color=(10, 20, 30)):
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_plain_chat_records_usage_and_sampling():
+    with ScriptedModelServer([Reply("hello", usage={"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9})]) as s:
+        r = ModelClient(cfg(s, temperature=0.3, top_p=0.9, max_tokens=55, seed=4)).chat([user_message("hi")])
+    assert r.text == "hello" and r.usage == {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+    req = s.requests[0]
+    assert req["temperature"] == 0.3 and req["top_p"] == 0.9 and req["max_tokens"] == 55 and req["seed"] == 4
+    assert r.attempts == 1 and r.latency_s >= 0
+
+
+def test_retries_429_honouring_retry_after_then_succeeds():
+    with ScriptedModelServer([Reply(status=429, headers={"Retry-After": "0.3"}), Reply(status=503), Reply("fine")]) as s:
+        t0 = time.monotonic()
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert r.text == "fine" and r.attempts == 3
+    assert time.monotonic() - t0 >= 0.3  # waited as the server asked
+
+
+def test_gives_up_with_a_clear_error():
+    with ScriptedModelServer([Reply(status=500, error="boom")]) as s:
+        with pytest.raises(ModelError) as e:
+            ModelClient(cfg(s, max_retries=2)).chat([user_message("x")])
+    assert e.value.kind == "exhausted" and e.value.attempts == 3 and "HTTP 500" in str(e.value)
+    assert len(s.requests) == 3
+
+
+def test_timeout_and_refused_connection():
+    with ScriptedModelServer([Reply("late", delay_s=1.0)]) as s:
+        with pytest.raises(ModelError, match="timed out"):
+            ModelClient(cfg(s, timeout_s=0.2, max_retries=1)).chat([user_message("x")])
+    dead = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, backoff_s=0.01, timeout_s=2)
+    with pytest.raises(ModelError, match="connection failed"):
+        ModelClient(dead).chat([user_message("x")])
+
+
+def test_image_limit_refusal_names_the_setting():
+    msg = "At most 1 image(s) may be provided in one request. You can set --limit-mm-per-prompt"
+    with ScriptedModelServer([Reply(status=400, error=msg)]) as s:
+        with pytest.raises(ModelError, match="limit-mm-per-prompt") as e:
+            ModelClient(cfg(s)).chat([user_message("x")])
+    assert e.value.kind == "limit"
+
+
+def test_structured_output_falls_back_when_unsupported():
+    def responder(req):
+        if "response_format" in req:
+            return Reply(status=400, error="response_format json_schema is not supported")
+        return Reply('{"a": 1}')
+
+    schema = {"title": "t", "type": "object", "properties": {"a": {"type": "integer"}}}
+    with ScriptedModelServer(responder) as s:
+        client = ModelClient(cfg(s))
+        r = client.chat([user_message("x")], json_schema=schema)
+        r2 = client.chat([user_message("y")], json_schema=schema)
+    assert r.text == '{"a": 1}' and r.structured == "none"
+    assert "response_format" in s.requests[0] and "response_format" not in s.requests[1]
+    assert "response_format" not in s.requests[2]  # remembered for the endpoint
+
+
+def test_guided_json_goes_in_extra_body():
+    with ScriptedModelServer([Reply("{}")]) as s:
+        ModelClient(cfg(s, structured="guided")).chat([user_message("x")], json_schema={"type": "object"})
+    assert s.requests[0]["guided_json"] == {"type": "object"}
+
+
+def test_concurrency_is_bounded_per_endpoint():
+    with ScriptedModelServer([Reply("x", delay_s=0.1)]) as s:
+        c = ModelClient(cfg(s, concurrency=2))
+        threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert s.max_active == 2 and len(s.requests) == 6
+
+
+def test_api_key_from_env_is_sent_but_never_in_spec_or_errors(monkeypatch):
+    monkeypatch.setenv("CRATE_TEST_KEY", "sk-secret-123456789")
+    with ScriptedModelServer([Reply(status=401, error="bad key sk-secret-123456789")]) as s:
+        c = ModelClient(cfg(s, api_key_env="CRATE_TEST_KEY"))
+        with pytest.raises(ModelError) as e:
+            c.chat([user_message("x")])
+    assert s.headers[0]["authorization"] == "Bearer sk-secret-123456789"
+    assert "sk-secret" not in str(e.value)
+    assert "sk-secret" not in repr(c.spec()) and c.spec()["api_key_env"] == "CRATE_TEST_KEY"
+
+
+def test_encode_image_policy_and_cache():
+    shot = png()
+    e1 = encode_image(shot, ImagePolicy(max_long_side=1000, format="jpeg"))
+    assert (e1.width, e1.height) == (450, 1000) and e1.data_url.startswith("data:image/jpeg;base64,")
+    assert encode_image(shot, ImagePolicy(max_long_side=1000, format="jpeg")) is e1
+    e2 = encode_image(shot, ImagePolicy(max_long_side=None, max_pixels=1080 * 2400 // 4, format="png"))
+    assert (e2.width, e2.height) == (540, 1200) and e2.format == "png"
+    e3 = encode_image(shot, ImagePolicy(), size=(1092, 2408))
+    assert (e3.width, e3.height) == (1092, 2408) and e3.source_size == (1080, 2400)
+    with ScriptedModelServer([Reply("ok")]) as s:
+        ModelClient(cfg(s)).chat([user_message("look", [e1])])
+    assert request_images(s.requests[0]) == [e1.data_url] and request_text(s.requests[0]) == "look"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('{"a": 1}', {"a": 1}),
+    ('Sure!\n```json\n{"a": 1, "b": [1, 2,],}\n```\nDone.', {"a": 1, "b": [1, 2]}),
+    ('Reasoning... {"clues": "x", "effect": "y"} trailing', {"clues": "x", "effect": "y"}),
+    ('{“risky”： true， “reason”： “转账”}', {"risky": True, "reason": "转账"}),
+    ("<think>{\"no\": 1}</think>{'a': 1}".replace("'", '"'), {"a": 1}),
+    ('{"success": True, "reason": None}', {"success": True, "reason": None}),
+])
+def test_parse_json_reply_tolerates_real_shapes(text, expected):
+    assert parse_json_reply(text) == expected
+
+
+def test_parse_json_reply_skips_decoys_and_fails_clearly():
+    assert parse_json_reply('example: {"x": 1} answer: {"success": false, "reason": "r"}',
+                            required=("success",)) == {"success": False, "reason": "r"}
+    with pytest.raises(ReplyError, match="empty"):
+        parse_json_reply("  ")
+    with pytest.raises(ReplyError, match="no JSON object"):
+        parse_json_reply("I cannot judge this.")
