@@ -81,6 +81,13 @@ class Node:
             yield from c.walk()
 
 
+def label_dp(text: str, size_dp: float = 16) -> float:
+    """Rough width of a one-line label in dp at ``size_dp``: CJK characters are about a full em
+    wide, Latin ones a little over half (Noto Sans CJK's metrics), plus a margin for bold."""
+    em = sum(1.0 if ord(ch) >= 0x2E80 else 0.58 for ch in text)
+    return em * size_dp * 1.05
+
+
 def _nonempty(b: tuple[int, int, int, int]) -> bool:
     return b[2] > b[0] and b[3] > b[1]
 
@@ -158,7 +165,7 @@ class UI:
             x = self.px(64)
         right = self.w - self.px(8)
         for label, name, cb in reversed(list(actions)):
-            tw = self.px(12 + max(18, sum(16 if ord(ch) >= 0x2E80 else 9 for ch in label)))  # CJK is wider
+            tw = self.px(12 + max(18, label_dp(label)))
             bar.children.append(Node((right - tw, y1, right, y2), cls="android.widget.Button", text=label,
                                      rid=self.rid(name), package=self.package, clickable=True, focusable=True,
                                      on_click=cb, paint="label",
@@ -228,7 +235,7 @@ class UI:
                                      on_click=on_toggle or on_click, paint="checkbox", style={"on": checkbox}))
             right -= s + self.px(16)
         if trailing is not None:
-            tw = self.px(8 + sum(15 if ord(ch) >= 0x2E80 else 9 for ch in trailing))  # CJK is wider
+            tw = self.px(8 + label_dp(trailing, 15))
             row.children.append(Node((right - tw, y1, right, y2), cls="android.widget.TextView", text=trailing,
                                      package=self.package, paint="label",
                                      style={"color": TEXT_2, "size": 15, "align": "right"}))
@@ -430,7 +437,7 @@ class UI:
                                  package=self.package, paint="label", style={"size": 16, "color": TEXT_2, "wrap": True}))
         bx2 = x1 + w - self.px(16)
         for i, (label, cb, brid) in enumerate(reversed(list(buttons))):
-            bw = self.px(24 + 9 * max(3, len(label)))
+            bw = self.px(24 + max(27, label_dp(label)))
             is_main = i == 0
             box.children.append(Node((bx2 - bw, y1 + h - self.px(56), bx2, y1 + h - self.px(12)),
                                      cls="android.widget.Button", text=label,
