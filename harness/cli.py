@@ -111,11 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from harness.device.config import DeviceConfig
-    from harness.run_command import RunError, attached_devices
-
     import adbutils
+
     from harness.device.adb_server import server_port
+    from harness.device.config import DeviceConfig
 
     cfg = DeviceConfig(adb_port=args.adb_port)
     client = adbutils.AdbClient(host=cfg.adb_host, port=cfg.adb_port or server_port())
@@ -141,7 +140,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
         table.add_row(r["serial"], r["state"], r.get("model") or "-", size, str(r.get("density") or "-"),
                       "yes" if r.get("simulated") else "no", "yes" if r.get("healthy") else "no", r.get("problem") or "")
     Console().print(table)
-    _ = (RunError, attached_devices)
     return 0
 
 

@@ -109,3 +109,28 @@ def test_stopped_phone_is_infra_error_and_reconnect_gives_up(serve_sim):
     with pytest.raises(InfraError):
         dev.screenshot()
     assert dev.reconnect(timeout=1.0) is False
+
+
+def test_uiautomator2_backend_hierarchy_and_chinese_text(serve_sim):
+    from harness.device.config import DeviceConfig
+
+    s = serve_sim(adbkeyboard=False)
+    dev = DeviceConfig(backend="uiautomator2", adb_port=s.adb.port).open(s.serial)
+    xml = dev.hierarchy()
+    assert "<hierarchy" in xml and "com.android.launcher3" in xml
+    _focus_name_field(dev, s.phone)
+    dev.execute(TypeText(text="张三的手机"))
+    assert s.phone.apps["com.android.settings"].params["value"].endswith("张三的手机")
+    assert dev.last_text_strategy == "uiautomator2"
+
+
+def test_harness_devices_lists_the_sim(serve_sim, capsys):
+    import json
+
+    from harness.cli import main
+
+    s = serve_sim()
+    assert main(["devices", "--adb-port", str(s.adb.port), "--json"]) == 0
+    rows = {r["serial"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[s.serial]["healthy"] is True and rows[s.serial]["size"] == [1080, 2400]
+    assert rows[s.serial]["simulated"] is True

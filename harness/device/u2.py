@@ -7,7 +7,6 @@ uiautomator2 starts its own server on the device (it pushes ``u2.jar`` and runs 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from harness.device.adb import AdbDevice
@@ -25,10 +24,10 @@ class U2Device(AdbDevice):
         if self._u2 is None:
             import uiautomator2
 
-            # uiautomator2 finds the adb server through this variable, as adb itself does
-            os.environ["ANDROID_ADB_SERVER_PORT"] = str(self.port)
             try:
-                self._u2 = uiautomator2.connect(self.serial)
+                # hand it our adbutils device: adbutils' module-level client reads the server port
+                # once at import, so a serial alone could reach the wrong adb server
+                self._u2 = uiautomator2.connect(self.dev)
             except Exception as e:  # uiautomator2 raises many kinds; all mean "not reachable"
                 raise InfraError(f"{self.serial}: uiautomator2 could not connect: {type(e).__name__}: {e}") from None
         return self._u2

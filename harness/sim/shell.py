@@ -28,7 +28,6 @@ import hashlib
 import json
 import posixpath
 import re
-import shlex
 import stat as stat_mod
 import threading
 import time
@@ -2475,4 +2474,4 @@ def _parse_intent(args: list[str]) -> Intent:
     return it
 
 
-__all__ = ["Shell", "ShellResult", "ShellSyntaxError", "BytesSource", "InputSource", "parse", "shlex"]
+__all__ = ["BytesSource", "InputSource", "Shell", "ShellResult", "ShellSyntaxError", "parse"]

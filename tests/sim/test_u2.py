@@ -75,6 +75,11 @@ def test_u2_api_reaches_phone(u2_sim) -> None:
     calls = [m for m, _ in sim.server.u2.calls]
     assert {"deviceInfo", "takeScreenshot", "dumpWindowHierarchy", "click", "swipe", "pressKey", "setClipboard", "getClipboard", "pasteClipboard"} <= set(calls)
     assert sim.server.shell.installs == []  # send_keys never needed an APK
+    d.app_start("com.example.shop")
+    assert d.app_current()["package"] == "com.example.shop"
+    assert d.app_wait("com.example.shop", timeout=3) > 0  # found through `pm list packages` + `ps -A`
+    d.app_stop("com.example.shop")
+    assert phone.events[-1] == ("force_stop", "com.example.shop")
 
 
 def test_u2_selectors_and_touch(u2_sim) -> None:

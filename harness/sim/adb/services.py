@@ -375,7 +375,7 @@ class Device:
                 await self._sync_recv(stream, path)
             elif ident == b"SEND":
                 if not await self._sync_send(stream, path):
-                    continue
+                    return  # a malformed transfer ends the sync session (as adbd does)
             else:
                 _sync_fail(stream, f"unknown command {ident!r}")
                 return

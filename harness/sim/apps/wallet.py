@@ -604,7 +604,7 @@ class Wallet(App):
                                       style={"color": col, "size": size, "bold": bold, "align": align}))
 
         line(12, 40, "CrateBank", 18, bold=True)
-        line(12, 40, self.t("FROZEN", "已冻结") if c["frozen"] else "Debit", 14, rid="card_status", align="right",
+        line(12, 40, self.t("FROZEN", "已冻结") if c["frozen"] else self.t("Debit", "借记卡"), 14, rid="card_status", align="right",
              col=(255, 205, 210) if c["frozen"] else (200, 220, 250))
         number = c["number"] if c["details_shown"] else f"**** **** **** {c['last4']}"
         line(70, 106, number, 24, rid="card_number", bold=True)
