@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.device.adb_server import AdbServer, free_port
+from harness.device.adb_server import AdbServer, free_port, wait_port
 from harness.tasks import Task, load_suite
 
 PERTURB = 0.5
@@ -46,19 +46,6 @@ def start_phone(port: int, log: Path, lang: str = "en") -> subprocess.Popen:
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_port(port: int, timeout: float) -> bool:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
 def run_demo(args: argparse.Namespace) -> int:
     from harness.run_command import add_run_arguments, execute_run, print_summary
 
@@ -78,7 +65,7 @@ def run_demo(args: argparse.Namespace) -> int:
         for i in range(max(1, args.phones)):
             port = free_port()
             procs.append(start_phone(port, out / f"phone-{i}.log"))
-            if not _wait_port(port, 30):
+            if not wait_port(port, 30):
                 print(f"harness demo: simulated phone {i} did not start (see {out / f'phone-{i}.log'})", file=sys.stderr)
                 return 1
             serials.append(server.connect(f"127.0.0.1:{port}"))

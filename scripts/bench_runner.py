@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.actions import Click  # noqa: E402
 from harness.device.adb import AdbDevice  # noqa: E402
-from harness.device.adb_server import AdbServer, free_port  # noqa: E402
+from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
 from harness.episode import AgentOutput  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
@@ -55,13 +55,7 @@ def main() -> int:
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        import socket
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_port(port, 30)
         serial = server.connect(f"127.0.0.1:{port}")
         dev = AdbDevice(serial, port=server.port)
         # the launcher's empty lower half: a tap there changes nothing, so every frame is cached

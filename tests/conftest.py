@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is started
     sys.path.insert(0, str(ROOT))
 
-from harness.device.adb_server import AdbServer, free_port  # noqa: E402
+from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -69,9 +69,7 @@ def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
 def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``sim_process(*extra_args)`` -> the serial of a ``harness sim serve`` process connected to
     the private adb server (stopped at the end)."""
-    import socket
     import subprocess
-    import time
 
     procs: list[subprocess.Popen] = []
 
@@ -81,13 +79,7 @@ def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
         p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), *extra],
                              stdout=log, stderr=subprocess.STDOUT)
         procs.append(p)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_port(port, 30)
         return adb.connect(f"127.0.0.1:{port}")
 
     yield start

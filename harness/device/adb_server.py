@@ -57,6 +57,18 @@ def free_port(avoid_emulator_range: bool = True) -> int:
             return port
 
 
+def wait_port(port: int, timeout: float, host: str = "127.0.0.1") -> bool:
+    """True once something accepts TCP connections on host:port (within ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 def run_adb(args: list[str], port: int | None = None, timeout: float = 20.0) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if port is not None:
