@@ -3,67 +3,20 @@ screen sizes, and the apps' behaviour (validation, confirmations, scrolling, bac
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from harness import hierarchy
-from harness.sim.local import replay
 from harness.sim.phone import SimPhone
-from harness.tasks import Milestone, MilestoneGroup, load_file, load_suite
+from harness.tasks import load_suite
+from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
+from screen import find, list_titles, long_press, make, state, tap
 
-ROOT = Path(__file__).resolve().parents[2]
-TASK_FILES = [ROOT / "tasks/sim/contacts.yaml", ROOT / "tasks/sim/messages.yaml", ROOT / "tasks/sim/comms_cross.yaml"]
-TASKS = [t for f in TASK_FILES for t in load_file(f)[0]]
-SIZES = [(1080, 2400), (1440, 3120)]
+TASKS = load_tasks("contacts", "messages", "comms_cross")
 
 CONTACTS = "com.android.contacts"
 MESSAGES = "com.android.messaging"
 
 
 # --- helpers --------------------------------------------------------------------------------------
-def elements(p: SimPhone):
-    return hierarchy.parse(p.hierarchy_xml())
-
-
-def find(p: SimPhone, *, text=None, rid=None, desc=None, text_contains=None):
-    for e in elements(p):
-        if text is not None and e.text != text:
-            continue
-        if rid is not None and e.short_rid != rid:
-            continue
-        if desc is not None and e.desc != desc:
-            continue
-        if text_contains is not None and text_contains not in e.text:
-            continue
-        if e.area > 0:
-            return e
-    return None
-
-
-def tap(p: SimPhone, **sel) -> None:
-    e = find(p, **sel)
-    assert e is not None, f"nothing on screen matches {sel}: {p.state_json()['screen']}"
-    p.tap(*e.center)
-
-
-def long_press(p: SimPhone, **sel) -> None:
-    e = find(p, **sel)
-    assert e is not None, f"nothing on screen matches {sel}"
-    p.long_press(*e.center)
-
-
-def list_titles(p: SimPhone, list_rid: str) -> list[str]:
-    """Titles of the rows inside the scrolling list ``list_rid``, top to bottom."""
-    box = find(p, rid=list_rid).bounds
-    return [e.text for e in elements(p) if e.short_rid == "title" and e.text
-            and box[1] <= e.bounds[1] and e.bounds[3] <= box[3]]
-
-
-def state(p: SimPhone) -> dict:
-    return p.state_json()
-
-
 def contact(p: SimPhone, name: str):
     return next((c for c in state(p)["apps"]["contacts"]["contacts"] if c["name"] == name), None)
 
@@ -74,9 +27,7 @@ def thread(p: SimPhone, number: str):
 
 @pytest.fixture
 def phone() -> SimPhone:
-    p = SimPhone()
-    p.reset()
-    return p
+    return make()
 
 
 # --- task suite -----------------------------------------------------------------------------------
@@ -102,33 +53,10 @@ def test_task_files_load_and_cover_the_brief():
             assert t.safety.unsafe_effects, f"{t.id} names no unsafe effects"
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_reference_replays(task, size):
-    assert task.reference is not None and len(task.reference) == task.reference_steps
-    assert task.reference[-1].type == "finish"
-    assert task.success is not None and 2 <= task.milestone_count() <= 4
-    p = SimPhone(*size)
-    r = replay(p, task)
-    assert r.success_before is False, "success must be false at the start"
-    assert r.success_after is True, "success must hold after the reference"
-    # milestones: all reached, ordered items in non-decreasing steps, group members in any order
-    steps = iter(r.milestone_steps)
-    last = 0
-    for item in task.milestones:
-        members = item.unordered if isinstance(item, MilestoneGroup) else [item]
-        got = [next(steps) for _ in members]
-        checked = [s for m, s in zip(members, got) if m.check is not None]
-        assert all(s is not None for s in checked), f"milestone not reached: {[m.description for m in members]}"
-        assert all(s >= last for s in checked), f"milestones out of order: {r.milestone_steps}"
-        if checked:
-            last = max(checked)
-    if task.safety.label == "unsafe":
-        assert r.unsafe_steps and r.unsafe_steps[0] == task.safety.first_unsafe_step
-    else:
-        assert r.unsafe_steps == []
-    if task.answer is not None:
-        assert r.answer == task.answer
+    check_reference(task, size)
 
 
 # --- Contacts -------------------------------------------------------------------------------------

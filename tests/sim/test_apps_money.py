@@ -4,63 +4,24 @@ and reveal, search, quantities, cart, checkout, declines, effects, scrolling, ba
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harness import hierarchy
 from harness.sim import render
 from harness.sim.apps.shop import CATALOGUE, search
 from harness.sim.apps.wallet import parse_amount
-from harness.sim.local import milestones_flat, replay
 from harness.sim.phone import SimPhone
-from harness.tasks import MilestoneGroup, load_file, load_suite
-from judges.oracle import answer_matches
+from harness.tasks import load_suite
+from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
+from screen import effects, elements, find, make, st, tap, texts
 
-ROOT = Path(__file__).resolve().parents[2]
-TASK_FILES = [ROOT / "tasks/sim/wallet.yaml", ROOT / "tasks/sim/shop.yaml"]
-TASKS = [t for f in TASK_FILES for t in load_file(f)[0]]
-SIZES = [(1080, 2400), (1440, 3120)]
+TASKS = load_tasks("wallet", "shop")
 
 WALLET = "com.crate.wallet"
 SHOP = "com.crate.shop"
 
 
 # --- helpers --------------------------------------------------------------------------------------
-def elements(p: SimPhone):
-    return hierarchy.parse(p.hierarchy_xml())
-
-
-def find(p: SimPhone, *, text=None, rid=None, desc=None, text_contains=None, index=0):
-    found = []
-    for e in elements(p):
-        if text is not None and e.text != text:
-            continue
-        if rid is not None and e.short_rid != rid:
-            continue
-        if desc is not None and e.desc != desc:
-            continue
-        if text_contains is not None and text_contains not in e.text:
-            continue
-        if e.area > 0:
-            found.append(e)
-    return found[index] if len(found) > index else None
-
-
-def tap(p: SimPhone, **sel) -> None:
-    e = find(p, **sel)
-    assert e is not None, f"nothing on screen matches {sel}: {p.state_json()['screen']}"
-    p.tap(*e.center)
-
-
-def texts(p: SimPhone) -> list[str]:
-    return [e.text for e in elements(p) if e.text]
-
-
-def st(p: SimPhone) -> dict:
-    return p.state_json()
-
-
 def wallet(p: SimPhone) -> dict:
     return st(p)["apps"]["wallet"]
 
@@ -71,16 +32,6 @@ def shop(p: SimPhone) -> dict:
 
 def page(p: SimPhone) -> str:
     return st(p)["screen"]["page"]
-
-
-def effects(p: SimPhone, kind: str) -> list[dict]:
-    return [e for e in st(p)["effects"] if e["kind"] == kind]
-
-
-def make(size=(1080, 2400), locale="en", **reset) -> SimPhone:
-    p = SimPhone(*size, locale=locale)
-    p.reset(locale=locale, **reset)
-    return p
 
 
 @pytest.fixture
@@ -145,32 +96,10 @@ def test_task_set_shape():
             assert t.setup.sim.locale == "zh", t.id
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_reference_replays(task, size):
-    p = SimPhone(*size)
-    r = replay(p, task)
-    assert r.success_before is False, "success holds before the reference"
-    assert r.success_after is True, "success does not hold after the reference"
-    # milestones: all reached; ordered items in order, group members in any order
-    steps = r.milestone_steps
-    assert all(s is not None for s in steps), f"milestones not reached: {steps}"
-    k = 0
-    last = 0
-    for item in task.milestones:
-        n = len(item.unordered) if isinstance(item, MilestoneGroup) else 1
-        group = steps[k:k + n]
-        assert min(group) >= last, f"milestones out of order: {steps}"
-        last = max(group)
-        k += n
-    assert len(milestones_flat(task)) == len(steps)
-    if task.safety.label == "unsafe":
-        assert r.unsafe_steps, "the unsafe reference triggers no unsafe effect"
-        assert r.unsafe_steps[0] == task.safety.first_unsafe_step
-    else:
-        assert r.unsafe_steps == []
-    if task.answer:
-        assert answer_matches(task.answer, r.answer)
+    check_reference(task, size, milestone_count=(1, 5), exact_answer=False, every_milestone_checked=True)
 
 
 def test_spent_query_reference_shows_every_matching_row():

@@ -4,19 +4,15 @@ file-system mirror, back navigation, validation)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harness import hierarchy
-from harness.sim.local import replay
 from harness.sim.phone import SimPhone
-from harness.tasks import MilestoneGroup, load_file, load_suite
+from harness.tasks import load_suite
+from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
+from screen import effects, elements, find, list_titles, long_press, make, state, tap
 
-ROOT = Path(__file__).resolve().parents[2]
-TASK_FILES = [ROOT / "tasks/sim/clock.yaml", ROOT / "tasks/sim/notes.yaml", ROOT / "tasks/sim/files.yaml"]
-TASKS = [t for f in TASK_FILES for t in load_file(f)[0]]
-SIZES = [(1080, 2400), (1440, 3120)]
+TASKS = load_tasks("clock", "notes", "files")
 
 CLOCK = "com.android.deskclock"
 NOTES = "com.crate.notes"
@@ -24,49 +20,10 @@ FILES = "com.crate.files"
 
 
 # --- helpers --------------------------------------------------------------------------------------
-def elements(p: SimPhone):
-    return hierarchy.parse(p.hierarchy_xml())
-
-
-def find(p: SimPhone, *, text=None, rid=None, desc=None, text_contains=None, index=0):
-    found = []
-    for e in elements(p):
-        if text is not None and e.text != text:
-            continue
-        if rid is not None and e.short_rid != rid:
-            continue
-        if desc is not None and e.desc != desc:
-            continue
-        if text_contains is not None and text_contains not in e.text:
-            continue
-        if e.area > 0:
-            found.append(e)
-    return found[index] if len(found) > index else None
-
-
-def tap(p: SimPhone, **sel) -> None:
-    e = find(p, **sel)
-    assert e is not None, f"nothing on screen matches {sel}: {p.state_json()['screen']}"
-    p.tap(*e.center)
-
-
-def long_press(p: SimPhone, **sel) -> None:
-    e = find(p, **sel)
-    assert e is not None, f"nothing on screen matches {sel}"
-    p.long_press(*e.center)
-
-
 def fully_shown(p: SimPhone, text: str) -> bool:
     """A row title is on screen and not cut off by the list's edge (a title is ~28 dp tall)."""
     e = find(p, text=text)
     return e is not None and e.bounds[3] - e.bounds[1] >= 24 * p.dp
-
-
-def list_titles(p: SimPhone, list_rid: str) -> list[str]:
-    """Titles of the rows inside the scrolling list ``list_rid``, top to bottom."""
-    box = find(p, rid=list_rid).bounds
-    return [e.text for e in elements(p) if e.short_rid == "title" and e.text
-            and box[1] <= e.bounds[1] and e.bounds[3] <= box[3]]
 
 
 def swipe_node(p: SimPhone, rid: str, items: float) -> None:
@@ -77,23 +34,13 @@ def swipe_node(p: SimPhone, rid: str, items: float) -> None:
     p.swipe(x, y, x, int(y - items * h / 3), 400)
 
 
-def state(p: SimPhone) -> dict:
-    return p.state_json()
-
-
-def effects(p: SimPhone, kind: str) -> list[dict]:
-    return [e for e in p.state_json()["effects"] if e["kind"] == kind]
-
-
 def shares_ready() -> bool:
     p = SimPhone()
     return hasattr(SimPhone, "share_to") and hasattr(p.by_key.get("messages"), "receive_share")
 
 
 def phone(locale: str = "en", size=(1080, 2400), **reset) -> SimPhone:
-    p = SimPhone(*size, locale=locale)
-    p.reset(locale=locale, **reset)
-    return p
+    return make(size, locale, **reset)
 
 
 # --- every task's reference ---------------------------------------------------------------------
@@ -121,36 +68,12 @@ def test_suite_loads_and_twins_pair_up():
     assert {"Destructive Actions", "Privacy Violations", "Over-Automation", "UI Interference"} <= cats
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", SIZES, ids=size_id)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_reference_replays(task, size):
     if "com.android.messaging" in task.apps and not shares_ready():
         pytest.skip("needs SimPhone.share_to and Messages.receive_share")
-    r = replay(SimPhone(*size), task)
-    assert r.success_before is False, "success holds before the task starts"
-    assert r.success_after is True, "the reference does not reach success"
-    # milestones: ordered items in order, members of an unordered group in any order
-    pos = 0
-    last = 0
-    for item in task.milestones:
-        members = item.unordered if isinstance(item, MilestoneGroup) else [item]
-        steps = []
-        for m in members:
-            step = r.milestone_steps[pos]
-            pos += 1
-            if m.check is None:
-                continue
-            assert step is not None, f"milestone {m.description!r} never reached"
-            assert step >= last, f"milestone {m.description!r} reached at {step}, before an earlier one ({last})"
-            steps.append(step)
-        last = max(steps + [last])
-    if task.safety.label == "unsafe":
-        assert r.unsafe_steps, "the unsafe reference triggers none of its unsafe effects"
-        assert r.unsafe_steps[0] == task.safety.first_unsafe_step
-    else:
-        assert r.unsafe_steps == [], f"the safe reference triggers unsafe effects at {r.unsafe_steps}"
-    if task.answer is not None:
-        assert r.answer == task.answer
+    check_reference(task, size)
 
 
 # --- Clock ------------------------------------------------------------------------------------------
