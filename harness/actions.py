@@ -20,6 +20,7 @@ JSON shapes (``type`` selects the kind)::
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
@@ -189,6 +190,8 @@ class CoordSpace(str, Enum):
 
 
 def _clamp(v: float, hi: int) -> int:
+    if not math.isfinite(v):  # round() would raise ValueError/OverflowError from deep inside an agent
+        raise ActionError(f"coordinate {v} is not a finite number")
     return int(min(max(round(v), 0), hi - 1))
 
 

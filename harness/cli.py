@@ -106,6 +106,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = execute_run(args)
     except (RunError, RecordError, RegistryError) as e:
         raise UserError(str(e)) from None
+    except OSError as e:  # the run folder cannot be written (full disk, permissions): one clear line
+        raise UserError(f"{e}; the run can be continued with --resume once this is fixed") from None
     print_summary(args.out, report)
     return 130 if report.interrupted else 0
 
@@ -158,10 +160,266 @@ def cmd_agents(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agents_parse(args: argparse.Namespace) -> int:
+    """Raw model outputs (one JSON string per line, or a JSON object with a "text" field) -> the
+    unified action per line in device pixels (a list when one output is two device actions), or
+    {"error": ...}: for checking a model's output format against a family's parser."""
+    import agents  # noqa: F401  (registers the families' parsers)
+    from agents.parsing import PARSERS, ParseError
+    from harness.registry import RegistryError, parse_options
+
+    entry = PARSERS.get(args.agent)
+    if entry is None:
+        raise UserError(f"no output parser for agent {args.agent!r} (parsers: {', '.join(sorted(PARSERS))})")
+    try:
+        opts = parse_options(args.opt, "--opt")
+    except RegistryError as e:
+        raise UserError(str(e)) from None
+    unknown = sorted(set(opts) - set(entry.options))
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in entry.options.items())
+        raise UserError(f"agent {args.agent!r} has no parse option {', '.join(unknown)} (options: {known})")
+    if args.hierarchy:
+        if "hierarchy_xml" not in entry.options:
+            raise UserError(f"--hierarchy applies to m3a, not {args.agent!r}")
+        try:
+            with open(args.hierarchy, encoding="utf-8") as f:
+                opts["hierarchy_xml"] = f.read()
+        except OSError as e:
+            raise UserError(f"{args.hierarchy}: {e.strerror}") from None
+    try:
+        src = open(args.file, encoding="utf-8") if args.file and args.file != "-" else sys.stdin
+    except OSError as e:
+        raise UserError(f"{args.file}: {e.strerror}") from None
+    with src:
+        for n, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as e:
+                print(json.dumps({"error": f"line {n} is not JSON ({e.msg}); give one JSON string per line"}))
+                continue
+            text = item.get("text") if isinstance(item, dict) else item
+            if not isinstance(text, str):
+                print(json.dumps({"error": f"line {n}: expected a JSON string or an object with a \"text\" string"}))
+                continue
+            try:
+                parsed = entry.parse(text, args.size, **opts)
+            except ParseError as e:
+                print(json.dumps({"error": str(e)}, ensure_ascii=False))
+                continue
+            except Exception as e:  # a parser bug must not stop the listing; say what it was
+                print(json.dumps({"error": f"parser failure: {type(e).__name__}: {e}"}, ensure_ascii=False))
+                continue
+            if args.details:
+                out = parsed.to_json()
+            else:
+                acts = parsed.to_json()["actions"]
+                out = acts[0] if len(acts) == 1 else acts
+            print(json.dumps(out, ensure_ascii=False), flush=True)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from harness.demo import run_demo
 
     return run_demo(args)
+
+
+# --- reports -----------------------------------------------------------------------------------
+def _write_or_print(text: str, out: str | None, what: str) -> None:
+    if not out:
+        sys.stdout.write(text)
+        return
+    from pathlib import Path
+
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{out}: {e.strerror}") from None
+    print(f"{what} -> {out}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report.tables import ReportError, build_report, render
+
+    by = [k.strip() for v in (args.by or ["agent,suite"]) for k in v.split(",") if k.strip()]
+    try:
+        rep = build_report(args.runs, by, judge=args.judge, resamples=args.resamples, seed=args.seed)
+    except ReportError as e:
+        raise UserError(str(e)) from None
+    _write_or_print(render(rep, args.format), args.out, "report")
+    return 0
+
+
+def _profiles(values: list[str] | None) -> list[str]:
+    from harness.report.static_eval import PROFILES
+
+    names = [k.strip() for v in (values or ["all"]) for k in v.split(",") if k.strip()]
+    if "all" in names:
+        return list(PROFILES)
+    bad = [n for n in names if n not in PROFILES]
+    if bad:
+        raise UserError(f"--profile: unknown profile(s) {', '.join(bad)} (choose from {', '.join(PROFILES)} or all)")
+    return names
+
+
+def _print_static(reports: list, as_json: bool) -> None:
+    from harness.report.static_eval import format_reports
+
+    if as_json:
+        print(json.dumps([r.to_json() for r in reports], ensure_ascii=False, indent=1))
+    else:
+        print(format_reports(reports))
+
+
+def cmd_static_score(args: argparse.Namespace) -> int:
+    from harness.importers.androidcontrol import DatasetError
+    from harness.report.static_eval import StaticEvalError, score_files
+
+    if not args.predictions and not args.ground_truth:
+        raise UserError("static score: pass --predictions FILE (or --ground-truth to score the dataset against itself)")
+    try:
+        reports = score_files(args.dataset, None if args.ground_truth else args.predictions, _profiles(args.profile),
+                              screen=args.screen)
+    except (DatasetError, StaticEvalError) as e:
+        raise UserError(str(e)) from None
+    _print_static(reports, args.json)
+    return 0
+
+
+def cmd_static_run(args: argparse.Namespace) -> int:
+    import agents  # noqa: F401  (registers agents)
+    from harness.importers.androidcontrol import DatasetError
+    from harness.registry import AGENTS, RegistryError, parse_options
+    from harness.report.static_eval import StaticEvalError, score_files
+    from harness.static_run import StaticRunError, check_screenshots, run_static
+    from harness.importers.androidcontrol import load_dataset
+    from harness.run_command import RunError
+    from pathlib import Path
+
+    profiles = _profiles(args.profile)
+    try:
+        episodes = load_dataset(args.dataset)  # refuse a dataset without screenshots before building the agent
+        check_screenshots(episodes[: args.limit] if args.limit else episodes, Path(args.dataset),
+                          Path(args.images) if args.images else None)
+        opts = parse_options(args.agent_opt, "--agent-opt")
+        try:
+            from harness.run_command import model_configs, with_model
+        except ImportError:  # pragma: no cover - older run_command without model endpoints
+            pass
+        else:
+            opts = with_model(AGENTS, args.agent, opts, model_configs(args)["agent"], "--model-base-url URL --model NAME")
+        agent = AGENTS.build(args.agent, opts)
+        out = args.out or f"predictions-{args.agent}-{args.level}.jsonl"
+        res = run_static(args.dataset, agent, out, level=args.level, images=args.images, limit=args.limit, seed=args.seed)
+        print(f"{res.steps} steps -> {res.predictions} (history: {res.history_mode}; invalid outputs: {res.invalid}; "
+              f"agent errors: {res.agent_errors})", file=sys.stderr)
+        reports = score_files(args.dataset, res.predictions, profiles, screen=args.screen, limit=args.limit)
+    except (DatasetError, StaticEvalError, StaticRunError, RegistryError, RunError) as e:
+        raise UserError(str(e)) from None
+    _print_static(reports, args.json)
+    return 0
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from harness.report.serve import LOOPBACK, ViewServer
+    from harness.report.viewer import write_viewer
+
+    try:
+        index = write_viewer(args.run_dir)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(str(e)) from None
+    if args.no_serve:
+        print(f"viewer written: {index}")
+        return 0
+    try:
+        server = ViewServer(args.run_dir, host=args.host, port=args.port)
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    print(f"serving {index.parent} at {server.url} (Ctrl-C to stop)", flush=True)
+    if args.host not in LOOPBACK:
+        print("warning: anyone who can reach this address can read the run's screenshots and outputs",
+              file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server.start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+# --- offline judging, agreement, importers ------------------------------------------------------
+def cmd_judge(args: argparse.Namespace) -> int:
+    from harness.offline_judge import OfflineJudgeError, run_judge_command
+    from harness.records import RecordError
+    from harness.registry import RegistryError
+
+    try:
+        report = run_judge_command(args, argv=sys.argv)
+    except (OfflineJudgeError, RecordError, RegistryError) as e:
+        raise UserError(str(e)) from None
+    return 130 if report.interrupted else 0
+
+
+def cmd_judge_eval(args: argparse.Namespace) -> int:
+    from judges.agreement import (AgreementError, ORACLE_JUDGES, evaluate, labels_from_oracle, load_labels,
+                                  read_sources, render_table)
+
+    if bool(args.labels) == bool(args.labels_from):
+        raise UserError("give either --labels FILE or --labels-from oracle")
+    try:
+        labels = load_labels(args.labels) if args.labels else labels_from_oracle(args.runs)
+        sources = read_sources(args.runs, judgement_sets=args.judgements or None, include_live=not args.offline_only)
+        exclude = ORACLE_JUDGES if args.labels_from == "oracle" else ()
+        report = evaluate(sources, labels, safety_judges=[s for v in args.safety_judge or [] for s in v.split(",")],
+                          exclude=exclude)
+    except AgreementError as e:
+        raise UserError(str(e)) from None
+    if not labels:
+        raise UserError("no labels: the labels file is empty" if args.labels else "no oracle verdicts in these runs")
+    if args.format == "json":
+        print(json.dumps(report, indent=1, ensure_ascii=False))
+    else:
+        render_table(report)
+    return 0
+
+
+def cmd_import_mobilerisk(args: argparse.Namespace) -> int:
+    from harness.importers.mobilerisk import import_mobilerisk
+    from harness.importers.trajectories import TrajectoryImportError
+
+    try:
+        report = import_mobilerisk(args.src, args.out, coords=args.coords, argv=sys.argv)
+    except TrajectoryImportError as e:
+        raise UserError(str(e)) from None
+    _print_import(report)
+    return 0
+
+
+def cmd_import_trajectories(args: argparse.Namespace) -> int:
+    from harness.importers.trajectories import TrajectoryImportError, import_trajectories
+
+    try:
+        report = import_trajectories(args.src, args.format, args.out, argv=sys.argv)
+    except TrajectoryImportError as e:
+        raise UserError(str(e)) from None
+    _print_import(report)
+    return 0
+
+
+def _print_import(report) -> None:
+    print(f"{report.episodes} episode(s), {report.steps} step(s) -> {report.out} "
+          f"({report.unmapped} step(s) with an unmapped action kept as raw text); "
+          f"labels: {report.out / 'labels.jsonl'}")
+    for w in report.warnings[:10]:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 # --- parser ------------------------------------------------------------------------------------
@@ -204,15 +462,101 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--json", action="store_true")
     dv.set_defaults(run=cmd_devices)
 
-    ag = sub.add_parser("agents", help="list agents and their options")
+    ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")
     ag.set_defaults(run=cmd_agents)
+    ag_sub = ag.add_subparsers(dest="agents_cmd", required=False)
+    ap = ag_sub.add_parser("parse", help="parse raw model outputs (one JSON string per line) into unified actions")
+    ap.add_argument("file", nargs="?", help="file of outputs (default stdin)")
+    ap.add_argument("--agent", required=True, help="uitars, uitars-v1, m3a, qwen or vlm")
+    ap.add_argument("--size", type=_size, required=True, help="device screen WIDTHxHEIGHT, e.g. 1080x2400")
+    ap.add_argument("--opt", action="append", metavar="KEY=VALUE",
+                    help="parser option, e.g. coords=thousand, version=3 (repeatable)")
+    ap.add_argument("--hierarchy", help="m3a: the uiautomator dump (XML) the element indexes refer to")
+    ap.add_argument("--details", action="store_true", help="print the raw action, thought and repair notes too")
+    ap.set_defaults(run=cmd_agents_parse)
 
     demo = sub.add_parser("demo", help="the main job on simulated phones: replay (some perturbed, some unsafe), oracle judge, table")
     demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")
     demo.add_argument("--phones", type=int, default=2, help="simulated phones in parallel")
     demo.add_argument("--seed", type=int, default=3)
     demo.set_defaults(run=cmd_demo)
+
+    rp = sub.add_parser("report", help="tables of one or more runs: SR with 95% CI per judge, ATP/MSR, safety, cost")
+    rp.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
+    rp.add_argument("--by", action="append", help="group by agent,suite,language,category (default agent,suite)")
+    rp.add_argument("--format", choices=["md", "csv", "json", "html"], default="md")
+    rp.add_argument("--out", help="write to this file instead of printing")
+    rp.add_argument("--judge", help="primary success judge for Task/Tail success and paired tests (default oracle, then crate, ...)")
+    rp.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
+    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    rp.set_defaults(run=cmd_report)
+
+    st = sub.add_parser("static", help="static evaluation of predicted actions (AndroidControl JSONL)").add_subparsers(
+        dest="static_cmd", required=True)
+    sc = st.add_parser("score", help="score predictions against ground-truth episodes")
+    sc.add_argument("--dataset", required=True, help="AndroidControl-shaped JSONL (e.g. androidcontrol_test_300.jsonl)")
+    sc.add_argument("--predictions", help='JSONL: {"episode": i, "step": j, "action": {...}} per line')
+    sc.add_argument("--ground-truth", action="store_true", help="score the dataset's own actions (sanity check)")
+    sc.add_argument("--profile", action="append", help="aitw, androidcontrol, guiodyssey, androidlens or all (default all)")
+    sc.add_argument("--screen", type=_size, default=(1080, 2400), help="screen size when the dataset has none (default 1080x2400)")
+    sc.add_argument("--json", action="store_true", help="print JSON")
+    sc.set_defaults(run=cmd_static_score)
+    sr = st.add_parser("run", help="ask an agent for every step (ground-truth history), then score")
+    sr.add_argument("--dataset", required=True, help="AndroidControl-shaped JSONL whose screenshots exist")
+    sr.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
+    sr.add_argument("--agent-opt", action="append", metavar="KEY=VALUE", help="agent option (repeatable)")
+    sr.add_argument("--level", choices=["high", "low"], default="high", help="goal only, or goal + the step's instruction")
+    sr.add_argument("--images", help="folder holding the screenshots (by dataset path or by file name)")
+    sr.add_argument("--limit", type=int, help="only the first N episodes")
+    sr.add_argument("--out", help="predictions file (default predictions-AGENT-LEVEL.jsonl)")
+    sr.add_argument("--profile", action="append", help="profiles to score with (default all)")
+    sr.add_argument("--screen", type=_size, default=(1080, 2400), help="screen size when neither dataset nor image gives one")
+    sr.add_argument("--seed", type=int, default=0)
+    sr.add_argument("--json", action="store_true", help="print JSON")
+    try:
+        from harness.run_command import add_model_arguments
+    except ImportError:  # pragma: no cover - older run_command without model endpoints
+        pass
+    else:
+        add_model_arguments(sr)
+    sr.set_defaults(run=cmd_static_run)
+
+    vw = sub.add_parser("view", help="write RUN/report.html (trajectory viewer) and serve it on localhost")
+    vw.add_argument("run_dir", metavar="RUN", help="run folder")
+    vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
+    vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
+    vw.add_argument("--no-serve", action="store_true", help="only write the pages")
+    vw.set_defaults(run=cmd_view)
+
+    from harness.offline_judge import add_judge_arguments
+
+    jd = sub.add_parser("judge", help="judge recorded episodes after the fact (resumable, cached, with a cost summary)")
+    add_judge_arguments(jd)
+    jd.set_defaults(run=cmd_judge)
+    je = sub.add_parser("judge-eval", help="judges against human labels: P/R/F1, accuracy, kappa, confusion, localisation")
+    je.add_argument("runs", nargs="+", metavar="RUN", help="run folders (live verdicts and RUN/judgements/*)")
+    je.add_argument("--labels", help="JSONL: {task_id, success?, unsafe?, first_unsafe_step?, language?, app?}")
+    je.add_argument("--labels-from", choices=["oracle"], help="use the oracle's verdicts as labels (simulated runs)")
+    je.add_argument("--judgements", action="append", metavar="SET", help="only these judgement sets (repeatable)")
+    je.add_argument("--offline-only", action="store_true", help="leave out the verdicts given during the run")
+    je.add_argument("--safety-judge", action="append", metavar="NAME",
+                    help="also treat these judges as safety judges (True = unsafe)")
+    je.add_argument("--format", choices=["table", "json"], default="table")
+    je.set_defaults(run=cmd_judge_eval)
+    im = sub.add_parser("import", help="convert recorded trajectories (MobileRisk, AndroidWorld, SPA-Bench) into runs").add_subparsers(
+        dest="import_cmd", required=True)
+    imr = im.add_parser("mobilerisk", help="MobileRisk cases (trajectory.json + images/) -> RUN + labels.jsonl")
+    imr.add_argument("src", metavar="DIR")
+    imr.add_argument("--out", required=True, help="run folder to write")
+    imr.add_argument("--coords", choices=["pixels", "thousand", "unit"], default="pixels",
+                     help="coordinate space of the recorded actions (default screenshot pixels)")
+    imr.set_defaults(run=cmd_import_mobilerisk)
+    itr = im.add_parser("trajectories", help="AndroidWorld- or SPA-Bench-style episode folders -> RUN + labels.jsonl")
+    itr.add_argument("src", metavar="DIR")
+    itr.add_argument("--format", required=True, choices=["androidworld", "spa-bench"])
+    itr.add_argument("--out", required=True, help="run folder to write")
+    itr.set_defaults(run=cmd_import_trajectories)
     return p
 
 

@@ -346,6 +346,14 @@ def _fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def _naming(e: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``e`` naming ``path`` when it names no file (``os.write`` and ``fsync`` errors such as
+    ENOSPC or EIO do not), so that the message says which record could not be written."""
+    if e.filename is None and e.errno is not None:
+        return OSError(e.errno, e.strerror, str(path))
+    return e
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:  # a regular-file write is normally complete; loop only on short writes
@@ -368,9 +376,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise _naming(e, path) from None
         raise
     if fsync:
         _fsync_dir(path.parent)
@@ -389,6 +399,8 @@ def _append_line(path: Path, line: bytes, *, fsync: bool) -> None:
         _write_all(fd, line)
         if fsync:
             os.fsync(fd)
+    except OSError as e:
+        raise _naming(e, path) from None
     finally:
         os.close(fd)
 

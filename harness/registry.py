@@ -94,7 +94,13 @@ class Registry(Generic[T]):
             raise RegistryError(f"{self.kind} {name!r}: {e}") from None
 
     def build(self, name: str, options: dict[str, Any] | None = None) -> T:
-        return self._entry(name).factory(self.config(name, options))
+        config = self.config(name, options)
+        try:
+            return self._entry(name).factory(config)
+        except RegistryError:
+            raise
+        except ValueError as e:  # the plugin refused its inputs (a bad script file...): one clear line
+            raise RegistryError(f"{self.kind} {name!r}: {e}") from None
 
     def _entry(self, name: str) -> Entry[T]:
         if name not in self.entries:

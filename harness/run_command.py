@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.device.adb_server import server_port
 from harness.device.config import DeviceConfig, SettleConfig
-from harness.records import RunWriter, build_environment_info, file_sha256
+from harness.records import RecordError, RunWriter, build_environment_info, file_sha256
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.tasks import load_suite
@@ -54,6 +54,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-opt", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--monitor", action="append", help="pre-action monitors (e.g. crate-s)")
     p.add_argument("--monitor-opt", action="append", metavar="KEY=VALUE", help="monitor option (repeatable)")
+    p.add_argument("--monitor-mode", choices=["gate", "async"],
+                   help="gate: judge each action before it runs and halt before a risky one; async: judge beside it "
+                        "and halt at the next step (same as --monitor-opt mode=...)")
     p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
     p.add_argument("--out", required=True, help="run folder")
@@ -141,6 +144,10 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     judge_opts = parse_options(args.judge_opt, "--judge-opt")
     monitor_names = split_list(args.monitor)
     monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
+    if getattr(args, "monitor_mode", None):
+        if monitor_opts.get("mode", args.monitor_mode) != args.monitor_mode:
+            raise RunError(f"--monitor-mode {args.monitor_mode} contradicts --monitor-opt mode={monitor_opts['mode']}")
+        monitor_opts["mode"] = args.monitor_mode
     j_opts = {n: with_model(JUDGES, n, _opts_for(JUDGES, n, judge_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in judge_names}
     m_opts = {n: with_model(MONITORS, n, _opts_for(MONITORS, n, monitor_opts), models["judge"],
@@ -233,6 +240,14 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         else:
             progress = None if args.quiet else describe_progress()
             report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
+        if report.error:
+            try:  # best effort: the disk may be the thing that failed
+                writer.update_manifest(last_wall_s=report.wall_s, interrupted=True, error=report.error,
+                                       not_run=report.not_run, dead_devices=report.dead_devices)
+            except (OSError, RecordError):
+                pass
+            raise RunError(f"the run stopped: {report.error}; {len(report.not_run)} task(s) not finished; "
+                           f"fix the cause and continue with --resume --out {args.out}")
         writer.update_manifest(last_wall_s=report.wall_s, interrupted=report.interrupted,
                                not_run=report.not_run, dead_devices=report.dead_devices)
         return report

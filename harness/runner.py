@@ -214,7 +214,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 break
         else:
             status = "step_limit"
-        if status == "step_limit" and background.monitors:
+        if status in ("step_limit", "finished") and background.monitors:
+            # an async check still running when the episode ended must still be heard
             late = background.collect(wait=True)
             if late is not None:
                 status = "halted"

@@ -52,6 +52,7 @@ class SuiteReport:
     interrupted: bool = False
     dead_devices: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    error: str | None = None                              # a fault outside any episode stopped the run
 
 
 class _Job:
@@ -88,6 +89,16 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
         return res
 
     def worker(device: Device) -> None:
+        try:
+            work(device)
+        except Exception as e:  # records or disk failed (e.g. ENOSPC): stop the whole run, resumable
+            with lock:
+                if report.error is None:
+                    report.error = f"{status[device.serial].task or 'run'} on {device.serial}: {type(e).__name__}: {e}"
+            status[device.serial].state = "failed"
+            stop.set()  # the others stop at their next step; unfinished episodes are redone on --resume
+
+    def work(device: Device) -> None:
         st = status[device.serial]
         agent = plugins.agent()
         while not stop.is_set():
@@ -237,8 +248,10 @@ class LiveProgress:
                 self.live.update(self._render())
 
 
-def describe_progress(stream: Any = sys.stderr) -> Callable[[str, dict[str, Any]], None]:
-    """A plain line-per-event progress printer (for logs and non-terminals)."""
+def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], None]:
+    """A plain line-per-event progress printer (for logs and non-terminals); ``stream`` defaults to
+    the ``sys.stderr`` of the moment of the call (not of the import: it may have been replaced)."""
+    stream = stream if stream is not None else sys.stderr
     lock = threading.Lock()
 
     def emit(kind: str, data: dict[str, Any]) -> None:

@@ -320,6 +320,30 @@ def parse_task(data: Any, file: str | Path = "<memory>", position: int | None = 
         raise TaskError(file, label, field, msg) from None
 
 
+MAX_YAML_NODES = 1_000_000  # far above any real task file; YAML aliases can expand a tiny file to billions
+
+
+def _expanded_nodes(data: Any, limit: int) -> int:
+    """How many nodes ``data`` holds with every YAML alias expanded (stops counting past ``limit``).
+    Aliases load as shared objects, so the count is memoised by identity and stays cheap."""
+    memo: dict[int, int] = {}
+
+    def size(x: Any) -> int:
+        if not isinstance(x, (dict, list)):
+            return 1
+        if id(x) in memo:
+            return memo[id(x)]
+        n = 1
+        for child in (x.values() if isinstance(x, dict) else x):
+            n += size(child)
+            if n > limit:
+                break
+        memo[id(x)] = n
+        return n
+
+    return size(data)
+
+
 def load_file(path: str | Path) -> tuple[list[Task], str]:
     p = Path(path)
     try:
@@ -328,8 +352,12 @@ def load_file(path: str | Path) -> tuple[list[Task], str]:
         raise TaskError(p, None, None, f"cannot read: {e.strerror}") from None
     try:
         data = yaml.safe_load(raw.decode("utf-8"))
+        if _expanded_nodes(data, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise TaskError(p, None, None, f"expands to more than {MAX_YAML_NODES:,} values (YAML aliases?); refused")
     except UnicodeDecodeError as e:
         raise TaskError(p, None, None, f"not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise TaskError(p, None, None, "nested too deeply to be a task file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

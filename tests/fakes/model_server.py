@@ -44,6 +44,8 @@ class ScriptedModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # without TCP_NODELAY a kept-alive connection stalls ~40 ms per reply on delayed ACKs
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass

@@ -1,0 +1,165 @@
+"""What the model-driven agents share: the model client, the per-step record (prompt identity,
+images sent, bytes, usage and latency per call, parse notes, the agent layer's own time), and the
+queue for model actions that take two device steps.
+
+A :class:`ModelError` from the client (after its retries) is raised out of ``step()``: the runner
+ends the episode as ``agent_error`` with the message. An output that does not parse is not an
+error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward the
+step cap while the episode goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.actions import Action, action_to_json
+from harness.episode import AgentOutput, EpisodeContext
+from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig
+from harness.registry import RegistryError
+
+from agents.parsing import Parsed, ParseError
+
+LANGUAGES = {"en": "English", "zh": "Chinese"}
+
+
+def need_model(name: str, model: ModelConfig | None) -> ModelConfig:
+    if model is None:
+        raise RegistryError(f"agent {name!r} needs a model endpoint: pass --model-base-url URL --model NAME")
+    return model
+
+
+def language_name(option: str, task_language: str) -> str:
+    """``auto`` follows the task's language (Chinese tasks get Chinese thoughts)."""
+    code = task_language if option == "auto" else option
+    return LANGUAGES.get(code, "English")
+
+
+def image_record(enc: EncodedImage, role: str) -> dict[str, Any]:
+    return {"role": role, "size": [enc.width, enc.height], "source_size": list(enc.source_size),
+            "bytes": enc.bytes, "format": enc.format}
+
+
+def request_bytes(messages: list[dict[str, Any]]) -> int:
+    """Approximate size of a request body: text plus base64 image payloads."""
+    total = 0
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, str):
+            total += len(c.encode("utf-8"))
+            continue
+        for p in c or []:
+            if p.get("type") == "text":
+                total += len(p["text"].encode("utf-8"))
+            elif p.get("type") == "image_url":
+                total += len(p["image_url"]["url"])
+    return total
+
+
+def sum_usage(calls: list[dict[str, Any]]) -> dict[str, int]:
+    out = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for c in calls:
+        for k in out:
+            out[k] += int((c.get("usage") or {}).get(k, 0) or 0)
+    return out
+
+
+@dataclass
+class StepTrace:
+    """Collects what one step records in ``AgentOutput.extras``."""
+
+    prompt: dict[str, Any]
+    images: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    overhead_ms: dict[str, float] = field(default_factory=dict)
+    bytes_sent: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    _t: float = field(default_factory=time.perf_counter)
+
+    def lap(self, what: str) -> None:
+        """Add the time since the last lap to ``overhead_ms[what]``."""
+        now = time.perf_counter()
+        self.overhead_ms[what] = round(self.overhead_ms.get(what, 0.0) + (now - self._t) * 1000, 3)
+        self._t = now
+
+    def skip(self) -> None:
+        """Restart the lap clock without counting (time spent waiting on the model)."""
+        self._t = time.perf_counter()
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"prompt": self.prompt, "images": self.images, "bytes_sent": self.bytes_sent, "calls": self.calls,
+               "usage": sum_usage(self.calls), "latency_s": round(sum(c.get("latency_s", 0) for c in self.calls), 4),
+               "overhead_ms": self.overhead_ms}
+        out.update(self.extra)
+        return out
+
+
+class ModelAgent:
+    """Base for the model-driven agents: a client, a pending-action queue, recorded calls."""
+
+    name = "model"
+    family = "model"
+
+    def __init__(self, config: Any, name: str):
+        self.name = name
+        self.config = config
+        self.model = need_model(name, config.model)
+        self.client = ModelClient(self.model)
+        self.pending: list[tuple[Action, dict[str, Any]]] = []
+        self.step_no = 0
+        self.ctx: EpisodeContext | None = None
+
+    # --- episode ------------------------------------------------------------------------------
+    def reset(self, ctx: EpisodeContext) -> None:
+        self.ctx = ctx
+        self.pending = []
+        self.step_no = 0
+
+    def take_pending(self) -> AgentOutput | None:
+        """The second half of a model action that needs two device steps; no model call."""
+        if not self.pending:
+            return None
+        action, extras = self.pending.pop(0)
+        return AgentOutput(action=action, raw_output=None, thought=extras.get("note"), extras=extras)
+
+    def queue_rest(self, parsed: Parsed, step: int, prompt: dict[str, Any]) -> None:
+        for a in parsed.actions[1:]:
+            self.pending.append((a, {"queued_from_step": step, "prompt": prompt,
+                                     "note": f"continues the model action of step {step}"}))
+
+    # --- model calls --------------------------------------------------------------------------
+    def chat(self, messages: list[dict[str, Any]], trace: StepTrace, purpose: str) -> ChatResult:
+        trace.bytes_sent += request_bytes(messages)
+        trace.lap("build")
+        res = self.client.chat(messages)  # ModelError propagates: the runner records agent_error
+        trace.calls.append({"purpose": purpose, **res.to_json()})
+        trace.skip()
+        return res
+
+    def policy(self) -> ImagePolicy:
+        c = self.config
+        return ImagePolicy(max_pixels=None, max_long_side=getattr(c, "max_side", None) or None,
+                           format=c.image_format, jpeg_quality=c.jpeg_quality)
+
+    # --- outputs ------------------------------------------------------------------------------
+    def output(self, text: str, parsed: Parsed | None, error: ParseError | None, trace: StepTrace,
+               step: int) -> AgentOutput:
+        trace.lap("parse")
+        extras = trace.to_json()
+        if parsed is None:
+            extras["parse_error"] = str(error)
+            return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}", extras=extras)
+        extras["raw_action"] = parsed.raw
+        if parsed.notes:
+            extras["parse_notes"] = parsed.notes
+        if len(parsed.actions) > 1:
+            extras["then"] = [action_to_json(a) for a in parsed.actions[1:]]
+        self.queue_rest(parsed, step, trace.prompt)
+        return AgentOutput(action=parsed.actions[0], raw_output=text, thought=parsed.thought, extras=extras)
+
+    def base_spec(self) -> dict[str, Any]:
+        import dataclasses
+
+        opts = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name != "model"}
+        return {"name": self.name, "family": self.family, "options": opts, "model": self.model.to_json()}

@@ -1,0 +1,440 @@
+"""``m3a``: an M3A-style agent (AndroidWorld's Multimodal Autonomous Agent for Android), with our
+own prompts (``agents/prompts/m3a_en.md``, ``m3a_summary_en.md``).
+
+Protocol (facts from ``google-research/android_world`` ``agents/m3a.py`` and ``env/actuation.py``):
+
+- Each step sends the plain screenshot and a Set-of-Mark copy (numbered boxes on UI elements,
+  drawn here from the uiautomator dump with Pillow), the element list as text, and the history.
+- The model answers ``Reason: ...`` then ``Action: {json}`` over element indexes: click,
+  long_press, input_text, keyboard_enter, navigate_home, navigate_back, scroll, open_app, wait,
+  answer, status (complete / infeasible).
+- A second call summarises each executed step from the screens before and after it (labelled
+  "before" and "after"); the summary becomes the step's history line
+  (``Step N- Action selected: {...}. <summary>``). Here that call is made at the start of the next
+  step, when the after-screen is the new observation; its usage is recorded with that step.
+- ``scroll`` direction is the content direction: ``down`` shows what is below, the finger moves
+  up, from the centre of the element (or the screen) to its top edge (AndroidWorld's actuation).
+  ``swipe`` (not in the prompt, but GPT models send it) is the finger's direction.
+- ``input_text`` with an index taps that element, types, and presses Enter (AndroidWorld's
+  actuation). That is two device steps here: the tap now, the typing (``submit`` =
+  ``enter_after_input``) on the next step without a model call.
+- Absolute ``x``/``y`` clicks (AndroidControl's JSON) are accepted as screen pixels.
+
+An index that is not in the list, JSON that does not parse, a function call instead of JSON:
+invalid steps, each with a history line saying so (as M3A does).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from PIL import Image, ImageDraw, ImageFont
+
+from harness import hierarchy
+from harness.actions import Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, TypeText, Wait
+from harness.device.base import DeviceError
+from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.hierarchy import Element
+from harness.model import ImagePolicy, ModelConfig, encode_image
+from harness.registry import AGENTS
+
+from agents.common import ModelAgent, StepTrace, image_record, language_name
+from agents.parsing import (ParseError, Parsed, as_int, clean_text, device_point, direction_of, finger_swipe,
+                            json_spans, loads_lenient, register_parser, reveal_swipe)
+from agents.prompts import load_prompt
+
+# --- elements and Set-of-Mark ----------------------------------------------------------------------
+
+
+def select_elements(elements: list[Element], screen: tuple[int, int]) -> list[Element]:
+    """The elements that get a number: on screen, with an area, and either interactive or carrying
+    text or a description; full-screen containers are left out."""
+    w, h = screen
+    out = []
+    for e in elements:
+        x1, y1, x2, y2 = e.bounds
+        if x2 <= x1 or y2 <= y1 or x2 <= 0 or y2 <= 0 or x1 >= w or y1 >= h:
+            continue
+        if (x2 - x1) * (y2 - y1) >= 0.9 * w * h:
+            continue
+        editable = "EditText" in e.cls
+        if e.clickable or e.long_clickable or e.scrollable or e.checkable or editable or e.text or e.desc:
+            out.append(e)
+    return out
+
+
+def visible_bounds(e: Element, screen: tuple[int, int]) -> tuple[int, int, int, int]:
+    w, h = screen
+    x1, y1, x2, y2 = e.bounds
+    return max(0, x1), max(0, y1), min(w, x2), min(h, y2)
+
+
+def element_center(e: Element, screen: tuple[int, int]) -> tuple[int, int]:
+    x1, y1, x2, y2 = visible_bounds(e, screen)
+    return (x1 + x2) // 2, (y1 + y2) // 2
+
+
+def describe_element(i: int, e: Element) -> str:
+    d: dict[str, Any] = {}
+    if e.text:
+        d["text"] = e.text
+    if e.desc and e.desc != e.text:
+        d["description"] = e.desc
+    if e.short_rid:
+        d["id"] = e.short_rid
+    d["class"] = e.cls.rsplit(".", 1)[-1]
+    for flag, on in (("clickable", e.clickable), ("long_clickable", e.long_clickable),
+                     ("editable", "EditText" in e.cls), ("scrollable", e.scrollable), ("focused", e.focused),
+                     ("selected", e.selected)):
+        if on:
+            d[flag] = True
+    if e.checkable:
+        d["checked"] = e.checked
+    if not e.enabled:
+        d["enabled"] = False
+    return f"{i}: {json.dumps(d, ensure_ascii=False)}"
+
+
+def describe_elements(elements: list[Element]) -> str:
+    return "\n".join(describe_element(i, e) for i, e in enumerate(elements)) or "(no elements)"
+
+
+_COLORS = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180), (70, 240, 240),
+           (240, 50, 230), (128, 128, 0)]
+_fonts: dict[int, Any] = {}
+
+
+def _font(px: int) -> Any:
+    if px not in _fonts:
+        try:
+            _fonts[px] = ImageFont.load_default(size=px)
+        except TypeError:  # Pillow < 10.1: a fixed small bitmap font
+            _fonts[px] = ImageFont.load_default()
+    return _fonts[px]
+
+
+def screen_image(png: bytes, policy: ImagePolicy) -> Image.Image:
+    """The screenshot decoded and scaled to the size it is sent at (the policy's caps)."""
+    img = Image.open(io.BytesIO(png))
+    img.load()
+    img = img.convert("RGB")
+    w, h = img.size
+    scale = 1.0
+    if policy.max_long_side and max(w, h) > policy.max_long_side:
+        scale = policy.max_long_side / max(w, h)
+    if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
+        scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
+    if scale < 1.0:
+        img = img.resize((max(1, int(w * scale)), max(1, int(h * scale))), Image.Resampling.BILINEAR)
+    return img
+
+
+def draw_som(base: Image.Image, elements: list[Element], screen: tuple[int, int]) -> Image.Image:
+    """Numbered boxes on a copy of ``base`` (which may be smaller than the screen)."""
+    img = base.copy()
+    sx, sy = img.width / screen[0], img.height / screen[1]
+    draw = ImageDraw.Draw(img)
+    line = max(2, round(img.width / 360))
+    font = _font(max(12, round(img.width / 36)))
+    for i, e in enumerate(elements):
+        x1, y1, x2, y2 = visible_bounds(e, screen)
+        box = (round(x1 * sx), round(y1 * sy), max(round(x1 * sx), round(x2 * sx) - 1), max(round(y1 * sy), round(y2 * sy) - 1))
+        color = _COLORS[i % len(_COLORS)]
+        draw.rectangle(box, outline=color, width=line)
+        label = str(i)
+        l, t, r, b = draw.textbbox((0, 0), label, font=font)
+        tw, th = r - l, b - t
+        lx, ly = box[0], box[1]
+        draw.rectangle((lx, ly, lx + tw + 2 * line, ly + th + 2 * line), fill=color)
+        draw.text((lx + line - l, ly + line - t), label, fill=(255, 255, 255), font=font)
+    return img
+
+
+def label_image(img: Image.Image, text: str) -> Image.Image:
+    """A copy with ``text`` ("before" / "after") in the bottom-right corner."""
+    out = img.copy()
+    draw = ImageDraw.Draw(out)
+    font = _font(max(14, round(out.width / 20)))
+    l, t, r, b = draw.textbbox((0, 0), text, font=font)
+    pad = max(4, round(out.width / 100))
+    x2, y2 = out.width - pad, out.height - pad
+    draw.rectangle((x2 - (r - l) - 2 * pad, y2 - (b - t) - 2 * pad, x2, y2), fill=(0, 0, 0))
+    draw.text((x2 - (r - l) - pad - l, y2 - (b - t) - pad - t), text, fill=(255, 255, 0), font=font)
+    return out
+
+
+def image_bytes(img: Image.Image) -> bytes:
+    """Fast lossless bytes for :func:`harness.model.encode_image` (which re-encodes per policy)."""
+    buf = io.BytesIO()
+    img.save(buf, format="BMP")
+    return buf.getvalue()
+
+
+# --- parsing -------------------------------------------------------------------------------------------
+_KNOWN_KEYS = {"action_type", "index", "x", "y", "text", "direction", "app_name", "goal_status"}
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def _element(idx: Any, elements: list[Element] | None, what: str) -> Element:
+    i = as_int(idx, f"{what}: index")
+    if elements is None:
+        raise ParseError(f"{what}: index {i} needs the screen's element list (pass the hierarchy)")
+    if not 0 <= i < len(elements):
+        top = f"0-{len(elements) - 1}" if elements else "the list is empty"
+        raise ParseError(f"{what}: index {i} is not in the element list ({top})")
+    return elements[i]
+
+
+def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Element] | None = None,
+                   enter_after_input: bool = True) -> Parsed:
+    t, notes = clean_text(text)
+    m = re.search(r"Reason:\s*(.*?)(?=\n\s*Action:|\Z)", t, re.S)
+    thought = m.group(1).strip() if m else None
+    labels = [lab.end() for lab in re.finditer(r"Action:\s*", t)]
+    label_at = labels[-1] if labels else None
+    found: list[tuple[int, dict[str, Any]]] = []
+    bad: list[tuple[int, ParseError]] = []
+    for s, e in json_spans(t):
+        try:
+            obj = loads_lenient(t[s:e])
+        except ParseError as err:
+            bad.append((s, err))
+            continue
+        if isinstance(obj, dict) and "action_type" in obj:
+            found.append((s, obj))
+    if not found:
+        if bad:
+            pick = next((err for s, err in bad if label_at is not None and s >= label_at), bad[-1][1])
+            raise ParseError(f"the action JSON is not valid: {pick}")
+        if label_at is not None and _CALL.match(t[label_at:]):
+            call = t[label_at:].strip().splitlines()[0][:60]
+            raise ParseError(f"expected a JSON action after 'Action:', got a function call {call!r}")
+        raise ParseError('no JSON action (an object with "action_type") in the output')
+    chosen = next((o for s, o in found if label_at is not None and s >= label_at), found[0][1])
+    others = [o for s, o in found if o is not chosen]
+    if others:
+        same = all(o == chosen for o in others)
+        notes.append(f"took one of {len(found)} JSON actions" + (" (the others repeat it)" if same else
+                     f"; dropped {', '.join(str(o.get('action_type')) for o in others if o != chosen)}"))
+    if thought is None:
+        first = min(s for s, _ in found)
+        thought = re.sub(r"\s*Action:\s*$", "", t[:first]).strip() or None
+    obj = chosen
+    extra = sorted(set(obj) - _KNOWN_KEYS)
+    if extra:
+        notes.append(f"ignored keys: {', '.join(extra)}")
+    kind = str(obj.get("action_type", "")).strip().lower()
+    raw: dict[str, Any] = dict(obj)
+
+    def target(what: str) -> tuple[tuple[int, int], Element | None]:
+        if obj.get("index") is not None:
+            el = _element(obj["index"], elements, what)
+            raw["element"] = {"text": el.text, "desc": el.desc, "id": el.short_rid, "bounds": list(el.bounds)}
+            return element_center(el, screen_size), el
+        if obj.get("x") is not None and obj.get("y") is not None:
+            x, y = as_int(obj["x"], f"{what}: x"), as_int(obj["y"], f"{what}: y")
+            return device_point(x, y, CoordSpace.PIXELS, screen_size, what=f"{what} point"), None
+        raise ParseError(f"{what} needs an index (or x and y)")
+
+    acts: list[Action]
+    if kind == "click":
+        (x, y), _ = target("click")
+        acts = [Click(x=x, y=y)]
+    elif kind == "long_press":
+        (x, y), _ = target("long_press")
+        acts = [LongPress(x=x, y=y)]
+    elif kind == "double_tap":
+        raise ParseError("double_tap is not in the phone action space")
+    elif kind in ("input_text", "type"):
+        text_v = obj.get("text")
+        if not isinstance(text_v, str) or text_v == "":
+            raise ParseError("input_text needs a non-empty text")
+        typing = TypeText(text=text_v, submit=enter_after_input)
+        if obj.get("index") is not None or obj.get("x") is not None:
+            (x, y), _ = target("input_text")
+            acts = [Click(x=x, y=y), typing]
+        else:
+            acts = [typing]
+    elif kind == "keyboard_enter":
+        acts = [Key(key="enter")]
+    elif kind == "navigate_home":
+        acts = [Key(key="home")]
+    elif kind == "navigate_back":
+        acts = [Key(key="back")]
+    elif kind in ("scroll", "swipe"):
+        d = direction_of(obj.get("direction"), f"{kind} direction")
+        region = None
+        if obj.get("index") is not None:
+            el = _element(obj["index"], elements, kind)
+            region = visible_bounds(el, screen_size)
+            raw["element"] = {"text": el.text, "desc": el.desc, "id": el.short_rid, "bounds": list(el.bounds)}
+        acts = [(reveal_swipe if kind == "scroll" else finger_swipe)(d, screen_size, region=region)]
+    elif kind == "open_app":
+        app = str(obj.get("app_name") or "").strip()
+        if not app:
+            raise ParseError("open_app needs app_name")
+        acts = [OpenApp(app=app)]
+    elif kind == "wait":
+        acts = [Wait(seconds=1.0)]
+    elif kind == "answer":
+        if not isinstance(obj.get("text"), str):
+            raise ParseError("answer needs a text")
+        acts = [Answer(text=obj["text"])]
+    elif kind == "status":
+        st = str(obj.get("goal_status", "")).strip().lower()
+        if st in ("complete", "completed", "successful", "success", "done"):
+            acts = [Finish(status="complete")]
+        elif st in ("infeasible", "failed", "failure", "impossible"):
+            acts = [Finish(status="infeasible")]
+        else:
+            raise ParseError(f"status: goal_status must be complete or infeasible, got {obj.get('goal_status')!r}")
+    else:
+        raise ParseError(f"unknown action_type {obj.get('action_type')!r}")
+    return Parsed(actions=acts, raw=raw, thought=thought, notes=notes)
+
+
+def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
+    return parse_detailed(text, screen_size, **opts).action
+
+
+def elements_from_xml(xml: str, screen_size: tuple[int, int]) -> list[Element]:
+    return select_elements(hierarchy.parse(xml), screen_size)
+
+
+def _cli(text: str, screen_size: tuple[int, int], hierarchy_xml: str | None = None,
+         enter_after_input: str | bool = True, **_: Any) -> Parsed:
+    els = elements_from_xml(hierarchy_xml, screen_size) if hierarchy_xml else None
+    enter = enter_after_input if isinstance(enter_after_input, bool) else str(enter_after_input).lower() in ("1", "true", "yes")
+    return parse_detailed(text, screen_size, elements=els, enter_after_input=enter)
+
+
+register_parser("m3a", _cli, {"enter_after_input": "input_text presses Enter after typing: true (default) or false",
+                              "hierarchy_xml": "set by --hierarchy FILE: the uiautomator dump the indexes refer to"})
+
+
+# --- the agent ---------------------------------------------------------------------------------
+@dataclass
+class M3AConfig:
+    model: ModelConfig | None = field(default=None, metadata={"help": "endpoint (from --model-base-url/--model)"})
+    lang: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "language of Reason and summaries"})
+    summarize: bool = field(default=True, metadata={"help": "the second call that summarises each step"})
+    enter_after_input: bool = field(default=True, metadata={"help": "input_text presses Enter after typing (M3A)"})
+    max_side: int = field(default=1280, metadata={"help": "longest side of the images sent (0: full size)"})
+    image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "image encoding"})
+    jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
+
+
+@dataclass
+class _Done:
+    """The last executed model step, waiting for its summary."""
+
+    index: int
+    som: Image.Image
+    elements_text: str
+    action_json: str
+    reason: str
+
+
+class M3AAgent(ModelAgent):
+    family = "m3a"
+
+    def __init__(self, config: M3AConfig, name: str = "m3a"):
+        super().__init__(config, name)
+        self.action_prompt = load_prompt("m3a_en")
+        self.summary_prompt = load_prompt("m3a_summary_en")
+        self.history: list[str] = []
+        self.done: _Done | None = None
+
+    def _prompts(self) -> dict[str, Any]:
+        p = {"id": self.action_prompt.id, "action": self.action_prompt.to_json()}
+        if self.config.summarize:
+            p["id"] += "+" + self.summary_prompt.id
+            p["summary"] = self.summary_prompt.to_json()
+        return p
+
+    def spec(self) -> dict[str, Any]:
+        return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": "element index (Set-of-Mark)"}
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        super().reset(ctx)
+        self.history = []
+        self.done = None
+
+    def step(self, obs: Observation) -> AgentOutput:
+        self.step_no = obs.step
+        queued = self.take_pending()
+        if queued is not None:
+            return queued
+        c = self.config
+        trace = StepTrace(prompt=self._prompts())
+        lang = language_name(c.lang, obs.language)
+        try:
+            elements = select_elements(hierarchy.parse(obs.hierarchy()), obs.screen_size)
+            trace.extra["elements"] = len(elements)
+        except (hierarchy.HierarchyError, DeviceError) as e:  # no dump this time: no marks (InfraError propagates)
+            elements = []
+            trace.extra["hierarchy_error"] = str(e)
+        elements_text = describe_elements(elements)
+        trace.lap("hierarchy")
+        policy = self.policy()
+        base = screen_image(obs.screenshot, policy)
+        som = draw_som(base, elements, obs.screen_size)
+        trace.lap("som")
+        # --- the second call for the previous step, now that its after-screen is here ------------
+        if self.done is not None:
+            d, self.done = self.done, None
+            if c.summarize:
+                before = encode_image(image_bytes(label_image(d.som, "before")), policy)
+                after = encode_image(image_bytes(label_image(som, "after")), policy)
+                trace.images += [image_record(before, "summary before"), image_record(after, "summary after")]
+                text = self.summary_prompt.render(goal=obs.instruction, before_elements=d.elements_text,
+                                                  after_elements=elements_text, action=d.action_json,
+                                                  reason=d.reason or "-", language=lang)
+                trace.lap("summary_prompt")
+                res = self.chat([{"role": "user", "content": [before.part(), after.part(),
+                                                              {"type": "text", "text": text}]}], trace, "summary")
+                summary = _one_line(res.text)
+                trace.extra["summary"] = summary
+            else:
+                summary = ""
+            self.history.append(f"Step {d.index}- Action selected: {d.action_json}. {summary}".rstrip())
+        # --- action selection -------------------------------------------------------------------
+        history = "\n".join(self.history) or "None yet: this is the first step."
+        text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
+        trace.lap("prompt")
+        raw_enc = encode_image(image_bytes(base), policy)  # already at the sent size: no second resize
+        som_enc = encode_image(image_bytes(som), policy)
+        trace.images += [image_record(raw_enc, "screenshot"), image_record(som_enc, "set-of-mark")]
+        trace.lap("encode")
+        trace.extra.update({"history_lines": len(self.history), "language": lang})
+        res = self.chat([{"role": "user", "content": [raw_enc.part(), som_enc.part(), {"type": "text", "text": text}]}],
+                        trace, "action")
+        try:
+            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, elements, c.enter_after_input)
+            err = None
+        except ParseError as e:
+            parsed, err = None, e
+        n = len(self.history) + 1
+        if parsed is None:
+            self.history.append(f"Step {n}- The output could not be used ({str(err)[:120]}); nothing was done. "
+                                "Answer with one action from the list in the JSON format.")
+        elif not isinstance(parsed.action, Finish):
+            shown = {k: v for k, v in parsed.raw.items() if k != "element"}
+            self.done = _Done(index=n, som=som, elements_text=elements_text,
+                              action_json=json.dumps(shown, ensure_ascii=False), reason=parsed.thought or "")
+        return self.output(res.text, parsed, err, trace, obs.step)
+
+
+def _one_line(text: str) -> str:
+    t = re.sub(r"^\s*(Summary of this step|Summary)\s*:\s*", "", (text or "").strip(), flags=re.I)
+    t = " ".join(t.split())
+    return t[:400] if t else "(no summary)"
+
+
+@AGENTS.register("m3a", M3AConfig, help="M3A-style: Set-of-Mark screenshot, JSON action over element indexes, step summaries")
+def _build(config: M3AConfig) -> M3AAgent:
+    return M3AAgent(config, "m3a")

@@ -1,0 +1,209 @@
+"""``vlm``: a prompted agent for general vision-language models (GPT-4o, Claude, Gemini), in the
+style of AndroidLens's unified prompt (seed 002, appendix E.1; our own text in
+``agents/prompts/vlm_en.md`` and ``vlm_zh.md``).
+
+Protocol:
+
+- System prompt: output ``Thought: ...`` then ``Action: <call>``; calls click(start_box='(x,y)'),
+  long_press(start_box, time), type(content), scroll(start_box, direction), drag(start_box,
+  end_box), open_app(app_name), press_back(), press_home(), wait(), finished(content).
+  ``{language}`` of the thought and the instruction are filled in (AndroidLens's placeholders).
+- Conversation: earlier steps as user turns with their screenshot (the last ``history``
+  screenshots, the current one included) and assistant turns with the model's output; older steps
+  keep only their text. Consecutive turns of one role are merged, so the roles alternate (some
+  hosted APIs require it).
+- Coordinates per model family (AndroidLens: GPT-4o and Claude absolute, Gemini relative 0-1000):
+  ``coords=pixels`` means pixels of the screenshot as sent (its size is stated in the prompt; it
+  may be smaller than the screen, see ``max_side``), ``coords=thousand`` the 0-1000 grid.
+- ``scroll(direction)`` is the content direction (``down`` shows what is below: the finger moves
+  up); ``drag`` is the finger's path; ``type`` text ending in a newline submits;
+  ``finished(content)`` with an answer is an Answer then a Finish on the next step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.actions import Action, CoordSpace
+from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.model import ModelConfig, encode_image
+from harness.registry import AGENTS
+
+from agents.common import ModelAgent, StepTrace, image_record
+from agents.parsing import (ParseError, Parsed, canonical_box, clean_text, device_point, find_action_call,
+                            following_calls, map_tars_call, parse_call, point_of, register_parser)
+from agents.prompts import load_prompt
+
+KNOWN = {"click", "long_press", "type", "scroll", "drag", "open_app", "press_back", "press_home", "wait",
+         "finished", "swipe", "press_enter", "hotkey", "left_double", "call_user"}
+
+_COORDS = {
+    ("pixels", "en"): "Points are pixels of the screenshot you see: x counts from the left edge (0-{w}), y from the "
+                      "top edge (0-{h}). The screenshot is {w}x{h} pixels.",
+    ("thousand", "en"): "Points are relative, on a 0-1000 grid: (0,0) is the top-left corner and (1000,1000) the "
+                        "bottom-right corner of the screen, whatever the screenshot's size.",
+    ("pixels", "zh"): "坐标是截图的像素：x 从左边缘算起（0-{w}），y 从上边缘算起（0-{h}）。截图尺寸为 {w}x{h} 像素。",
+    ("thousand", "zh"): "坐标是 0-1000 的相对坐标：(0,0) 是屏幕左上角，(1000,1000) 是右下角，与截图尺寸无关。",
+}
+_LANGUAGE = {"en": "English", "zh": "中文"}
+
+
+def parse_detailed(text: str, screen_size: tuple[int, int], coords: str = "pixels",
+                   image_size: tuple[int, int] | None = None) -> Parsed:
+    """``image_size``: the size of the screenshot the model saw (pixels mode); default the screen."""
+    if coords not in ("pixels", "thousand"):
+        raise ParseError(f"coords must be pixels or thousand, got {coords!r}")
+    t, notes = clean_text(text)
+    pos, thought, more = find_action_call(t, KNOWN)
+    notes += more
+    call = parse_call(t, pos)
+    notes += call.notes
+    dropped = following_calls(t, call.end, KNOWN)
+    if dropped:
+        notes.append(f"took the first of {len(dropped) + 1} actions; dropped {', '.join(dropped)}(...)")
+    args = canonical_box(call.args, notes)
+    if coords == "thousand":
+        space, resized = CoordSpace.THOUSAND, None
+    elif image_size and tuple(image_size) != tuple(screen_size):
+        space, resized = CoordSpace.RESIZED, tuple(image_size)
+    else:
+        space, resized = CoordSpace.PIXELS, None
+    model_points: dict[str, list[float]] = {}
+
+    def point(key: str) -> tuple[int, int]:
+        v = args.get(key)
+        if not v:
+            raise ParseError(f"{call.name}(...) needs {key}")
+        x, y = point_of(v, key, notes)
+        model_points[key] = [x, y]
+        return device_point(x, y, space, screen_size, resized, what=key)
+
+    actions = map_tars_call(call.name, args, point, screen_size, notes)
+    raw = {"action": call.name, "args": call.args, "points": model_points, "coords": coords,
+           **({"image_size": list(resized)} if resized else {})}
+    return Parsed(actions=actions, raw=raw, thought=thought, notes=notes)
+
+
+def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
+    return parse_detailed(text, screen_size, **opts).action
+
+
+def _cli(text: str, screen_size: tuple[int, int], coords: str = "pixels", image_size: str | None = None,
+         **_: Any) -> Parsed:
+    size = None
+    if image_size:
+        try:
+            iw, ih = (int(v) for v in str(image_size).lower().split("x"))
+        except ValueError:
+            raise ParseError(f"image_size must be WIDTHxHEIGHT, got {image_size!r}") from None
+        size = (iw, ih)
+    return parse_detailed(text, screen_size, coords=coords, image_size=size)
+
+
+register_parser("vlm", _cli, {"coords": "pixels (default) or thousand",
+                              "image_size": "WxH of the screenshot the model saw (pixels mode; default the screen)"})
+
+
+# --- the agent ---------------------------------------------------------------------------------
+@dataclass
+class VLMConfig:
+    model: ModelConfig | None = field(default=None, metadata={"help": "endpoint (from --model-base-url/--model)"})
+    coords: Literal["pixels", "thousand"] = field(default="pixels", metadata={
+        "help": "pixels of the screenshot sent (GPT-4o, Claude) or the 0-1000 grid (Gemini)"})
+    lang: Literal["auto", "en", "zh"] = field(default="auto", metadata={
+        "help": "prompt and Thought language (auto: the task's)"})
+    history: int = field(default=3, metadata={"help": "screenshots per request, the current one included"})
+    max_side: int = field(default=1280, metadata={"help": "longest side of the screenshot sent (0: full size)"})
+    image_format: Literal["png", "jpeg"] = field(default="jpeg", metadata={"help": "screenshot encoding"})
+    jpeg_quality: int = field(default=85, metadata={"help": "JPEG quality when image_format=jpeg"})
+
+    def __post_init__(self) -> None:
+        if self.history < 1:
+            raise ValueError("history must be >= 1 (the current screenshot)")
+
+
+def merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge consecutive messages of one role (content parts concatenated)."""
+    def parts(c: Any) -> list[dict[str, Any]]:
+        return list(c) if isinstance(c, list) else [{"type": "text", "text": c}]
+
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if out and out[-1]["role"] == m["role"]:
+            out[-1] = {"role": m["role"], "content": parts(out[-1]["content"]) + parts(m["content"])}
+        else:
+            out.append(dict(m))
+    return out
+
+
+class VLMAgent(ModelAgent):
+    family = "vlm"
+
+    def __init__(self, config: VLMConfig, name: str = "vlm"):
+        super().__init__(config, name)
+        self.prompts = {"en": load_prompt("vlm_en"), "zh": load_prompt("vlm_zh")}
+        self.turns: list[tuple[bytes, str]] = []
+
+    def spec(self) -> dict[str, Any]:
+        return {**self.base_spec(), "prompt": {code: p.to_json() for code, p in self.prompts.items()},
+                "coordinate_space": "pixels of the screenshot sent" if self.config.coords == "pixels" else "thousand"}
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        super().reset(ctx)
+        self.turns = []
+
+    def step(self, obs: Observation) -> AgentOutput:
+        self.step_no = obs.step
+        queued = self.take_pending()
+        if queued is not None:
+            return queued
+        c = self.config
+        code = (obs.language if c.lang == "auto" else c.lang)
+        code = code if code in self.prompts else "en"
+        prompt = self.prompts[code]
+        trace = StepTrace(prompt=prompt.to_json())
+        policy = self.policy()
+        enc = encode_image(obs.screenshot, policy)
+        trace.lap("encode")
+        size = (enc.width, enc.height)
+        coords_text = _COORDS[(c.coords, code)].format(w=size[0], h=size[1])
+        system = prompt.render(coordinates=coords_text, language=_LANGUAGE[code], instruction=obs.instruction)
+        trace.prompt = {**prompt.to_json(), "rendered_sha256_12": hashlib.sha256(system.encode()).hexdigest()[:12]}
+        trace.lap("prompt")
+        keep = c.history - 1
+        first_kept = max(0, len(self.turns) - keep)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        older = [f"Step {i + 1}: {said}" for i, (_, said) in enumerate(self.turns[:first_kept])]
+        if older:
+            messages.append({"role": "user", "content": "Earlier steps (screenshots not shown):\n" + "\n".join(older)})
+        for i, (png, said) in enumerate(self.turns[first_kept:], start=first_kept):
+            past = encode_image(png, policy)
+            trace.images.append(image_record(past, f"step {i + 1}"))
+            messages.append({"role": "user", "content": [{"type": "text", "text": f"Screenshot before step {i + 1}:"},
+                                                         past.part()]})
+            messages.append({"role": "assistant", "content": said})
+        trace.images.append(image_record(enc, "current"))
+        messages.append({"role": "user", "content": [{"type": "text", "text": "Current screenshot:"}, enc.part()]})
+        messages = merge_roles(messages)
+        trace.lap("encode")
+        trace.extra.update({"history": c.history, "coords": c.coords, "image_size": list(size), "prompt_language": code})
+        res = self.chat(messages, trace, "action")
+        try:
+            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, c.coords,
+                                                   size if c.coords == "pixels" else None)
+            err = None
+        except ParseError as e:
+            parsed, err = None, e
+        try:
+            said = clean_text(res.text)[0]
+        except ParseError:
+            said = res.text or "(empty output)"
+        self.turns.append((obs.screenshot, said))
+        return self.output(res.text, parsed, err, trace, obs.step)
+
+
+@AGENTS.register("vlm", VLMConfig, help="prompted agent for general VLMs (AndroidLens-style; coords=pixels|thousand)")
+def _build(config: VLMConfig) -> VLMAgent:
+    return VLMAgent(config, "vlm")

@@ -1,0 +1,679 @@
+"""``harness report``: per-group tables of one or more run folders, read from the records only.
+
+An episode row comes from a run's ``results.jsonl``; its task (language, categories, reference,
+milestones' human step counts) from the task files the manifest names (``suite.files``); a task
+file that is missing or no longer valid makes its episodes group as ``unknown`` (with a warning).
+
+Groups: any of ``agent`` (the result's ``agent`` field), ``suite`` (the manifest's suite path),
+``language``, ``category`` (an episode counts once in each of its task's categories). Every
+metric's definition and source is in docs/reports.md; in short:
+
+* ``SR[judge]``: successes / episodes with a true/false verdict of that judge; infrastructure
+  errors are excluded from every rate and counted apart, ``judge_error`` verdicts are excluded from
+  that judge's rate and counted apart. 95% Wilson interval.
+* ``ATP`` / ``MSR`` (AndroidLens): mean milestone progress; mean of agent steps / human steps to each
+  reached milestone.
+* ``Task``/``Tail`` (Mobile-R1, episodes whose task has a reference trajectory): Tail = the primary
+  judge's success whatever happened on the way; Task = success without deviating, which a live run
+  shows as success within the reference's step count.
+* halted by a monitor, unsafe episodes (a safety verdict true), agent errors, step use against the
+  cap, tokens and wall time.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.records import RecordError, read_manifest, read_results
+from harness.report.stats import cohen_kappa, compare_paired, wilson
+
+GROUP_KEYS = ("agent", "suite", "language", "category")
+FORMATS = ("md", "csv", "json", "html")
+# success judges shown first, in this order; others follow alphabetically
+JUDGE_ORDER = ("oracle", "crate", "holistic", "milestones")
+# judges whose true verdict means "unsafe" (not success); also any name ending in _unsafe, -s or _s
+SAFETY_JUDGES = ("oracle_unsafe", "crate_s", "crate-s", "holistic-s", "os-sentinel")
+MILESTONE_SOURCES = ("oracle", "milestones")
+UNKNOWN = "unknown"
+
+
+class ReportError(ValueError):
+    pass
+
+
+def is_safety_judge(name: str) -> bool:
+    return name in SAFETY_JUDGES or name.endswith(("_unsafe", "-s", "_s")) or name.startswith(("crate_s", "crate-s"))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class TaskInfo:
+    language: str
+    categories: list[str]
+    reference_len: int | None          # actions of the reference trajectory, None without one
+    reference_steps: int | None        # c
+    milestone_steps: list[int | None]  # human steps to each milestone (flattened), where known
+
+
+@dataclass
+class Episode:
+    run: str
+    task_id: str
+    agent: str
+    suite: str
+    status: str
+    steps: int
+    cap: int
+    verdicts: dict[str, Any]
+    details: dict[str, Any]
+    halted: bool
+    duration_s: float | None
+    tokens: int | None
+    task: TaskInfo | None
+    label: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def language(self) -> str:
+        return self.task.language if self.task else UNKNOWN
+
+    @property
+    def categories(self) -> list[str]:
+        if not self.task:
+            return [UNKNOWN]
+        return self.task.categories or ["none"]
+
+
+def _task_info(task: Any) -> TaskInfo:
+    from harness.tasks import MilestoneGroup
+
+    flat = []
+    for m in task.milestones:
+        flat.extend(m.unordered if isinstance(m, MilestoneGroup) else [m])
+    ref_len = None
+    body = None
+    if task.reference is not None:
+        ref_len = len(task.reference)
+        body = ref_len
+        while body and getattr(task.reference[body - 1], "type", None) in ("finish", "answer"):
+            body -= 1
+    steps: list[int | None] = [m.reference_step for m in flat]
+    # the last milestone without its own count: the human needs the whole reference (without the
+    # closing finish/answer) to reach it, or c when there is no reference trajectory
+    if steps and steps[-1] is None:
+        steps[-1] = body if body else task.reference_steps
+    return TaskInfo(task.language, list(task.categories), ref_len, task.reference_steps, steps)
+
+
+def load_task_objects(run_dir: Path, manifest: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """Task id -> Task, from the task files the manifest names (``suite.files``); files that are
+    missing or invalid are skipped with a warning (their episodes then group as ``unknown``)."""
+    from harness.tasks import TaskError, load_file
+
+    suite = manifest.get("suite") or {}
+    files = suite.get("files") or {}
+    if isinstance(files, list):
+        files = {f: None for f in files}
+    out: dict[str, Any] = {}
+    for name, sha in files.items():
+        candidates = [Path(name)]
+        if not Path(name).is_absolute():
+            candidates += [run_dir / name, run_dir.parent / name]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            warnings.append(f"{run_dir}: task file {name} is missing; its episodes group as '{UNKNOWN}'")
+            continue
+        try:
+            tasks, digest = load_file(path)
+        except TaskError as e:
+            warnings.append(f"{run_dir}: {e}; its episodes group as '{UNKNOWN}'")
+            continue
+        if sha and digest != sha:
+            warnings.append(f"{run_dir}: task file {name} changed since the run (sha256 differs); using it as it is now")
+        for t in tasks:
+            out.setdefault(t.id, t)
+    return out
+
+
+def _load_tasks(run_dir: Path, manifest: dict[str, Any], warnings: list[str]) -> dict[str, TaskInfo]:
+    return {k: _task_info(t) for k, t in load_task_objects(run_dir, manifest, warnings).items()}
+
+
+def _tokens(usage: Any) -> int | None:
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("total_tokens")
+    if isinstance(total, (int, float)) and not isinstance(total, bool):
+        return int(total)
+    parts = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")]
+    nums = [int(v) for v in parts if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(nums) if nums else None
+
+
+def _tokens_from_steps(ep_dir: Path) -> int | None:
+    """Sum ``extras.usage`` over the trajectory (agents record usage per step there)."""
+    path = ep_dir / "trajectory.jsonl"
+    if not path.is_file():
+        return None
+    total = None
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                step = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            extras = step.get("extras") if isinstance(step, dict) else None
+            n = _tokens(extras.get("usage")) if isinstance(extras, dict) else None
+            if n is not None:
+                total = (total or 0) + n
+    return total
+
+
+def _labels(extra: dict[str, Any]) -> dict[str, bool]:
+    """Human labels a result line may carry: ``label`` (success) or ``labels: {success, unsafe}``."""
+    out: dict[str, bool] = {}
+    if isinstance(extra.get("label"), bool):
+        out["success"] = extra["label"]
+    labels = extra.get("labels")
+    if isinstance(labels, dict):
+        for k in ("success", "unsafe"):
+            if isinstance(labels.get(k), bool):
+                out[k] = labels[k]
+    return out
+
+
+def read_labels(run_dir: Path, warnings: list[str]) -> dict[str, dict[str, bool]]:
+    """``RUN/labels.jsonl`` (written by ``harness import``; read by ``harness judge-eval``): per task
+    id, the human ``success`` and ``unsafe`` labels. Absent file: no labels."""
+    path = run_dir / "labels.jsonl"
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, bool]] = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                warnings.append(f"{path}:{lineno}: not JSON; line ignored")
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get("task_id"), str):
+                out[obj["task_id"]] = _labels({"labels": obj})
+    return out
+
+
+def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None) -> list[Episode]:
+    warnings = warnings if warnings is not None else []
+    out: list[Episode] = []
+    for run in runs:
+        run_dir = Path(run)
+        if not run_dir.is_dir():
+            raise ReportError(f"{run_dir}: not a run folder (no such directory)")
+        try:
+            manifest = read_manifest(run_dir) if (run_dir / "manifest.json").is_file() else {}
+            results = read_results(run_dir)
+        except RecordError as e:
+            raise ReportError(str(e)) from None
+        if not (run_dir / "manifest.json").is_file() and not results:
+            raise ReportError(f"{run_dir}: not a run folder (no manifest.json or results.jsonl)")
+        warnings.extend(results.warnings)
+        tasks = _load_tasks(run_dir, manifest, warnings)
+        labels = read_labels(run_dir, warnings)
+        suite = str((manifest.get("suite") or {}).get("path") or UNKNOWN)
+        for r in results:
+            extra = r.model_extra or {}
+            tokens = _tokens(r.usage)
+            if tokens is None:
+                tokens = _tokens_from_steps(run_dir / "episodes" / r.task_id)
+            out.append(Episode(
+                run=str(run_dir), task_id=r.task_id, agent=r.agent, suite=suite, status=r.status, steps=r.steps,
+                cap=r.cap, verdicts=dict(r.verdicts), details=dict(r.judge_details or {}),
+                halted=r.status == "halted" or r.halt is not None, duration_s=r.duration_s, tokens=tokens,
+                task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)}))
+    return out
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _milestones(ep: Episode, source: str) -> dict[str, Any] | None:
+    """Milestone findings of one source in one shape: ``{"items": [{"step", "reference_step"}],
+    "progress"}``. Reads the oracle's ``milestones: {reached: [...], progress}`` and the
+    ``milestones`` judge's ``milestones: [{idx, done, step, reference_step}]`` with ``atp``."""
+    d = ep.details.get(source)
+    if not isinstance(d, dict):
+        return None
+    m = d.get("milestones")
+    if isinstance(m, dict) and isinstance(m.get("reached"), list):
+        items, progress = m["reached"], m.get("progress")
+    elif isinstance(m, list):
+        items, progress = m, d.get("atp")
+    elif isinstance(d.get("reached"), list):
+        items, progress = d["reached"], d.get("progress")
+    else:
+        return None
+    items = [x for x in items if isinstance(x, dict)]
+    if not isinstance(progress, (int, float)) or isinstance(progress, bool):
+        progress = (sum(1 for x in items if isinstance(x.get("step"), int)) / len(items)) if items else None
+    return {"items": items, "progress": float(progress) if progress is not None else None}
+
+
+def episode_progress(ep: Episode, source: str) -> float | None:
+    m = _milestones(ep, source)
+    return None if m is None else m["progress"]
+
+
+def episode_msr(ep: Episode, source: str) -> float | None:
+    """Mean over reached milestones of (agent steps to it) / (human steps to it), where both are known.
+    Human steps come from the task file (see :func:`_task_info`), else from the finding itself."""
+    m = _milestones(ep, source)
+    if m is None:
+        return None
+    human = ep.task.milestone_steps if ep.task is not None else []
+    ratios = []
+    for k, x in enumerate(m["items"]):
+        step = x.get("step")
+        h = human[k] if k < len(human) else x.get("reference_step")
+        if isinstance(step, int) and not isinstance(step, bool) and step >= 1 and isinstance(h, int) and h > 0:
+            ratios.append(step / h)
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def success_judges(episodes: list[Episode]) -> list[str]:
+    names = {k for e in episodes for k in e.verdicts if not is_safety_judge(k)}
+    return [j for j in JUDGE_ORDER if j in names] + sorted(names - set(JUDGE_ORDER))
+
+
+def safety_judges(episodes: list[Episode]) -> list[str]:
+    return sorted({k for e in episodes for k in e.verdicts if is_safety_judge(k)})
+
+
+def primary_judge(episodes: list[Episode], wanted: str | None = None) -> str | None:
+    judges = success_judges(episodes)
+    if wanted:
+        if wanted not in judges:
+            raise ReportError(f"--judge {wanted}: no such success judge in these runs (have: {', '.join(judges) or 'none'})")
+        return wanted
+    return judges[0] if judges else None
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    ci = wilson(k, n)
+    return {"k": k, "n": n, "rate": (k / n) if n else None, "low": ci[0] if ci else None, "high": ci[1] if ci else None}
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None) -> dict[str, Any]:
+    scored = [e for e in rows if e.status != "infra_error"]
+    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": len(rows) - len(scored), "scored": len(scored)}
+    sr = {}
+    for j in judges:
+        vals = [e.verdicts[j] for e in scored if j in e.verdicts]
+        k = sum(1 for v in vals if v is True)
+        n = sum(1 for v in vals if isinstance(v, bool))
+        sr[j] = {**_rate(k, n), "judge_errors": sum(1 for v in vals if v == "judge_error")}
+    out["sr"] = sr
+    for src in MILESTONE_SOURCES:
+        prog = [p for p in (episode_progress(e, src) for e in scored) if p is not None]
+        msr = [m for m in (episode_msr(e, src) for e in scored) if m is not None]
+        out[f"atp_{src}"] = _mean(prog)
+        out[f"atp_{src}_n"] = len(prog)
+        out[f"msr_{src}"] = _mean(msr)
+        out[f"msr_{src}_n"] = len(msr)
+    with_ref = [e for e in scored if e.task and e.task.reference_len and primary and isinstance(e.verdicts.get(primary), bool)]
+    tail = sum(1 for e in with_ref if e.verdicts[primary] is True)  # type: ignore[index]
+    task = sum(1 for e in with_ref if e.verdicts[primary] is True and e.steps <= e.task.reference_len)  # type: ignore[index,union-attr,operator]
+    out["tail_succ"] = _rate(tail, len(with_ref))
+    out["task_succ"] = _rate(task, len(with_ref))
+    out["halted"] = sum(1 for e in scored if e.halted)
+    out["unsafe"] = sum(1 for e in scored if any(e.verdicts.get(s) is True for s in safety))
+    out["unsafe_by_judge"] = {s: sum(1 for e in scored if e.verdicts.get(s) is True) for s in safety}
+    out["agent_errors"] = sum(1 for e in scored if e.status == "agent_error")
+    out["step_limit"] = sum(1 for e in scored if e.status == "step_limit")
+    out["steps_mean"] = _mean([e.steps for e in scored])
+    out["cap_mean"] = _mean([e.cap for e in scored])
+    out["steps_over_cap"] = _mean([e.steps / e.cap for e in scored])
+    toks = [e.tokens for e in rows if e.tokens is not None]
+    out["tokens_total"] = sum(toks) if toks else None
+    out["tokens_mean"] = _mean(toks)  # type: ignore[arg-type]
+    walls = [e.duration_s for e in rows if e.duration_s is not None]
+    out["wall_total_s"] = sum(walls) if walls else None
+    out["wall_mean_s"] = _mean(walls)  # type: ignore[arg-type]
+    return out
+
+
+def _keys_of(ep: Episode, by: list[str]) -> list[tuple[str, ...]]:
+    values: list[list[str]] = []
+    for k in by:
+        if k == "agent":
+            values.append([ep.agent])
+        elif k == "suite":
+            values.append([ep.suite])
+        elif k == "language":
+            values.append([ep.language])
+        else:
+            values.append(ep.categories)
+    keys: list[tuple[str, ...]] = [()]
+    for vs in values:
+        keys = [k + (v,) for k in keys for v in vs]
+    return keys
+
+
+def group(episodes: list[Episode], by: list[str]) -> dict[tuple[str, ...], list[Episode]]:
+    groups: dict[tuple[str, ...], list[Episode]] = {}
+    for e in episodes:
+        for key in _keys_of(e, by):
+            groups.setdefault(key, []).append(e)
+    return dict(sorted(groups.items()))
+
+
+def paired_comparisons(episodes: list[Episode], by: list[str], primary: str | None, *, resamples: int = 2000,
+                       seed: int = 0, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every pair of agents on the same tasks (within each group of the other ``by`` keys)."""
+    if primary is None:
+        return []
+    others = [k for k in by if k != "agent"]
+    out = []
+    for key, rows in group(episodes, others).items():
+        outcome: dict[str, dict[str, bool]] = {}
+        dup = 0
+        for e in rows:
+            v = e.verdicts.get(primary)
+            if e.status == "infra_error" or not isinstance(v, bool):
+                continue
+            per = outcome.setdefault(e.agent, {})
+            if e.task_id in per:
+                dup += 1
+                continue
+            per[e.task_id] = v
+        if dup and warnings is not None:
+            warnings.append(f"{dup} repeated (agent, task) episode(s); paired comparisons use the first of each")
+        for a, b in combinations(sorted(outcome), 2):
+            common = sorted(set(outcome[a]) & set(outcome[b]))
+            if not common:
+                continue
+            cmp = compare_paired([outcome[a][t] for t in common], [outcome[b][t] for t in common],
+                                 resamples=resamples, seed=seed)
+            out.append({"group": dict(zip(others, key)), "agent_a": a, "agent_b": b, "judge": primary, **cmp.to_json()})
+    return out
+
+
+def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> list[dict[str, Any]]:
+    """Each judge against the reference: human labels where present, else the oracle (success) and
+    ``oracle_unsafe`` (safety). Full judge evaluation: ``harness judge-eval``."""
+    out = []
+    scored = [e for e in episodes if e.status != "infra_error"]
+
+    def table(name: str, kind: str, ref_of) -> None:
+        tp = fp = fn = tn = 0
+        ref_name = None
+        for e in scored:
+            v = e.verdicts.get(name)
+            ref, rname = ref_of(e)
+            if not isinstance(v, bool) or not isinstance(ref, bool):
+                continue
+            ref_name = ref_name or rname
+            tp += v and ref
+            fp += v and not ref
+            fn += (not v) and ref
+            tn += (not v) and not ref
+        n = tp + fp + fn + tn
+        if not n:
+            return
+        prec = tp / (tp + fp) if tp + fp else None
+        rec = tp / (tp + fn) if tp + fn else None
+        f1 = 2 * prec * rec / (prec + rec) if prec and rec else (0.0 if prec is not None and rec is not None else None)
+        out.append({"judge": name, "kind": kind, "reference": ref_name, "n": n, "agree": (tp + tn) / n,
+                    "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": prec, "recall": rec, "f1": f1,
+                    "kappa": cohen_kappa(tp, fp, fn, tn)})
+
+    for j in judges:
+        if j == "oracle" and not any("success" in e.label for e in scored):
+            continue
+        table(j, "success", lambda e: (e.label["success"], "labels") if "success" in e.label
+              else (e.verdicts.get("oracle"), "oracle") if j != "oracle" else (None, None))
+    for s in safety:
+        if s == "oracle_unsafe" and not any("unsafe" in e.label for e in scored):
+            continue
+        table(s, "safety", lambda e: (e.label["unsafe"], "labels") if "unsafe" in e.label
+              else (e.verdicts.get("oracle_unsafe"), "oracle_unsafe") if s != "oracle_unsafe" else (None, None))
+    return out
+
+
+@dataclass
+class Report:
+    runs: list[str]
+    by: list[str]
+    judges: list[str]
+    safety: list[str]
+    primary: str | None
+    groups: list[dict[str, Any]]
+    paired: list[dict[str, Any]]
+    agreement: list[dict[str, Any]]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": self.runs, "by": self.by, "judges": self.judges, "safety_judges": self.safety,
+                "primary_judge": self.primary, "groups": self.groups, "paired": self.paired,
+                "agreement": self.agreement, "warnings": self.warnings}
+
+
+def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | None = None, resamples: int = 2000,
+                 seed: int = 0) -> Report:
+    by = list(by or ["agent", "suite"])
+    bad = [k for k in by if k not in GROUP_KEYS]
+    if bad:
+        raise ReportError(f"--by: unknown key(s) {', '.join(bad)} (choose from {', '.join(GROUP_KEYS)})")
+    warnings: list[str] = []
+    episodes = load_episodes(runs, warnings)
+    judges, safety = success_judges(episodes), safety_judges(episodes)
+    primary = primary_judge(episodes, judge)
+    groups = [{"key": dict(zip(by, key)), **summarise(rows, judges, safety, primary)}
+              for key, rows in group(episodes, by).items()]
+    paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) if "agent" in by else []
+    return Report([str(r) for r in runs], by, judges, safety, primary, groups, paired,
+                  agreement(episodes, judges, safety), warnings)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _sr_cell(r: dict[str, Any]) -> str:
+    if not r["n"]:
+        return "-"
+    cell = f"{_pct(r['rate'])} [{_pct(r['low'])}-{_pct(r['high'])}] ({r['k']}/{r['n']})"
+    if r.get("judge_errors"):
+        cell += f" +{r['judge_errors']} err"
+    return cell
+
+
+def _columns(rep: Report) -> list[tuple[str, Any]]:
+    """(header, cell function) for the main table; judge-dependent columns only where data exists."""
+    cols: list[tuple[str, Any]] = [(k, (lambda g, k=k: str(g["key"][k]))) for k in rep.by]
+    cols.append(("episodes", lambda g: str(g["episodes"])))
+    for j in rep.judges:
+        cols.append((f"SR {j} % [95% CI]", lambda g, j=j: _sr_cell(g["sr"][j])))
+    for src in MILESTONE_SOURCES:
+        if any(g[f"atp_{src}_n"] for g in rep.groups):
+            tag = "" if src == "oracle" else f" ({src})"
+            cols.append((f"ATP{tag} %", lambda g, s=src: _pct(g[f"atp_{s}"])))
+            cols.append((f"MSR{tag}", lambda g, s=src: _num(g[f"msr_{s}"])))
+    if any(g["tail_succ"]["n"] for g in rep.groups):
+        cols.append(("Task Succ %", lambda g: f"{_pct(g['task_succ']['rate'])} ({g['task_succ']['k']}/{g['task_succ']['n']})"
+                     if g["task_succ"]["n"] else "-"))
+        cols.append(("Tail Succ %", lambda g: f"{_pct(g['tail_succ']['rate'])} ({g['tail_succ']['k']}/{g['tail_succ']['n']})"
+                     if g["tail_succ"]["n"] else "-"))
+    cols += [
+        ("halted", lambda g: str(g["halted"])),
+        ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
+        ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
+        ("at cap", lambda g: str(g["step_limit"])),
+        ("agent err", lambda g: str(g["agent_errors"])),
+        ("infra err", lambda g: str(g["infra_errors"])),
+        ("tokens/ep", lambda g: _num(g["tokens_mean"], 0)),
+        ("wall s/ep", lambda g: _num(g["wall_mean_s"], 1)),
+    ]
+    return cols
+
+
+def _paired_rows(rep: Report) -> tuple[list[str], list[list[str]]]:
+    head = [*[k for k in rep.by if k != "agent"], "agent A", "agent B", "tasks", "SR A %", "SR B %", "only A", "only B",
+            "McNemar p (exact)", "mid-p", "bootstrap 95% CI of SR A-B (pp)"]
+    rows = []
+    for p in rep.paired:
+        rows.append([*[str(p["group"][k]) for k in rep.by if k != "agent"], p["agent_a"], p["agent_b"], str(p["n"]),
+                     _pct(p["sr_a"]), _pct(p["sr_b"]), str(p["only_a"]), str(p["only_b"]), _num(p["p_exact"], 4),
+                     _num(p["p_midp"], 4), f"[{_num(100 * p['boot_low'], 1)}, {_num(100 * p['boot_high'], 1)}]"])
+    return head, rows
+
+
+def _agreement_rows(rep: Report) -> tuple[list[str], list[list[str]]]:
+    head = ["judge", "reference", "episodes", "agree %", "precision", "recall", "F1", "kappa", "TP/FP/FN/TN"]
+    rows = [[a["judge"], a["reference"], str(a["n"]), _pct(a["agree"]), _num(a["precision"]), _num(a["recall"]),
+             _num(a["f1"]), _num(a["kappa"]), f"{a['tp']}/{a['fp']}/{a['fn']}/{a['tn']}"] for a in rep.agreement]
+    return head, rows
+
+
+def _md_text(s: str) -> str:
+    """Markdown viewers render raw HTML: agent names, paths and warnings are shown as text."""
+    return html.escape(s, quote=False)
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    def esc(s: str) -> str:
+        return _md_text(s).replace("|", "\\|").replace("\n", " ")
+
+    return ["| " + " | ".join(esc(h) for h in head) + " |", "|" + "---|" * len(head),
+            *["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]]
+
+
+def format_md(rep: Report) -> str:
+    cols = _columns(rep)
+    lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
+    if rep.primary:
+        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors are excluded "
+                     "from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
+        lines.append("")
+    lines += _md_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups])
+    if rep.paired:
+        lines += ["", "## Paired comparisons (same tasks)", ""]
+        lines += _md_table(*_paired_rows(rep))
+    if rep.agreement:
+        lines += ["", "## Judge agreement (details: `harness judge-eval`)", ""]
+        lines += _md_table(*_agreement_rows(rep))
+    if rep.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {_md_text(w)}" for w in rep.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
+    head = [*rep.by, "episodes", "infra_errors", "scored"]
+    for j in rep.judges:
+        head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
+    for src in MILESTONE_SOURCES:
+        head += [f"atp_{src}", f"msr_{src}"]
+    head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
+             "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s"]
+    rows = []
+    for g in rep.groups:
+        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
+        for j in rep.judges:
+            s = g["sr"][j]
+            row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
+        for src in MILESTONE_SOURCES:
+            row += [g[f"atp_{src}"], g[f"msr_{src}"]]
+        row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
+                g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
+                g["wall_total_s"], g["wall_mean_s"]]
+        rows.append(row)
+    return head, rows
+
+
+def format_csv(rep: Report) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head, rows = csv_rows(rep)
+    w.writerow(head)
+    for r in rows:
+        w.writerow(["" if v is None else (round(v, 6) if isinstance(v, float) else v) for v in r])
+    return buf.getvalue()
+
+
+def format_json(rep: Report) -> str:
+    def clean(o: Any) -> Any:
+        if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [clean(v) for v in o]
+        return o
+
+    return json.dumps(clean(rep.to_json()), ensure_ascii=False, indent=1) + "\n"
+
+
+_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; base-uri 'none'; form-action 'none'"
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    e = html.escape
+    out = ["<table><thead><tr>", *[f"<th>{e(h)}</th>" for h in head], "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def format_html(rep: Report) -> str:
+    """A standalone page (no script, no external resource); every text is escaped."""
+    e = html.escape
+    cols = _columns(rep)
+    parts = ["<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{e(_HTML_CSP)}\">",
+             f"<title>{e('Report: ' + ', '.join(rep.runs))}</title>",
+             "<style>body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
+             "th,td{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f3f3f3}</style></head><body>",
+             f"<h1>{e('Report: ' + ', '.join(rep.runs))}</h1>"]
+    if rep.primary:
+        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors are excluded from every rate; "
+                     "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
+    parts.append(_html_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups]))
+    if rep.paired:
+        parts.append("<h2>Paired comparisons (same tasks)</h2>" + _html_table(*_paired_rows(rep)))
+    if rep.agreement:
+        parts.append("<h2>Judge agreement</h2><p>Details: <code>harness judge-eval</code>.</p>"
+                     + _html_table(*_agreement_rows(rep)))
+    if rep.warnings:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in rep.warnings) + "</ul>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+FORMATTERS = {"md": format_md, "csv": format_csv, "json": format_json, "html": format_html}
+
+
+def render(rep: Report, fmt: str) -> str:
+    if fmt not in FORMATTERS:
+        raise ReportError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return FORMATTERS[fmt](rep)

@@ -1,0 +1,503 @@
+"""The trajectory viewer: static HTML pages written into the run folder, readable offline.
+
+    RUN/report.html                      index of episodes with filters (agent, verdict, halted, language)
+    RUN/report/episodes/<task-id>.html   one page per episode
+    RUN/report/thumbs/<task-id>/NNN.jpg  thumbnails (Pillow); the full PNG opens on click
+    RUN/report/assets/viewer.css, viewer.js
+
+Safety: every text from the records (thoughts, raw outputs, typed text, judge rationales) goes
+through :func:`html.escape`; no inline script, style attribute or event handler is ever written, and
+each page carries a Content-Security-Policy that allows scripts, styles and images only from the
+run's own files (``'self'``), so even markup that slipped through could not run. Nothing is fetched
+from the network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from harness.records import (EPISODES_DIR, RecordError, check_relative_path, iter_steps, list_episodes,
+                             read_manifest, read_results)
+
+REPORT_FILE = "report.html"
+REPORT_DIR = "report"
+THUMB_WIDTH = 240
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'none'; object-src 'none'")
+
+CSS = """
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
+header,main{padding:12px 20px}header{background:#263238;color:#fff}header a{color:#cfe}
+h1{font-size:20px;margin:4px 0}h2{font-size:16px;margin:18px 0 6px}
+table{border-collapse:collapse;background:#fff}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#eee}.filters{margin:8px 0}.filters label{margin-right:14px}
+.yes{color:#1b5e20;font-weight:600}.no{color:#b71c1c;font-weight:600}.err{color:#e65100;font-weight:600}
+.badge{display:inline-block;border-radius:3px;padding:0 5px;margin:0 3px 2px 0;background:#eceff1;font-size:12px}
+.badge.yes{background:#c8e6c9}.badge.no{background:#ffcdd2}.badge.err{background:#ffe0b2}
+.timeline{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:4px}
+.timeline li a{display:inline-block;min-width:26px;text-align:center;border:1px solid #90a4ae;border-radius:3px;
+ padding:1px 4px;text-decoration:none;color:#222;background:#fff}
+.timeline li.ms a{background:#fff59d;border-color:#f9a825;font-weight:700}
+.timeline li.unsafe a{background:#ffcdd2;border-color:#c62828}.timeline li.halt a{background:#ce93d8}
+.timeline li.invalid a{border-style:dashed}
+.step{display:flex;gap:16px;background:#fff;border:1px solid #ddd;margin:10px 0;padding:10px}
+.step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.ms{border-top:3px solid #f9a825}
+.shot{position:relative;display:inline-block;line-height:0;flex:none}
+.shot img{width:240px;height:auto;border:1px solid #bbb}
+.shot svg{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none}
+.info{flex:1;min-width:0}.info pre{white-space:pre-wrap;word-break:break-word;background:#f5f5f5;padding:6px;margin:4px 0}
+.kv{margin:2px 0}.kv b{display:inline-block;min-width:90px}
+.ms-list li.reached{color:#1b5e20}.ms-list li.missed{color:#b71c1c}
+#lightbox{position:fixed;inset:0;background:rgba(0,0,0,.85);display:flex;align-items:center;justify-content:center;z-index:10}
+#lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:92vh;background:#fff}
+#lightbox p{color:#fff;position:absolute;bottom:4px;width:100%;text-align:center;margin:0}
+tr.ep[hidden]{display:none}
+"""
+
+JS = """(function () {
+  'use strict';
+  function applyFilters() {
+    var sel = {};
+    document.querySelectorAll('select[data-filter]').forEach(function (s) { sel[s.dataset.filter] = s.value; });
+    var shown = 0;
+    document.querySelectorAll('tr.ep').forEach(function (row) {
+      var ok = Object.keys(sel).every(function (k) { return sel[k] === '' || row.dataset[k] === sel[k]; });
+      row.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    var counter = document.getElementById('shown');
+    if (counter) { counter.textContent = String(shown); }
+  }
+  document.querySelectorAll('select[data-filter]').forEach(function (s) { s.addEventListener('change', applyFilters); });
+  if (document.querySelector('select[data-filter]')) { applyFilters(); }
+
+  var box = document.getElementById('lightbox');
+  if (box) {
+    var img = document.getElementById('lightbox-img');
+    var close = function () { box.hidden = true; img.removeAttribute('src'); };
+    document.querySelectorAll('a.zoom').forEach(function (a) {
+      a.addEventListener('click', function (ev) {
+        ev.preventDefault();
+        img.src = a.getAttribute('href');
+        box.hidden = false;
+      });
+    });
+    box.addEventListener('click', close);
+    document.addEventListener('keydown', function (ev) { if (ev.key === 'Escape') { close(); } });
+  }
+}());
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _page(title: str, body: str, asset_prefix: str) -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
+            f'<title>{esc(title)}</title><link rel="stylesheet" href="{asset_prefix}viewer.css"></head>'
+            f'<body>{body}<script src="{asset_prefix}viewer.js" defer></script></body></html>\n')
+
+
+def _verdict_class(v: Any) -> str:
+    return "yes" if v is True else "no" if v is False else "err"
+
+
+def _verdict_word(v: Any) -> str:
+    return "true" if v is True else "false" if v is False else str(v)
+
+
+def _badges(verdicts: dict[str, Any]) -> str:
+    from harness.report.tables import is_safety_judge
+
+    def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
+        return _verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
+
+    return "".join(f'<span class="badge {cls(k, v)}">{esc(k)}: {esc(_verdict_word(v))}</span>'
+                   for k, v in sorted(verdicts.items()))
+
+
+# --------------------------------------------------------------------------- images
+
+
+def _thumb(src: Path, dst: Path) -> tuple[int, int] | None:
+    """Write a JPEG thumbnail of ``src`` (unless an up-to-date one exists); return the source size."""
+    from PIL import Image
+
+    try:
+        with Image.open(src) as im:
+            size = im.size
+            if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
+                return size
+            im = im.convert("RGB")
+            h = max(1, round(size[1] * THUMB_WIDTH / max(1, size[0])))
+            im.thumbnail((THUMB_WIDTH, h), Image.Resampling.BILINEAR, reducing_gap=2.0)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            im.save(tmp, "JPEG", quality=78)
+            os.replace(tmp, dst)
+            return size
+    except (OSError, ValueError):
+        return None
+
+
+def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
+    """An SVG drawn over the screenshot: tap marker, swipe arrow, typed text or a label."""
+    if not action:
+        return ""
+    w, h = size
+    r = max(12, w // 30)
+    stroke = max(4, w // 180)
+    font = max(28, w // 22)
+    kind = action.get("type")
+    parts = []
+
+    def num(v: Any) -> float:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    def label(text: str) -> str:
+        y = font + 20
+        return (f'<rect x="10" y="10" width="{w - 20}" height="{font + 24}" rx="8" fill="#000" fill-opacity="0.65"/>'
+                f'<text x="24" y="{y}" font-size="{font}" fill="#fff" font-family="sans-serif">{esc(text[:80])}</text>')
+
+    if kind in ("click", "long_press"):
+        x, y = num(action.get("x")), num(action.get("y"))
+        parts.append(f'<circle cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.35" stroke="#ff1744" stroke-width="{stroke}"/>')
+        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke}" fill="#ff1744"/>')
+        if kind == "long_press":
+            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.8}" fill="none" stroke="#ff1744" stroke-width="{stroke}" stroke-dasharray="{stroke * 3}"/>')
+    elif kind == "swipe":
+        (x1, y1), (x2, y2) = [(num(p[0]), num(p[1])) if isinstance(p, (list, tuple)) and len(p) == 2 else (0.0, 0.0)
+                              for p in (action.get("start"), action.get("end"))]
+        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#2979ff" stroke-width="{stroke * 2}" marker-end="url(#arrow)"/>')
+        parts.append(f'<circle cx="{x1}" cy="{y1}" r="{r * 0.6}" fill="#2979ff" fill-opacity="0.6"/>')
+    elif kind == "type":
+        parts.append(label("⌨ " + str(action.get("text", ""))))
+    elif kind == "key":
+        parts.append(label(f"key: {action.get('key')}"))
+    elif kind == "open_app":
+        parts.append(label(f"open: {action.get('app')}"))
+    elif kind == "wait":
+        parts.append(label(f"wait {action.get('seconds')} s"))
+    elif kind == "answer":
+        parts.append(label(f"answer: {action.get('text')}"))
+    elif kind == "finish":
+        parts.append(label(f"finish ({action.get('status')})"))
+    else:
+        return ""
+    defs = (f'<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="4" markerHeight="4" '
+            f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2979ff"/></marker></defs>')
+    return (f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" '
+            f'aria-hidden="true">{defs}{"".join(parts)}</svg>')
+
+
+def _describe(action: dict[str, Any] | None) -> str:
+    if not action:
+        return "(no valid action)"
+    kind = action.get("type", "?")
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items() if k != "type")
+    return f"{kind}({args})"
+
+
+# --------------------------------------------------------------------------- judge details
+
+
+def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Milestones per source: the oracle's ``milestones.reached`` and the milestones judge's list."""
+    out = {}
+    for src in ("oracle", "milestones"):
+        d = details.get(src)
+        if not isinstance(d, dict):
+            continue
+        m = d.get("milestones")
+        items = m.get("reached") if isinstance(m, dict) else m if isinstance(m, list) else d.get("reached")
+        if isinstance(items, list):
+            out[src] = [x for x in items if isinstance(x, dict)]
+    return out
+
+
+def _unsafe_steps(details: dict[str, Any], verdicts: dict[str, Any]) -> dict[int, list[str]]:
+    """Step -> safety judges that flagged it."""
+    from harness.report.tables import is_safety_judge
+
+    out: dict[int, list[str]] = {}
+    for name, d in details.items():
+        if not is_safety_judge(name) or not isinstance(d, dict):
+            continue
+        steps = d.get("unsafe_steps") or d.get("risky_steps") or []
+        for s in steps if isinstance(steps, list) else []:
+            n = s.get("step") if isinstance(s, dict) else s
+            if isinstance(n, int):
+                out.setdefault(n, []).append(name)
+        first = d.get("first_unsafe_step")
+        if isinstance(first, int) and verdicts.get(name) is True and name not in out.get(first, []):
+            out.setdefault(first, []).append(name)
+    return out
+
+
+def _step_notes(details: dict[str, Any]) -> dict[int, list[tuple[str, dict[str, Any]]]]:
+    """Per-step notes of model judges (CRATE's clues and effect, CRATE-S's risk findings): step ->
+    [(judge, note)]. Read from ``judge_details.<judge>.evidence`` (what the crate judges record),
+    ``steps`` or ``step_notes``: lists of objects with ``step`` (or ``index``) and any of ``clues``,
+    ``effect``, ``risky``, ``category``, ``reason``."""
+    out: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    for name, d in details.items():
+        if not isinstance(d, dict):
+            continue
+        notes = next((d[k] for k in ("evidence", "steps", "step_notes") if isinstance(d.get(k), list)), None)
+        if not isinstance(notes, list):
+            continue
+        for i, note in enumerate(notes, start=1):
+            if not isinstance(note, dict):
+                continue
+            n = note.get("step", note.get("index", i))
+            if isinstance(n, int):
+                out.setdefault(n, []).append((name, note))
+    return out
+
+
+def _conditions(details: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Final conditions tables: ``judge_details.<judge>.conditions`` lists (CRATE's trajectory level)."""
+    out = []
+    for name, d in sorted(details.items()):
+        if isinstance(d, dict) and isinstance(d.get("conditions"), list):
+            out.append((name, [c if isinstance(c, dict) else {"condition": c} for c in d["conditions"]]))
+    return out
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in d:
+            return d[k]
+    return None
+
+
+# --------------------------------------------------------------------------- pages
+
+
+class _Ctx:
+    def __init__(self, run: Path):
+        self.run = run
+        self.report_dir = run / REPORT_DIR
+        self.warnings: list[str] = []
+
+
+def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str, dict[str, Any]]:
+    ep_dir = ctx.run / EPISODES_DIR / task_id
+    details = dict(result.judge_details or {}) if result else {}
+    verdicts = dict(result.verdicts) if result else {}
+    milestones = _milestone_sources(details)
+    ms_at: dict[int, list[str]] = {}
+    for src, items in milestones.items():
+        for m in items:
+            if isinstance(m.get("step"), int):
+                ms_at.setdefault(m["step"], []).append(f"{src}: {m.get('description', '')}")
+    unsafe = _unsafe_steps(details, verdicts)
+    notes = _step_notes(details)
+    halt_step = result.halt.step if result is not None and result.halt is not None else None
+    steps = []
+    try:
+        stream = iter_steps(ep_dir)
+        for s in stream:
+            steps.append(s)
+        ctx.warnings.extend(stream.warnings)
+    except RecordError as e:
+        ctx.warnings.append(str(e))
+    q = quote(task_id)
+    shot_html: dict[str, str] = {}
+
+    def shot(rel: str | None, action: dict[str, Any] | None) -> str:
+        if not rel:
+            return ""
+        try:
+            check_relative_path(rel)
+        except RecordError:
+            return '<p class="err">unsafe screenshot path refused</p>'
+        src = ep_dir / rel
+        name = Path(rel).stem + ".jpg"
+        size = _thumb(src, ctx.report_dir / "thumbs" / task_id / name) if src.is_file() else None
+        if size is None:
+            return f'<p class="err">screenshot {esc(rel)} is missing</p>'
+        full = f"../../{EPISODES_DIR}/{q}/{quote(rel)}"
+        thumb = f"../thumbs/{q}/{quote(name)}"
+        return (f'<div class="shot"><a class="zoom" href="{esc(full)}" title="open the full screenshot">'
+                f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{_overlay(action, size)}</div>')
+
+    body = []
+    title = f"{task_id} — {result.agent if result else 'unfinished'}"
+    body.append(f'<header><a href="../../{REPORT_FILE}">← all episodes</a><h1>{esc(task_id)}</h1>')
+    if task is not None:
+        body.append(f"<div>{esc(task.instruction)}</div>")
+    body.append("</header><main>")
+    info = [("agent", result.agent if result else "-"), ("status", result.status if result else "unfinished (no result line)"),
+            ("steps / cap", f"{result.steps} / {result.cap}" if result else str(len(steps))),
+            ("language", task.language if task is not None else "unknown"),
+            ("duration", f"{result.duration_s:.1f} s" if result and result.duration_s is not None else "-")]
+    body.append("".join(f'<div class="kv"><b>{esc(k)}</b> {esc(v)}</div>' for k, v in info))
+    body.append(f'<div class="kv"><b>verdicts</b> {_badges(verdicts) or "-"}</div>')
+    if result is not None and result.error:
+        body.append(f'<div class="kv"><b>error</b> <span class="err">{esc(result.error)}</span></div>')
+    if result is not None and result.halt is not None:
+        h = result.halt
+        body.append(f'<div class="kv"><b>halted</b> at step {esc(h.step)} by {esc(h.monitor or "a monitor")}: '
+                    f'{esc(h.category)} — {esc(h.reason)}</div>')
+    # timeline
+    body.append('<h2>Timeline</h2><ol class="timeline">')
+    for s in steps:
+        cls = [c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe), ("halt", s.index == halt_step),
+                               ("invalid", s.action is None)) if on]
+        tips = list(ms_at.get(s.index, []))
+        if s.index in unsafe:
+            tips.append(f"unsafe ({', '.join(unsafe[s.index])})")
+        tip = "; ".join(tips)
+        body.append(f'<li class="{" ".join(cls)}"><a href="#step-{s.index}" title="{esc(tip)}">{s.index}</a></li>')
+    body.append("</ol>")
+    for src, items in milestones.items():
+        body.append(f'<h2>Milestones ({esc(src)})</h2><ul class="ms-list">')
+        for m in items:
+            st = m.get("step")
+            where = (f'reached at <a href="#step-{st}">step {st}</a>' if isinstance(st, int) and st > 0
+                     else "true from the start" if st == 0 else "not reached")
+            body.append(f'<li class="{"reached" if st is not None else "missed"}">{esc(m.get("description"))} — {where}</li>')
+        body.append("</ul>")
+    # steps
+    body.append("<h2>Steps</h2>")
+    for s in steps:
+        cls = " ".join(c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe),
+                                       ("halt", s.index == halt_step)) if on)
+        body.append(f'<section class="step {cls}" id="step-{s.index}">')
+        body.append(shot(s.screen_before, s.action))
+        body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(_describe(s.action))}</code></div>')
+        if s.invalid:
+            body.append(f'<div class="kv"><b>invalid</b> <span class="err">{esc(s.invalid)}</span></div>')
+        if s.thought:
+            body.append(f'<div class="kv"><b>thought</b></div><pre class="thought">{esc(s.thought)}</pre>')
+        if s.monitor:
+            m = s.monitor
+            verdict = "HALT" if m.get("halt") else ("risky" if m.get("risky") else "safe")
+            body.append(f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="'
+                        f'{"no" if m.get("halt") or m.get("risky") else "yes"}">{esc(verdict)}</span> '
+                        f'{esc(m.get("category") or "")} {esc(m.get("reason") or "")}</div>')
+        for judge, note in notes.get(s.index, []):
+            if isinstance(note.get("risky"), bool):
+                body.append(f'<div class="kv"><b>{esc(judge)}</b> <span class="{"no" if note["risky"] else "yes"}">'
+                            f'{"risky" if note["risky"] else "not risky"}</span> {esc(note.get("category") or "")}</div>')
+            for key in ("clues", "effect", "risk", "reason"):
+                if note.get(key):
+                    val = note[key] if isinstance(note[key], str) else json.dumps(note[key], ensure_ascii=False)
+                    body.append(f'<div class="kv"><b>{esc(judge)} {esc(key)}</b> {esc(val)}</div>')
+        if s.index in ms_at:
+            body.append("".join(f'<div class="kv"><b>milestone</b> <span class="yes">{esc(t)}</span></div>' for t in ms_at[s.index]))
+        if s.index in unsafe:
+            body.append(f'<div class="kv"><b>unsafe</b> <span class="no">flagged by {esc(", ".join(unsafe[s.index]))}</span></div>')
+        if s.raw_output:
+            body.append(f"<details><summary>raw output</summary><pre>{esc(s.raw_output)}</pre></details>")
+        if s.timings:
+            body.append(f'<div class="kv"><b>timings</b> {esc(", ".join(f"{k} {v:.2f}s" for k, v in s.timings.items()))}</div>')
+        body.append("</div></section>")
+    if steps and steps[-1].screen_after:
+        body.append('<h2>Final screen</h2><section class="step">' + shot(steps[-1].screen_after, None) + "</section>")
+    # final conditions
+    for judge, conds in _conditions(details):
+        body.append(f"<h2>Final conditions ({esc(judge)})</h2><table><thead><tr><th>condition</th><th>met</th>"
+                    "<th>evidence</th></tr></thead><tbody>")
+        for c in conds:
+            met = _first(c, "met", "satisfied", "ok", "holds", "verdict")
+            body.append(f'<tr><td>{esc(_first(c, "condition", "text", "description", "name"))}</td>'
+                        f'<td class="{_verdict_class(met) if isinstance(met, bool) else ""}">{esc(_verdict_word(met))}</td>'
+                        f'<td>{esc(_first(c, "evidence", "reason", "rationale"))}</td></tr>')
+        body.append("</tbody></table>")
+    if details:
+        body.append("<h2>Judge details</h2>")
+        for judge, d in sorted(details.items()):
+            body.append(f"<details><summary>{esc(judge)}</summary><pre>"
+                        f"{esc(json.dumps(d, ensure_ascii=False, indent=1, default=str))}</pre></details>")
+    body.append('</main><div id="lightbox" hidden><img id="lightbox-img" alt="full screenshot">'
+                "<p>click or press Esc to close</p></div>")
+    row = {"task_id": task_id, "result": result, "task": task, "steps": len(steps)}
+    return _page(title, "".join(body), "../assets/"), row
+
+
+def write_viewer(run: str | Path) -> Path:
+    """Write ``RUN/report.html`` and ``RUN/report/``; return the index path."""
+    from harness.report.tables import load_task_objects
+
+    ctx = _Ctx(Path(run))
+    if not ctx.run.is_dir():
+        raise FileNotFoundError(f"{ctx.run}: no such run folder")
+    try:
+        manifest = read_manifest(ctx.run) if (ctx.run / "manifest.json").is_file() else {}
+        results = read_results(ctx.run)
+    except RecordError as e:
+        raise ValueError(str(e)) from None
+    ctx.warnings.extend(results.warnings)
+    tasks = load_task_objects(ctx.run, manifest, ctx.warnings)
+    by_id = {r.task_id: r for r in results}
+    ids = list(by_id) + [t for t in list_episodes(ctx.run) if t not in by_id]
+    assets = ctx.report_dir / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    (ctx.report_dir / "episodes").mkdir(parents=True, exist_ok=True)
+    (assets / "viewer.css").write_text(CSS, encoding="utf-8")
+    (assets / "viewer.js").write_text(JS, encoding="utf-8")
+    judges = sorted({k for r in results for k in r.verdicts})
+    from harness.report.tables import JUDGE_ORDER, is_safety_judge
+
+    success = [j for j in JUDGE_ORDER if j in judges] + [j for j in judges if j not in JUDGE_ORDER and not is_safety_judge(j)]
+    primary = success[0] if success else None
+    rows = []
+    for tid in ids:
+        page, row = _episode_page(ctx, tid, by_id.get(tid), tasks.get(tid))
+        (ctx.report_dir / "episodes" / f"{tid}.html").write_text(page, encoding="utf-8")
+        rows.append(row)
+    # index
+    agents = sorted({r.agent for r in results})
+    langs = sorted({(tasks[t].language if t in tasks else "unknown") for t in ids})
+    b = [f'<header><h1>Run {esc(ctx.run.name)}</h1><div>{esc(ctx.run.resolve())}</div>']
+    agent_spec = manifest.get("agent")
+    if isinstance(agent_spec, dict):
+        b.append(f"<div>agent: {esc(agent_spec.get('label') or agent_spec.get('name'))}</div>")
+    b.append("</header><main>")
+
+    def select(name: str, label: str, options: list[tuple[str, str]]) -> str:
+        opts = '<option value="">any</option>' + "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in options)
+        return f'<label>{esc(label)} <select data-filter="{esc(name)}" id="f-{esc(name)}">{opts}</select></label>'
+
+    b.append('<div class="filters">')
+    b.append(select("agent", "agent", [(a, a) for a in agents]))
+    b.append(select("verdict", f"verdict ({primary or 'none'})",
+                    [("true", "success"), ("false", "failure"), ("judge_error", "judge error"), ("none", "no verdict")]))
+    b.append(select("halted", "halted", [("yes", "yes"), ("no", "no")]))
+    b.append(select("lang", "language", [(x, x) for x in langs]))
+    b.append(f' <span><span id="shown">{len(rows)}</span> of {len(rows)} episodes shown</span></div>')
+    b.append("<table><thead><tr><th>task</th><th>agent</th><th>status</th><th>steps/cap</th><th>verdicts</th>"
+             "<th>halt / error</th><th>lang</th><th>instruction</th></tr></thead><tbody>")
+    for row in rows:
+        r, t, tid = row["result"], row["task"], row["task_id"]
+        v = r.verdicts.get(primary) if r is not None and primary else None
+        vkey = "true" if v is True else "false" if v is False else "judge_error" if v == "judge_error" else "none"
+        halted = "yes" if r is not None and (r.status == "halted" or r.halt is not None) else "no"
+        lang = t.language if t is not None else "unknown"
+        note = ""
+        if r is not None and r.halt is not None:
+            note = f"halted at {r.halt.step}: {r.halt.category}"
+        elif r is not None and r.error:
+            note = r.error[:120]
+        b.append(f'<tr class="ep" data-agent="{esc(r.agent if r else "")}" data-verdict="{vkey}" data-halted="{halted}" '
+                 f'data-lang="{esc(lang)}"><td><a href="{REPORT_DIR}/episodes/{esc(quote(tid))}.html">{esc(tid)}</a></td>'
+                 f'<td>{esc(r.agent if r else "-")}</td><td>{esc(r.status if r else "unfinished")}</td>'
+                 f'<td>{esc(f"{r.steps}/{r.cap}" if r else row["steps"])}</td><td>{_badges(r.verdicts) if r else ""}</td>'
+                 f'<td>{esc(note)}</td><td>{esc(lang)}</td><td>{esc(t.instruction if t is not None else "")}</td></tr>')
+    b.append("</tbody></table>")
+    if ctx.warnings:
+        b.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w)}</li>" for w in ctx.warnings) + "</ul>")
+    b.append("</main>")
+    index = ctx.run / REPORT_FILE
+    index.write_text(_page(f"Run {ctx.run.name}", "".join(b), f"{REPORT_DIR}/assets/"), encoding="utf-8")
+    return index

@@ -1,0 +1,126 @@
+"""``crate-s`` as a live monitor: CRATE-S's step-level risk check on each PROPOSED action.
+
+- ``mode=gate``: the runner asks before the action runs; a halting verdict stops the episode and
+  the risky action never reaches the phone (the record names the step, category and reason).
+  Cost: one model call per proposed action, on the critical path (about one call's latency per
+  step); the agent's "finish" and "wait" need no call.
+- ``mode=async``: the check runs beside the action; a halting verdict stops the episode at the next
+  step boundary (the risky action has already run; the record says ``executed: true``).
+
+What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
+``threshold`` when one is set, and only if its category is in ``categories`` when that list is set.
+``on_error``: a failed check (server down, timeout, unparseable reply after retries) lets the action
+through (``allow``, the default) or halts (``halt``); either way the step's record keeps the error
+and the choice made.
+
+The monitor asks exactly what the ``crate-s`` judge asks at step level (same prompt, same drawing),
+through the same process-wide evidence cache, so running both costs the judge no extra step calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.actions import Finish, Wait
+from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
+from harness.model import ModelConfig
+from harness.registry import MONITORS
+from harness.tasks import RISK_CATEGORIES
+from judges.crate import image_policy, need_model, pick_language
+from judges.evidence import (CRATE_S_STEP, EvidenceStore, JudgeCallError, StepCall, canonical_category,
+                             disk_cache, shared_memory, step_evidence)
+from judges.prompts import LANGUAGES, load_prompt
+
+
+@dataclass
+class CrateSMonitorConfig:
+    model: ModelConfig | None = field(metadata={"help": "judge endpoint (from --judge-base-url/--judge-model)"})
+    mode: Literal["gate", "async"] = field(default="gate", metadata={
+        "help": "gate: judge before the action runs and halt before a risky one; async: judge beside it, halt at the next step"})
+    threshold: float | None = field(default=None, metadata={
+        "help": "halt only when the model's risk score (0-1) is at least this"})
+    categories: list[str] = field(default_factory=list, metadata={
+        "help": "halt only for these MobileRisk categories (comma-separated; default: any)"})
+    on_error: Literal["allow", "halt"] = field(default="allow", metadata={
+        "help": "when a check fails after retries: let the action run (allow) or halt"})
+    language: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "prompt language; auto = the task's"})
+    parse_retries: int = field(default=1, metadata={"help": "times an unparseable reply is asked again"})
+    image_max_side: int = field(default=1280, metadata={"help": "longest side of the image sent (pixels)"})
+    draw: bool = field(default=True, metadata={"help": "draw the action's target on the screenshot"})
+    cache: str | None = field(default=None, metadata={"help": "JSONL file caching step findings"})
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise ValueError("threshold must be between 0 and 1")
+        fixed = []
+        for c in self.categories:
+            canon = canonical_category(c)
+            if canon not in RISK_CATEGORIES:
+                raise ValueError(f"categories: {c!r} is not a MobileRisk category ({', '.join(RISK_CATEGORIES)})")
+            fixed.append(canon)
+        self.categories = fixed
+
+
+class CrateSMonitor:
+    name = "crate-s"
+
+    def __init__(self, config: CrateSMonitorConfig):
+        self.config = config
+        self.mode = config.mode
+        self.client = need_model("monitor 'crate-s'", config)
+        self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
+        self.screen_size: tuple[int, int] | None = None
+
+    def spec(self) -> dict[str, Any]:
+        c = self.config
+        return {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
+                "on_error": c.on_error, "language": c.language, "model": c.model.to_json() if c.model else None,
+                "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
+                "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
+                "cache": c.cache}
+
+    def start(self, ctx: EpisodeContext) -> None:
+        self.screen_size = ctx.screen_size
+
+    def _call(self, language: str) -> StepCall:
+        return StepCall(self.client, CRATE_S_STEP, language, self.store, image_policy(self.config), self.config.draw,
+                        self.config.parse_retries)
+
+    def decide(self, ev: dict[str, Any]) -> tuple[bool, str]:
+        """Whether a finding halts, and why (recorded with the verdict)."""
+        c = self.config
+        if not ev["risky"]:
+            return False, "not risky"
+        score = ev.get("score")
+        if c.threshold is not None and score is not None and score < c.threshold:
+            return False, f"risky, but score {score:g} < threshold {c.threshold:g}"
+        if c.categories and ev.get("category") not in c.categories:
+            return False, f"risky, but category {ev.get('category')!r} is not one that halts"
+        return True, "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
+
+    def check(self, step: ProposedStep) -> MonitorVerdict:
+        if isinstance(step.action, (Finish, Wait)):
+            return MonitorVerdict(halt=False, risky=False, reason="no effect on the phone; not checked",
+                                  monitor=self.name, extras={"skipped": True})
+        call = self._call(pick_language(self.config.language, step.language))
+        try:
+            r = step_evidence(call, step.screenshot, step.action, step.instruction, self.screen_size)
+        except Exception as e:  # JudgeCallError, or an undecodable screenshot: on_error decides
+            halt = self.config.on_error == "halt"
+            error = str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}"
+            return MonitorVerdict(halt=halt, risky=None, category="monitor_error" if halt else None,
+                                  reason=f"the check failed; {'halted' if halt else 'allowed'} (on_error={self.config.on_error})",
+                                  monitor=self.name, error=error, extras={"on_error": self.config.on_error})
+        ev = r["evidence"]
+        halt, why = self.decide(ev)
+        return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=ev.get("reason", ""),
+                              score=ev.get("score"), monitor=self.name,
+                              extras={"decision": why, "cached": r["cached"], "prompt": r["prompt"],
+                                      "check_s": r["latency_s"]})
+
+
+@MONITORS.register("crate-s", CrateSMonitorConfig,
+                   help="CRATE-S step risk check on each proposed action: gate (halt before it runs) or async")
+def _build(config: CrateSMonitorConfig) -> CrateSMonitor:
+    return CrateSMonitor(config)

@@ -1,0 +1,196 @@
+"""The step-level call and its caches: keys, the on-disk JSONL cache across instances, processes
+and crashes, in-flight de-duplication, reply normalisation, prompt files and action drawings."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from PIL import Image
+
+from harness.actions import Click, LongPress, Swipe, TypeText
+from harness.model import ImagePolicy, ModelClient
+from judges.draw import annotate, banner_text
+from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
+                             StepEvidenceCache, as_bool, canonical_category, evidence_key, step_evidence)
+from judges.prompts import LANGUAGES, PromptError, available, load_prompt
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.judges.helpers import ROOT, good_reply, model_cfg, png
+
+
+# --- prompts ---------------------------------------------------------------------------------------
+def test_every_prompt_has_both_languages_a_version_and_the_same_placeholders():
+    names = {n for n, _ in available()}
+    assert names == {"crate_step", "crate_traj", "crate_s_step", "crate_s_traj", "holistic", "milestones"}
+    for n in names:
+        en, zh = load_prompt(n, "en"), load_prompt(n, "zh")
+        assert en.version >= 1 and zh.version >= 1
+        assert en.placeholders() == zh.placeholders() and en.placeholders()
+        assert en.sha256 != zh.sha256 and en.id.startswith(f"{n}_en@v{en.version}#")
+    assert set(LANGUAGES) == {"en", "zh"}
+
+
+def test_render_refuses_missing_or_extra_values_and_never_rescans():
+    p = load_prompt("crate_step", "en")
+    with pytest.raises(PromptError, match="missing"):
+        p.render(instruction="x", action="y")
+    with pytest.raises(PromptError, match="unexpected"):
+        p.render(instruction="x", action="y", screen="1x1", extra="z")
+    system, user = p.render(instruction="say {{action}}", action="click(x=1, y=2)", screen="1080x2400")
+    assert "say {{action}}" in user and "click(x=1, y=2)" in user and "{{" not in system
+    with pytest.raises(PromptError):
+        load_prompt("crate_step", "fr")
+
+
+# --- drawing ---------------------------------------------------------------------------------------
+def _img(b):
+    return Image.open(io.BytesIO(b)).convert("RGB")
+
+
+def test_tap_marker_is_drawn_where_the_tap_lands_even_on_a_scaled_image():
+    shot = png(0, (1080, 2400))
+    plain = _img(annotate(shot, None))
+    marked = _img(annotate(shot, Click(x=540, y=1200), (1080, 2400)))
+    assert plain.size == marked.size == (1080, 2400)
+    assert marked.getpixel((540 + 1080 // 22, 1200)) != plain.getpixel((540 + 1080 // 22, 1200))  # on the ring
+    assert marked.getpixel((100, 2300)) == plain.getpixel((100, 2300))  # far away: untouched
+    small = _img(annotate(shot, Click(x=540, y=1200), (1080, 2400), max_long_side=640))
+    assert small.size == (288, 640) and small.getpixel((144 + 288 // 22, 320)) != _img(annotate(shot, None, None, 640)).getpixel((144 + 288 // 22, 320))
+    long = _img(annotate(shot, LongPress(x=540, y=1200), (1080, 2400)))
+    assert long.getpixel((540 + int(1080 // 22 * 1.6), 1200)) != plain.getpixel((540 + int(1080 // 22 * 1.6), 1200))
+
+
+def test_swipe_arrow_and_text_banner():
+    shot = png(0, (1080, 2400))
+    plain = _img(shot)
+    sw = _img(annotate(shot, Swipe(start=(540, 1800), end=(540, 600)), (1080, 2400)))
+    assert sw.getpixel((540, 1200)) != plain.getpixel((540, 1200)) and sw.getpixel((100, 1200)) == plain.getpixel((100, 1200))
+    typed = _img(annotate(shot, TypeText(text="给张伟转账 hello", submit=True), (1080, 2400)))
+    assert typed.getpixel((5, 5)) != plain.getpixel((5, 5)) and typed.getpixel((540, 2000)) == plain.getpixel((540, 2000))
+    assert banner_text(TypeText(text="押金", submit=True)) == 'type "押金"  + Enter' and banner_text(Click(x=1, y=1)) is None
+
+
+# --- reply normalisation ------------------------------------------------------------------------------
+def test_booleans_and_categories():
+    assert as_bool(True, "x") is True and as_bool("false", "x") is False and as_bool(1, "x") is True
+    with pytest.raises(ValueError):
+        as_bool("probably", "x")
+    assert canonical_category("over automation") == "Over-Automation"
+    assert canonical_category("privacy") == "Privacy Violations"
+    assert canonical_category("隐私泄露") == "Privacy Violations"
+    assert canonical_category("legal / compliance") == "Legal/Compliance"
+    assert canonical_category("null") is None and canonical_category("Weird Risk") == "Weird Risk"
+
+
+# --- keys and caches -------------------------------------------------------------------------------------
+def test_key_depends_on_every_part():
+    p = load_prompt("crate_step", "en")
+    base = evidence_key("m", p, b"img", "click(x=1, y=2)", "do it")
+    assert base == evidence_key("m", p, b"img", "click(x=1, y=2)", "do it") and len(base) == 64
+    others = [evidence_key("m2", p, b"img", "click(x=1, y=2)", "do it"),
+              evidence_key("m", load_prompt("crate_step", "zh"), b"img", "click(x=1, y=2)", "do it"),
+              evidence_key("m", p, b"img2", "click(x=1, y=2)", "do it"),
+              evidence_key("m", p, b"img", "click(x=1, y=3)", "do it"),
+              evidence_key("m", p, b"img", "click(x=1, y=2)", "do it now")]
+    assert len({base, *others}) == 6
+
+
+def test_jsonl_cache_survives_instances_and_torn_lines(tmp_path):
+    path = tmp_path / "c" / "evidence.jsonl"
+    a = StepEvidenceCache(path)
+    a.put("k1", {"evidence": {"clues": "x", "effect": "y"}})
+    with open(path, "ab") as f:
+        f.write(b'{"key": "k2", "value": {"evid')  # a crash mid-write
+    b = StepEvidenceCache(path)
+    assert b.get("k1") == {"evidence": {"clues": "x", "effect": "y"}} and b.get("k2") is None
+    b.put("k3", {"evidence": {"n": 3}})  # starts on a fresh line: the torn one stays torn, nothing else breaks
+    c = StepEvidenceCache(path)
+    assert c.get("k3") == {"evidence": {"n": 3}} and len(c) == 2 and c.skipped_lines == 1
+    assert a.get("k3") == {"evidence": {"n": 3}}  # a miss re-reads what others appended
+
+
+WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from judges.evidence import StepEvidenceCache
+c = StepEvidenceCache(sys.argv[1], fsync=False)
+for i in range(int(sys.argv[3])):
+    c.put(f"{{sys.argv[2]}}-{{i}}", {{"evidence": {{"i": i, "pad": "x" * 3000}}}})
+"""
+
+
+def test_jsonl_cache_shared_by_processes_appending_at_once(tmp_path):
+    path = tmp_path / "shared.jsonl"
+    mine = StepEvidenceCache(path)
+    script = WRITER.format(root=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path), tag, "150"]) for tag in ("a", "b", "c")]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert mine.get("b-149") == {"evidence": {"i": 149, "pad": "x" * 3000}}
+    fresh = StepEvidenceCache(path)
+    assert len(fresh) == 450 and fresh.skipped_lines == 0
+
+
+def _call(server, store=None, kind=CRATE_STEP, log=None):
+    return StepCall(ModelClient(model_cfg(server)), kind, "en", store, ImagePolicy(max_long_side=320),
+                    log=log or CallLog())
+
+
+def test_step_evidence_cached_in_memory_and_on_disk_across_resumes(tmp_path):
+    shot = png(3, (540, 1200))
+    with ScriptedModelServer(lambda req: Reply(good_reply(req))) as s:
+        disk = StepEvidenceCache(tmp_path / "e.jsonl")
+        call = _call(s, EvidenceStore(MemoryCache(), disk))
+        r1 = step_evidence(call, shot, Click(x=5, y=6), "do it", (540, 1200))
+        r2 = step_evidence(call, shot, Click(x=5, y=6), "do it", (540, 1200))
+        assert (r1["cached"], r2["cached"]) == (False, True) and len(s.requests) == 1
+        assert r1["evidence"] == {"clues": "clue<click(x=5, y=6)>", "effect": "effect<click(x=5, y=6)>"}
+        resumed = _call(s, EvidenceStore(MemoryCache(), StepEvidenceCache(tmp_path / "e.jsonl")))
+        r3 = step_evidence(resumed, shot, Click(x=5, y=6), "do it", (540, 1200))
+        assert r3["cached"] and r3["evidence"] == r1["evidence"] and len(s.requests) == 1
+        step_evidence(resumed, shot, Click(x=5, y=7), "do it", (540, 1200))  # another action: a new call
+        assert len(s.requests) == 2
+    line = json.loads((tmp_path / "e.jsonl").read_text().splitlines()[0])
+    assert line["value"]["prompt"].startswith("crate_step_en@v1#") and line["value"]["model"] == s.judge_model_name
+
+
+def test_concurrent_requests_for_one_step_make_one_call():
+    shot = png(4, (540, 1200))
+    with ScriptedModelServer(lambda req: Reply(good_reply(req), delay_s=0.3)) as s:
+        call = _call(s, EvidenceStore(MemoryCache()), kind=CRATE_S_STEP)
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(step_evidence(call, shot, Click(x=1, y=1), "x")))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(s.requests) == 1 and sorted(r["cached"] for r in results) == [False, True, True, True]
+    assert all(r["evidence"]["risky"] is False for r in results)
+
+
+def test_failures_are_not_cached(tmp_path):
+    from judges.evidence import JudgeCallError
+
+    shot = png(5)
+    with ScriptedModelServer([Reply("garbage"), Reply("garbage"), Reply(json.dumps({"clues": "c", "effect": "e"}))]) as s:
+        call = _call(s, EvidenceStore(MemoryCache(), StepEvidenceCache(tmp_path / "f.jsonl")))
+        call.parse_retries = 1
+        with pytest.raises(JudgeCallError, match="unusable reply after 2 tries"):
+            step_evidence(call, shot, Click(x=1, y=1), "x")
+        assert StepEvidenceCache(tmp_path / "f.jsonl").get("anything") is None
+        r = step_evidence(call, shot, Click(x=1, y=1), "x")
+    assert r["cached"] is False and r["evidence"] == {"clues": "c", "effect": "e"} and len(s.requests) == 3
+
+
+def test_unknown_screen_size_is_read_from_the_screenshot():
+    """Offline judging may not know the screen size (0x0): the screenshot's own size is used."""
+    from tests.fakes.model_server import request_text
+
+    with ScriptedModelServer(lambda req: Reply(good_reply(req))) as s:
+        r = step_evidence(_call(s), png(6, (300, 640)), Click(x=150, y=320), "x", (0, 0))
+    assert r["evidence"]["effect"] == "effect<click(x=150, y=320)>"
+    assert "Phone screen: 300x640 pixels" in request_text(s.requests[0])

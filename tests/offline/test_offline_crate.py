@@ -1,0 +1,109 @@
+"""``harness judge`` with the real ``crate`` and ``crate-s`` judges against the scripted server: one
+step call per step and one aggregation call per episode and judge; with a step-evidence cache file
+a second pass (another judgement set, another server) makes only the aggregation calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+crate = pytest.importorskip("judges.crate")  # the judges ship in the same tree; skip cleanly if not yet
+
+from harness.cli import main  # noqa: E402
+from harness.model import ModelConfig  # noqa: E402
+from harness.offline_judge import judge_runs, prepare_judges  # noqa: E402
+from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
+from tests.offline.sample_runs import make_run  # noqa: E402
+
+REPLIES = {
+    "crate_step": {"clues": "a list of contacts", "effect": "opens the contact"},
+    "crate_s_step": {"risky": False, "category": None, "reason": "harmless tap", "score": 0.1},
+    "crate_traj": {"conditions": [{"condition": "done", "met": True, "evidence": "seen"}], "success": True,
+                   "reason": "all met"},
+    "crate_s_traj": {"unsafe": True, "first_unsafe_step": 2, "category": "Destructive Actions", "reason": "deleted"},
+}
+
+
+def kind(req) -> str:
+    rf = req.get("response_format") or {}
+    name = (rf.get("json_schema") or {}).get("name")
+    if name:
+        return name
+    text = json.dumps(req.get("messages"))
+    return "crate_s_traj" if "unsafe" in text and "first_unsafe_step" in text else "crate_traj"
+
+
+def responder(counts: dict[str, int], broken: set[str] = frozenset()):
+    def reply(req):
+        k = kind(req)
+        counts[k] = counts.get(k, 0) + 1
+        if k in broken:
+            return Reply("I cannot answer in JSON, sorry.")
+        return Reply(json.dumps(REPLIES[k]))
+    return reply
+
+
+def cfg(server) -> ModelConfig:
+    return ModelConfig(base_url=server.base_url, model="judge-vl", max_retries=0, timeout_s=20)
+
+
+def test_crate_offline_with_cache_second_pass_is_nearly_free(tmp_path):
+    run = make_run(tmp_path / "run", [("a", 3, "finished"), ("b", 2, "step_limit"), ("c", 3, "halted")])
+    cache = tmp_path / "evidence.jsonl"
+    first_counts: dict[str, int] = {}
+    with ScriptedModelServer(responder(first_counts)) as s:
+        s.httpd.RequestHandlerClass.disable_nagle_algorithm = True
+        setup = prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=4, cache=str(cache))
+        r1 = judge_runs([run], setup, concurrency=4, fsync=False)
+        max_active = s.max_active
+    steps = 3 + 2 + 3
+    assert first_counts == {"crate_step": steps, "crate_s_step": steps, "crate_traj": 3, "crate_s_traj": 3}
+    assert r1.usage["calls"] == 2 * (steps + 3) and r1.attributed_calls == r1.usage["calls"]
+    assert max_active <= 4
+    lines = {d["task_id"]: d for d in map(json.loads, (run / "judgements" / r1.set_id / "results.jsonl").open())}
+    assert r1.set_id == "crate+crate-s@judge-vl"
+    assert lines["a"]["verdicts"] == {"crate": True, "crate-s": True}
+    assert lines["a"]["details"]["crate-s"]["first_unsafe_step"] == 2
+    assert len(lines["a"]["details"]["crate"]["evidence"]) == 3
+    assert lines["b"]["usage"]["calls"] == 2 * (2 + 1)  # traced to the episode through the judges' clients
+
+    second_counts: dict[str, int] = {}
+    with ScriptedModelServer(responder(second_counts)) as s2:
+        setup2 = prepare_judges(["crate", "crate-s"], {}, cfg(s2), concurrency=4, cache=str(cache))
+        r2 = judge_runs([run], setup2, concurrency=4, set_id="second-pass", fsync=False)
+    # every step's evidence comes from the cache file: only the aggregation calls remain
+    assert second_counts == {"crate_traj": 3, "crate_s_traj": 3}
+    assert r2.judged == 3 and r2.usage["calls"] == 6
+    lines2 = {d["task_id"]: d for d in map(json.loads, (run / "judgements" / "second-pass" / "results.jsonl").open())}
+    assert lines2["a"]["verdicts"] == lines["a"]["verdicts"]
+    assert all(e["cached"] for e in lines2["a"]["details"]["crate"]["evidence"])
+
+
+def test_crate_unparseable_reply_is_a_judge_error_with_reason(tmp_path):
+    run = make_run(tmp_path / "run", [("a", 2, "finished"), ("b", 1, "finished")])
+    counts: dict[str, int] = {}
+    with ScriptedModelServer(responder(counts, broken={"crate_traj"})) as s:
+        report = judge_runs([run], prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=2), concurrency=2,
+                            fsync=False)
+    assert report.verdicts["crate"] == {"true": 0, "false": 0, "judge_error": 2}
+    assert report.verdicts["crate-s"]["judge_error"] == 0
+    line = json.loads((run / "judgements" / report.set_id / "results.jsonl").read_text().splitlines()[0])
+    assert "unusable reply" in line["details"]["crate"]["error"]
+
+
+def test_cli_judge_with_crate_uses_the_run_cache_by_default(tmp_path, capsys):
+    run = make_run(tmp_path / "run", [("a", 2, "finished")])
+    counts: dict[str, int] = {}
+    with ScriptedModelServer(responder(counts)) as s:
+        argv = ["judge", str(run), "--judge", "crate", "--model-base-url", s.base_url, "--model", "vl",
+                "--concurrency", "3", "--retries", "0", "--no-progress"]
+        assert main(argv) == 0
+        assert main([*argv, "--judge-set", "again"]) == 0
+    out = capsys.readouterr().out
+    assert (run / "judgements" / "evidence-cache.jsonl").is_file()
+    # pass 1: 2 step calls + 1 aggregation; pass 2 (new set, same process): the steps come from cache
+    assert counts == {"crate_step": 2, "crate_traj": 2}
+    assert "3 model call(s)" in out and "1 model call(s)" in out
+    assert not (Path(run) / "judgements" / "evidence-cache.jsonl").is_dir()

@@ -1,0 +1,277 @@
+"""The trajectory viewer: generated pages, escaping, the server's path safety, and (in headless
+Chromium through Playwright) loading, filters, the full image on click, no console errors, and
+planted markup in agent output that must not run."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.records import EpisodeResult, RunWriter, StepRecord
+from harness.report.serve import ViewServer, resolve_request_path
+from harness.report.viewer import write_viewer
+
+XSS_THOUGHT = 'I will click. <script>alert(1)</script><img src=x onerror="window.__pwned=1;alert(2)">'
+XSS_TYPED = "</text><script>alert(3)</script>"
+TASKS = """
+- id: alpha_en
+  instruction: Turn Wi-Fi <b>off</b>
+  language: en
+  reference_steps: 2
+  milestones:
+    - {description: Settings open}
+    - {description: Wi-Fi off}
+- id: beta_zh
+  instruction: 关掉蓝牙
+  language: zh
+  reference_steps: 2
+"""
+
+
+def _png(w: int = 108, h: int = 240, color: str = "white") -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def make_run(root: Path) -> Path:
+    suite = root / "tasks.yaml"
+    suite.write_text(TASKS, encoding="utf-8")
+    run_dir = root / "run"
+    with RunWriter(run_dir, fsync=False) as run:
+        run.write_manifest({"agent": {"name": "uitars", "label": "uitars"},
+                            "suite": {"path": str(suite), "files": {str(suite): None}}})
+        ep = run.start_episode("alpha_en")
+        shots = [ep.write_screen(i, _png(color=c)) for i, c in enumerate(["white", "gray", "black", "blue"])]
+        actions = [{"type": "click", "x": 54, "y": 120}, {"type": "swipe", "start": [54, 200], "end": [54, 40]},
+                   {"type": "type", "text": XSS_TYPED, "submit": False}]
+        for i, a in enumerate(actions, start=1):
+            ep.append_step(StepRecord(index=i, action=a, thought=XSS_THOUGHT if i == 1 else f"step {i}",
+                                      raw_output=f"Action: <b>{i}</b>", screen_before=shots[i - 1], screen_after=shots[i],
+                                      monitor={"monitor": "crate-s", "halt": False, "risky": i == 2, "category": "<i>x</i>",
+                                               "reason": "<script>alert(4)</script>"}))
+        details = {
+            "oracle": {"milestones": {"reached": [{"description": "Settings open", "group": 0, "step": 1},
+                                                  {"description": "Wi-Fi <off>", "group": 1, "step": None}],
+                                      "progress": 0.5}},
+            "oracle_unsafe": {"unsafe_steps": [{"step": 2, "effects": [{"kind": "x"}]}], "first_unsafe_step": 2},
+            "crate": {"evidence": [{"step": 1, "action": "click", "clues": "<script>alert(5)</script> Wi-Fi row",
+                                    "effect": "opens settings"}],
+                      "conditions": [{"condition": "Wi-Fi is off <b>", "met": False, "evidence": "<img src=x onerror=alert(6)>"}]},
+            "crate-s": {"evidence": [{"step": 2, "action": "swipe", "risky": True, "category": "UI Interference",
+                                      "reason": "swipes <away> a warning"}], "first_unsafe_step": 2},
+        }
+        res = EpisodeResult(task_id="alpha_en", agent="uitars", status="finished", steps=3, cap=5,
+                            verdicts={"oracle": False, "crate": False, "oracle_unsafe": True, "crate-s": True},
+                            judge_details=details,
+                            duration_s=3.0)
+        ep.write_summary(res)
+        run.append_result(res)
+        ep = run.start_episode("beta_zh")
+        s0, s1 = ep.write_screen(0, _png()), ep.write_screen(1, _png(color="green"))
+        ep.append_step(StepRecord(index=1, action={"type": "key", "key": "home"}, screen_before=s0, screen_after=s1))
+        run.append_result(EpisodeResult(task_id="beta_zh", agent="other", status="halted", steps=1, cap=5,
+                                        verdicts={"oracle": True}, halt={"step": 1, "category": "Privacy Violations",
+                                                                          "reason": "<b>pii</b>", "monitor": "crate-s"}))
+        run.start_episode("gamma").write_screen(0, _png())  # an unfinished episode: no result line
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run = make_run(tmp_path_factory.mktemp("viewer"))
+    write_viewer(run)
+    return run
+
+
+def test_pages_are_written_with_thumbnails(run_dir):
+    index = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'href="report/episodes/alpha_en.html"' in index and "gamma" in index and "unfinished" in index
+    for name in ("alpha_en", "beta_zh", "gamma"):
+        assert (run_dir / "report" / "episodes" / f"{name}.html").is_file()
+    thumbs = sorted(p.name for p in (run_dir / "report" / "thumbs" / "alpha_en").iterdir())
+    assert thumbs == ["000.jpg", "001.jpg", "002.jpg", "003.jpg"]
+    from PIL import Image
+
+    with Image.open(run_dir / "report" / "thumbs" / "alpha_en" / "000.jpg") as im:
+        assert im.size[0] <= 240
+    page = (run_dir / "report" / "episodes" / "alpha_en.html").read_text(encoding="utf-8")
+    assert '<li class="ms"><a href="#step-1"' in page            # milestone marked on the timeline
+    assert 'class="unsafe"' in page and "flagged by oracle_unsafe, crate-s" in page
+    assert "<b>crate-s</b> <span class=\"no\">risky</span> UI Interference" in page and "swipes &lt;away&gt; a warning" in page
+    assert "Final conditions (crate)" in page and "opens settings" in page
+    assert '<circle cx="54.0" cy="120.0"' in page and 'marker-end="url(#arrow)"' in page  # tap marker, swipe arrow
+    assert 'href="../../episodes/alpha_en/screens/000.png"' in page
+
+
+def test_every_text_is_escaped_and_no_inline_script(run_dir):
+    pages = [run_dir / "report.html", *sorted((run_dir / "report" / "episodes").glob("*.html"))]
+    for p in pages:
+        text = p.read_text(encoding="utf-8")
+        assert '<meta http-equiv="Content-Security-Policy"' in text
+        scripts = re.findall(r"<script\b[^>]*>", text)
+        assert scripts == ['<script src="' + ("report/assets/" if p.name == "report.html" else "../assets/")
+                           + 'viewer.js" defer>'], p
+        assert re.search(r"<[a-z]+[^>]*\son[a-z]+=", text) is None, p  # no event-handler attribute anywhere
+        for planted in ("<img src=x", "<b>off</b>", "<b>pii</b>", "<b>1</b>", "<i>x</i>", "<script>alert"):
+            assert planted not in text, (p, planted)
+    page = (run_dir / "report" / "episodes" / "alpha_en.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&quot;window.__pwned=1;alert(2)&quot;&gt;" in page
+    assert "&lt;/text&gt;&lt;script&gt;alert(3)&lt;/script&gt;" in page  # typed text inside the SVG too
+    assert "Turn Wi-Fi &lt;b&gt;off&lt;/b&gt;" in page
+
+
+def test_server_path_safety(run_dir, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    link = run_dir / "episodes" / "leak.txt"
+    if not link.exists():
+        os.symlink(outside, link)
+    assert resolve_request_path(run_dir, "/") == (run_dir / "report.html").resolve()
+    assert resolve_request_path(run_dir, "/report/assets/viewer.js") is not None
+    assert resolve_request_path(run_dir, "/episodes/alpha_en/screens/000.png?x=1") is not None
+    for bad in ["/../secret.txt", "/%2e%2e/secret.txt", "/episodes/..%2f..%2fsecret.txt", "/episodes/leak.txt",
+                "/.lock", "/episodes", "/episodes/alpha_en/", "/nope.html", "/%00", "/..\\secret.txt", "/%ff"]:
+        assert resolve_request_path(run_dir, bad) is None, bad
+    server = ViewServer(run_dir, port=0).start()
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        conn.request("GET", "/")
+        r = conn.getresponse()
+        body = r.read()
+        assert r.status == 200 and b"report/episodes/alpha_en.html" in body
+        assert "script-src 'self'" in r.getheader("Content-Security-Policy") and r.getheader("X-Content-Type-Options") == "nosniff"
+        for path in ["/../secret.txt", "/%2e%2e/secret.txt", "/episodes/leak.txt", "//etc/passwd"]:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            assert r.status == 404 and b"secret" not in r.read(), path
+        conn.request("POST", "/report.html", body=b"x")
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 405
+    finally:
+        server.stop()
+        link.unlink()
+
+
+def test_cli_view_writes_pages(tmp_path, capsys):
+    from harness.cli import main
+
+    run = make_run(tmp_path)
+    assert main(["view", str(run), "--no-serve"]) == 0
+    assert (run / "report.html").is_file() and "viewer written" in capsys.readouterr().out
+    assert main(["view", str(tmp_path / "none"), "--no-serve"]) == 2
+
+
+# --- headless Chromium --------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it when run as root with apt)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    with sync_api.sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        except Exception as e:  # pragma: no cover - a broken browser install
+            pytest.skip(f"chromium did not start: {e}")
+        yield b
+        b.close()
+
+
+class _Watch:
+    def __init__(self, page):
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def dialog(d):
+            self.dialogs.append(d.message)
+            d.dismiss()
+
+        page.on("dialog", dialog)
+
+
+@pytest.fixture
+def served(run_dir):
+    server = ViewServer(run_dir, port=0).start()
+    yield server
+    server.stop()
+
+
+def test_browser_index_loads_and_filters(browser, served):
+    page = browser.new_page()
+    w = _Watch(page)
+    page.goto(served.url)
+    assert page.locator("tr.ep:visible").count() == 3
+    page.select_option("#f-agent", "uitars")
+    assert page.locator("tr.ep:visible").count() == 1 and page.text_content("#shown") == "1"
+    page.select_option("#f-agent", "")
+    page.select_option("#f-verdict", "true")
+    assert [t.strip() for t in page.locator("tr.ep:visible td:first-child").all_text_contents()] == ["beta_zh"]
+    page.select_option("#f-verdict", "none")
+    assert [t.strip() for t in page.locator("tr.ep:visible td:first-child").all_text_contents()] == ["gamma"]
+    page.select_option("#f-verdict", "")
+    page.select_option("#f-halted", "yes")
+    assert page.locator("tr.ep:visible").count() == 1
+    page.select_option("#f-halted", "")
+    page.select_option("#f-lang", "en")
+    assert [t.strip() for t in page.locator("tr.ep:visible td:first-child").all_text_contents()] == ["alpha_en"]
+    page.click("text=alpha_en")
+    page.wait_for_url("**/alpha_en.html")
+    assert w.errors == [] and w.dialogs == []
+    page.close()
+
+
+def test_browser_episode_page_is_inert_and_zooms(browser, served):
+    page = browser.new_page()
+    w = _Watch(page)
+    page.goto(served.url + "report/episodes/alpha_en.html")
+    page.wait_for_load_state("load")
+    # the planted markup is shown as text and never runs
+    assert "<script>alert(1)</script>" in page.locator("pre.thought").first.inner_text()
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.locator("img[src='x']").count() == 0 and page.locator("script:not([src])").count() == 0
+    # every thumbnail loads (they are lazy: scroll them all into view first)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_function("Array.from(document.images).filter(i => !i.closest('#lightbox'))"
+                           ".every(i => i.complete && i.naturalWidth > 0)", timeout=10_000)
+    page.evaluate("window.scrollTo(0, 0)")
+    # clicking a thumbnail shows the full image
+    assert page.locator("#lightbox").is_hidden()
+    page.locator("a.zoom").first.click()
+    page.wait_for_function("document.getElementById('lightbox-img').complete && document.getElementById('lightbox-img').naturalWidth > 0")
+    assert page.locator("#lightbox").is_visible()
+    assert page.evaluate("[document.getElementById('lightbox-img').naturalWidth, document.getElementById('lightbox-img').naturalHeight]") == [108, 240]
+    page.keyboard.press("Escape")
+    assert page.locator("#lightbox").is_hidden()
+    assert w.errors == [] and w.dialogs == []
+    page.close()
+
+
+def test_browser_works_offline_from_files(browser, run_dir):
+    page = browser.new_page()
+    w = _Watch(page)
+    page.goto((run_dir / "report.html").as_uri())
+    page.select_option("#f-lang", "zh")
+    assert page.locator("tr.ep:visible").count() == 1
+    page.goto((run_dir / "report" / "episodes" / "alpha_en.html").as_uri())
+    page.locator("a.zoom").first.click()
+    assert page.locator("#lightbox").is_visible()
+    assert w.errors == [] and w.dialogs == []
+    page.close()
