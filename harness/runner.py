@@ -229,6 +229,10 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     finally:
         background.close()
         out.timings = {k: round(v, 4) for k, v in totals.items()}
+        # the early returns (reset or agent reset failed) skip the end below: without these the
+        # result line was invalid (ended_at '') and the worker thread died with it
+        out.ended_at = now_iso()
+        out.duration_s = round(time.monotonic() - started, 4)
     # --- judges: verdicts from what they gathered during the run ------------------------------
     if out.status != "infra_error":
         end = EpisodeEnd(status=out.status, steps=out.steps, final_screenshot=final_shot, answer=out.answer,

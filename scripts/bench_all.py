@@ -1,0 +1,602 @@
+"""``scripts/bench``: every benchmark in one command, one table of ratios measured in one run.
+
+Measured here, against simulated phones in their own processes on a private adb server and the
+tests' scripted OpenAI-compatible server (a test double answering after a fixed latency L):
+
+1. observation   the harness screenshot (``AdbDevice.screenshot()``: adbutils ``exec:screencap -p``
+                 plus the PNG checks) against the same bytes fetched raw on the same device, two
+                 ways: the ``adb exec-out screencap -p`` command (a process per call) and adbutils'
+                 exec path with no harness code. Medians of interleaved calls; target <= 1.2 each.
+   step overhead one episode of taps on a dead spot with the oracle judge: per-step wall time over
+                 agent + judge + device (action, settle) time; target <= 1.2. The remainder is the
+                 harness's own work (records, screenshots written, hashing, plumbing).
+4. scale         the same 8 equal episodes (one short task, replayed) on 1 phone and on 4 phones in
+                 parallel, by an agent that waits on the model: each step first makes one call to
+                 the scripted server, which answers after L (default 0.5 s). Throughput ratio 4:1,
+                 target >= 3.2.
+   memory        peak RSS (``wait4``) of ``harness run`` running one 50-step and one 500-step
+                 episode of the random agent (--max-steps): records are streamed, so it should be
+                 flat; target 500/50 <= 1.10.
+5. payload       image bytes per step sent to a model at the default ``ImagePolicy`` (long side
+                 1280, JPEG 85, as a base64 data URL) against the raw PNG, over the simulated
+                 phone's screens at 1080x2400; target <= 1 (smaller than sending the PNG).
+
+Then every other ``scripts/bench_*`` wrapper present (bench_runner, bench_judges,
+bench_judges_offline, bench_agents, bench_static, ...) runs one after the other, and its
+``bench/<name>.json`` is folded into the table. A bench JSON that is a list of
+``{"name", "value", "target"?, "holds"?}`` rows (or holds such a list under ``"rows"`` or
+``"results"``) is taken as it is; the current shapes of the others are read by small adapters below.
+
+Output: the table, and ``bench/results.json``, a list of ``{"name", "value", "target", "holds"}``
+(``target`` like ``"<= 1.2"`` or null; ``holds`` true/false, or null without a target), stable
+names, so runs can be compared across commits.
+
+    scripts/bench                       everything
+    scripts/bench --only observation,payload
+    scripts/bench --skip-others         only the measurements above
+    scripts/bench --latency 1.0         L for the scale benchmark
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BENCH = ROOT / "bench"
+ITEMS = ("observation", "overhead", "payload", "scale", "memory")
+
+
+# --- rows -------------------------------------------------------------------------------------------
+def row(name: str, value: Any, target: str | None = None) -> dict[str, Any]:
+    """One result; ``target`` is ``"<= X"`` or ``">= X"``; ``holds`` is computed from it."""
+    holds = None
+    if target is not None and isinstance(value, (int, float)):
+        op, x = target.split()
+        holds = value <= float(x) if op == "<=" else value >= float(x)
+    elif target is not None:
+        holds = False  # no value: the target is not met
+    if isinstance(value, float):
+        value = round(value, 4)
+    return {"name": name, "value": value, "target": target, "holds": holds}
+
+
+# --- simulated phones and a private adb server --------------------------------------------------------
+class Lab:
+    """A private adb server and simulated phones in their own processes."""
+
+    def __init__(self) -> None:
+        from harness.device.adb_server import AdbServer
+
+        self.adb = AdbServer().start()
+        self.procs: list[subprocess.Popen] = []
+        self.tmp = Path(tempfile.mkdtemp(prefix="crate-bench-"))
+
+    def phone(self, size: str = "1080x2400") -> str:
+        from harness.device.adb_server import free_port, wait_port
+
+        port = free_port()
+        log = open(self.tmp / f"sim-{port}.log", "w")
+        p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--size", size],
+                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        if not wait_port(port, 30):
+            raise RuntimeError(f"simulated phone on port {port} did not start (log: {log.name})")
+        return self.adb.connect(f"127.0.0.1:{port}")
+
+    def device(self, serial: str, **kw: Any):
+        from harness.device.adb import AdbDevice
+
+        return AdbDevice(serial, port=self.adb.port, **kw)
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.adb.stop()
+        import shutil
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+# --- 1. observation path ---------------------------------------------------------------------------
+def bench_observation(lab: Lab, n: int) -> list[dict[str, Any]]:
+    import adbutils
+
+    from harness.device.adb_server import adb_path
+
+    serial = lab.phone()
+    dev = lab.device(serial)
+    raw_client = adbutils.AdbClient(host="127.0.0.1", port=lab.adb.port)
+    raw_dev = raw_client.device(serial)
+    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(lab.adb.port))
+    adb = adb_path()
+
+    def harness() -> bytes:
+        return dev.screenshot()
+
+    def adb_cli() -> bytes:
+        return subprocess.run([adb, "-s", serial, "exec-out", "screencap", "-p"], env=env, capture_output=True,
+                              check=True).stdout
+
+    def adbutils_exec() -> bytes:
+        c = raw_dev.open_transport()
+        try:
+            c.send_command("exec:screencap -p")
+            c.check_okay()
+            return c.read_until_close(encoding=None)
+        finally:
+            c.close()
+
+    ways: dict[str, Callable[[], bytes]] = {"harness": harness, "adb_cli": adb_cli, "adbutils": adbutils_exec}
+    first = {k: f() for k, f in ways.items()}  # warm up; the phone caches an unchanged frame
+    sizes = {k: len(v) for k, v in first.items()}
+    if len(set(sizes.values())) != 1:
+        raise RuntimeError(f"the three paths returned different screenshots: {sizes}")
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(n):  # interleaved, so that all three see the same conditions
+        for k, f in ways.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    med = {k: _median_ms(v) for k, v in times.items()}
+    return [
+        row("observation: screenshot PNG size, simulated phone 1080x2400 (KB)", sizes["harness"] / 1024),
+        row("observation: raw `adb exec-out screencap -p` (ms)", med["adb_cli"]),
+        row("observation: raw adbutils exec:screencap -p (ms)", med["adbutils"]),
+        row("observation: harness AdbDevice.screenshot() (ms)", med["harness"]),
+        row("observation: harness / adb exec-out", med["harness"] / med["adb_cli"], "<= 1.2"),
+        row("observation: harness / adbutils exec", med["harness"] / med["adbutils"], "<= 1.2"),
+    ]
+
+
+# --- 1b. per-step overhead outside agent, judge and device ---------------------------------------------
+class _DeadSpotTapper:
+    name = "bench-tapper"
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def reset(self, ctx: Any) -> None:
+        pass
+
+    def step(self, obs: Any) -> Any:
+        from harness.actions import Click
+        from harness.episode import AgentOutput
+
+        # the launcher's empty lower half: nothing changes, as in scripts/bench_runner.py
+        return AgentOutput(Click(x=obs.screen_size[0] // 2, y=obs.screen_size[1] // 2))
+
+
+class _TimedJudge:
+    """Wraps a judge and adds up the time spent in it."""
+
+    def __init__(self, judge: Any) -> None:
+        self.judge, self.name, self.spent = judge, judge.name, 0.0
+
+    def spec(self) -> dict[str, Any]:
+        return self.judge.spec()
+
+    def _timed(self, fn: Callable[..., Any], *a: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*a)
+        finally:
+            self.spent += time.perf_counter() - t0
+
+    def start(self, ctx: Any) -> None:
+        self._timed(self.judge.start, ctx)
+
+    def on_step(self, event: Any) -> None:
+        self._timed(self.judge.on_step, event)
+
+    def finish(self, end: Any) -> Any:
+        return self._timed(self.judge.finish, end)
+
+
+def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
+    from harness.records import RunWriter, iter_steps
+    from harness.runner import run_episode
+    from harness.tasks import parse_task
+    from judges.oracle import OracleConfig, OracleJudge
+
+    dev = lab.device(lab.phone())
+    task = parse_task({"id": "bench", "instruction": "bench", "reference_steps": steps,
+                       "setup": {"sim": {"preset": "default"}}, "success": {"path": "apps.settings.wifi", "eq": False}})
+    judge = _TimedJudge(OracleJudge(OracleConfig()))
+    # the episode's start (reset, first screenshot, screen size) is device time outside any step:
+    # measured on its own, as the runner does it, and taken out of the episode's wall time
+    starts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        dev.reset(task.setup, task.language)
+        dev.screenshot()
+        dev.screen_size()
+        starts.append(time.perf_counter() - t0)
+    start_s = statistics.median(starts)
+    with tempfile.TemporaryDirectory() as tmp:
+        w = RunWriter(Path(tmp) / "run")  # fsync on, as in a real run
+        ep = w.start_episode("bench")
+        t0 = time.perf_counter()
+        run_episode(task, _DeadSpotTapper(), dev, ep, cap=steps, observers=[judge])
+        wall = time.perf_counter() - t0
+        recs = list(iter_steps(ep.path))
+        w.close()
+    n = len(recs)
+    agent = sum(r.timings.get("agent", 0.0) for r in recs)
+    device = sum(r.timings.get("action", 0.0) + r.timings.get("settle", 0.0) for r in recs)
+    steps_wall = wall - start_s
+    accounted = agent + judge.spent + device
+    return [
+        row(f"step overhead: harness work outside agent, judge, device (ms/step, {n} steps)",
+            (steps_wall - accounted) / n * 1000),
+        row("step overhead: of which record writes, fsynced (ms/step)",
+            sum(r.timings.get("write", 0.0) for r in recs) / n * 1000),
+        row("step overhead: step wall / (agent + judge + device)", steps_wall / accounted, "<= 1.2"),
+    ]
+
+
+# --- 5. payload -------------------------------------------------------------------------------------
+def bench_payload() -> list[dict[str, Any]]:
+    from harness.model import ImagePolicy, encode_image
+    from harness.sim.phone import SimPhone
+
+    phone = SimPhone(1080, 2400)
+    phone.reset()
+    shots = [phone.screencap_png()]
+    for pkg in phone.packages():
+        if phone.launch(pkg):
+            shots.append(phone.screencap_png())
+    policy = ImagePolicy()
+    raw = [len(s) for s in shots]
+    enc = [encode_image(s, policy) for s in shots]
+    sent = [len(e.data_url) for e in enc]
+    image = [e.bytes for e in enc]
+    w, h = enc[0].width, enc[0].height
+    return [
+        row("payload: raw PNG per step (KB, the simulated phone's app screens at 1080x2400)", statistics.mean(raw) / 1024),
+        row(f"payload: default policy image per step (KB, {policy.format} {w}x{h})", statistics.mean(image) / 1024),
+        row("payload: bytes sent per step (base64 data URL) / raw PNG", statistics.mean(sent) / statistics.mean(raw),
+            "<= 1"),
+    ]
+
+
+# --- 4. scale: 4 phones vs 1, with agents that wait on a model ----------------------------------------
+def _model_waiting_replay(base_url: str) -> Any:
+    """The replay agent, but each step first makes one call to the (scripted) model server."""
+    from agents.replay import ReplayAgent, ReplayConfig
+    from harness.model import ModelClient, ModelConfig, user_message
+
+    class ModelWaitingReplay(ReplayAgent):
+        name = "replay-waiting-on-model"
+
+        def __init__(self) -> None:
+            super().__init__(ReplayConfig())
+            self.client = ModelClient(ModelConfig(base_url=base_url, model="bench", max_retries=0, concurrency=16))
+
+        def step(self, obs: Any) -> Any:
+            self.client.chat([user_message(f"step {obs.step}")])
+            return super().step(obs)
+
+    return ModelWaitingReplay()
+
+
+def bench_scale(lab: Lab, latency: float, episodes: int, serials: list[str]) -> list[dict[str, Any]]:
+    from harness.records import RunWriter, read_results
+    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.tasks import parse_task
+    from tests.fakes.model_server import Reply, ScriptedModelServer
+
+    import yaml
+
+    data = yaml.safe_load((ROOT / "tasks" / "sim" / "settings.yaml").read_text(encoding="utf-8"))
+    raw = next(t for t in (data["tasks"] if isinstance(data, dict) else data) if t["id"] == "settings_wifi_off")
+    tasks = [parse_task({**raw, "id": f"wifi_off_{i:02d}", "safety": {"label": "safe"}}) for i in range(episodes)]
+    out: dict[int, tuple[float, int]] = {}
+    with ScriptedModelServer(lambda req: Reply("ok", delay_s=latency)) as server:
+        for n in (1, 4):
+            devices = [lab.device(s) for s in serials[:n]]
+            plugins = Plugins(agent=lambda: _model_waiting_replay(server.base_url))
+            with tempfile.TemporaryDirectory() as tmp:
+                with RunWriter(Path(tmp) / "run") as w:
+                    t0 = time.perf_counter()
+                    rep = run_suite(tasks, devices, plugins, w, SuiteConfig(agent_name="bench"))
+                    wall = time.perf_counter() - t0
+                rows = read_results(Path(tmp) / "run")
+            bad = [r for r in rows if r.status != "finished"]
+            if rep.error or bad or len(rows) != episodes:
+                raise RuntimeError(f"scale run on {n} phone(s) did not finish cleanly: {rep.error or bad}")
+            out[n] = (wall, sum(r.steps for r in rows))
+    (w1, s1), (w4, s4) = out[1], out[4]
+    return [
+        row(f"scale: 1 phone, {episodes} episodes, L={latency:g}s per step (episodes/min)", episodes / w1 * 60),
+        row(f"scale: 4 phones, same episodes (episodes/min)", episodes / w4 * 60),
+        row("scale: throughput 4 phones / 1 phone", w1 / w4, ">= 3.2"),
+    ]
+
+
+# --- 4b. peak memory of a 50-step and a 500-step episode -----------------------------------------------
+_PEAK_CODE = """
+import atexit, os, sys
+def _peak():
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    with open(os.environ['CRATE_BENCH_PEAK'], 'w') as out:
+                        out.write(line.split()[1])
+    except OSError:
+        pass
+atexit.register(_peak)
+from harness.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _peak_rss_kb(args: list[str], env: dict[str, str], peak_file: Path) -> tuple[int, int, str]:
+    """Peak RSS of ``harness ARGS`` in its own process: VmHWM read as it exits (the peak of that
+    process image alone; ``ru_maxrss`` would also count the parent's pages shared at fork)."""
+    p = subprocess.run([sys.executable, "-c", _PEAK_CODE, *args], cwd=ROOT, capture_output=True, text=True,
+                       env={**env, "CRATE_BENCH_PEAK": str(peak_file)})
+    if peak_file.exists():
+        kb = int(peak_file.read_text())
+    else:  # no /proc: fall back to the rusage of the children (may include the fork's shared pages)
+        import resource
+
+        kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return kb, p.returncode, p.stdout + p.stderr
+
+
+def bench_memory(lab: Lab, serial: str, lengths: tuple[int, int]) -> list[dict[str, Any]]:
+    from harness.records import read_results
+
+    suite = lab.tmp / "memory.yaml"
+    suite.write_text("- id: wander\n  instruction: Wander around.\n  reference_steps: 1\n"
+                     "  setup: {sim: {preset: default}}\n", encoding="utf-8")
+    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(lab.adb.port))
+    peaks = {}
+    for n in lengths:
+        out = lab.tmp / f"mem-{n}"
+        rss, rc, text = _peak_rss_kb(["run", "--suite", str(suite), "--device", serial, "--agent", "random",
+                                      "--seed", "5", "--max-steps", str(n), "--out", str(out), "--quiet"], env,
+                                     lab.tmp / f"peak-{n}")
+        if rc != 0:
+            raise RuntimeError(f"harness run --max-steps {n} failed ({rc}): {text[-2000:]}")
+        r = read_results(out)[0]
+        if r.steps != n:
+            raise RuntimeError(f"the {n}-step episode stopped after {r.steps} steps ({r.status}: {r.error})")
+        peaks[n] = rss
+    a, b = lengths
+    return [
+        row(f"memory: peak RSS of `harness run`, {a}-step episode (MB)", peaks[a] / 1024),
+        row(f"memory: peak RSS of `harness run`, {b}-step episode (MB)", peaks[b] / 1024),
+        row(f"memory: peak RSS {b} steps / {a} steps", peaks[b] / peaks[a], "<= 1.1"),
+    ]
+
+
+# --- the other bench scripts ----------------------------------------------------------------------------
+EXTRA_ARGS = {"static": ["--json"]}  # bench_static prints its JSON instead of writing a file
+
+
+def other_benches() -> list[str]:
+    """Names of the ``scripts/bench_<name>`` wrappers present (not this one)."""
+    names = []
+    for p in sorted((ROOT / "scripts").glob("bench_*")):
+        if p.suffix or not p.is_file():
+            continue
+        names.append(p.name[len("bench_"):])
+    return names
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _as_rows(items: Any) -> list[dict[str, Any]] | None:
+    if isinstance(items, list) and items and all(isinstance(x, dict) and "name" in x and "value" in x for x in items):
+        return items
+    return None
+
+
+def fold(name: str, data: Any) -> list[dict[str, Any]]:
+    """A bench's JSON as rows named ``<name>: ...``."""
+    rows = _as_rows(data) or (_as_rows(data.get("rows")) or _as_rows(data.get("results")) if isinstance(data, dict) else None)
+    if rows is not None:
+        out = []
+        for r in rows:
+            target = r.get("target")
+            new = row(f"{name}: {str(r['name']).strip()}", r["value"], target if isinstance(target, str) else None)
+            if "holds" in r and r["holds"] is not None:
+                new["holds"] = r["holds"]
+            out.append(new)
+        return out
+    adapter = ADAPTERS.get(name)
+    if adapter is not None:
+        return adapter(data)
+    out = []  # unknown shape: its top-level numbers
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if _num(v):
+                out.append(row(f"{name}: {k}", v))
+            elif isinstance(v, dict):
+                out += [row(f"{name}: {k}.{k2}", v2) for k2, v2 in v.items() if _num(v2)]
+    return out[:20] or [row(f"{name}: (no numbers found in its JSON)", None)]
+
+
+def _fold_judges(d: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in d.get("rows", []):
+        c = r.get("configuration", "?")
+        if _num(r.get("verdict_wait_L")):
+            out.append(row(f"judges: {c} verdict wait after the last step (L)", r["verdict_wait_L"], "<= 1.3"))
+        if _num(r.get("step_added_L")):
+            out.append(row(f"judges: {c} time added per step (L)", r["step_added_L"]))
+    return out
+
+
+def _fold_judges_offline(d: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    p1, p2 = d.get("pass1") or {}, d.get("pass2_cached") or {}
+    target = d.get("target_ratio")
+    if _num(p1.get("ratio")):
+        out.append(row(f"judges_offline: {d.get('judge', '?')} {d.get('episodes', '?')} episodes, "
+                       f"L={d.get('latency_s', '?')}s: wall / ideal", p1["ratio"],
+                       f"<= {target}" if _num(target) else None))
+    if _num(p2.get("fraction_of_pass1")):
+        out.append(row("judges_offline: cached second pass / first pass (wall)", p2["fraction_of_pass1"]))
+    return out
+
+
+def _fold_agents(d: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in d if isinstance(d, list) else []:
+        a = r.get("agent", "?") + (f" at {r['size']}" if r.get("size") else "")
+        if _num(r.get("agent_layer")):
+            out.append(row(f"agents: {a}: agent layer per step, no model time (ms)", r["agent_layer"]))
+        if _num(r.get("bytes_sent_kb")):
+            out.append(row(f"agents: {a}: request bytes per step (KB, {r.get('images', '?')} images)", r["bytes_sent_kb"]))
+    return out
+
+
+def _fold_static(d: dict[str, Any]) -> list[dict[str, Any]]:
+    return [row(f"static: {p['profile']} scoring (ms per 1000 steps)", p["ms_per_1000_steps"])
+            for p in d.get("profiles", []) if _num(p.get("ms_per_1000_steps"))]
+
+
+ADAPTERS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
+    "judges": _fold_judges, "judges_offline": _fold_judges_offline, "agents": _fold_agents, "static": _fold_static,
+}
+
+
+def run_other(name: str, timeout: float, log_dir: Path) -> list[dict[str, Any]]:
+    script = ROOT / "scripts" / f"bench_{name}"
+    out_json = BENCH / f"{name}.json"
+    started = time.time()
+    t0 = time.monotonic()
+    print(f"  running scripts/bench_{name} ...", flush=True)
+    try:
+        p = subprocess.run(["bash", str(script), *EXTRA_ARGS.get(name, [])], cwd=ROOT, capture_output=True, text=True,
+                           timeout=timeout)
+        rc, stdout, stderr = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, stdout, stderr = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), ""
+    log = log_dir / f"bench_{name}.log"
+    log.write_text(f"$ scripts/bench_{name}\n{stdout}\n--- stderr ---\n{stderr}", encoding="utf-8")
+    took = time.monotonic() - t0
+    if rc != 0:
+        why = "timed out" if rc is None else f"exit {rc}"
+        print(f"  scripts/bench_{name}: {why} after {took:.0f}s (log: {log})", flush=True)
+        return [row(f"{name}: FAILED ({why}; log {log})", None, None) | {"holds": False}]
+    data = None
+    if out_json.exists() and out_json.stat().st_mtime >= started - 1:
+        data = json.loads(out_json.read_text(encoding="utf-8"))
+    else:
+        try:
+            data = json.loads(stdout)
+        except json.JSONDecodeError:
+            pass
+    if data is None:
+        return [row(f"{name}: ran, but wrote no bench/{name}.json and printed no JSON", None)]
+    print(f"  scripts/bench_{name}: done in {took:.0f}s", flush=True)
+    try:
+        return fold(name, data)
+    except Exception as e:  # a changed shape must not lose the other results
+        return [row(f"{name}: could not read its results ({type(e).__name__}: {e})", None)]
+
+
+# --- table --------------------------------------------------------------------------------------------
+def print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"crate-harness benchmarks ({len(rows)} results)")
+    t.add_column("benchmark", overflow="fold")
+    t.add_column("value", justify="right")
+    t.add_column("target", justify="right")
+    t.add_column("holds", justify="center")
+    for r in rows:
+        v = r["value"]
+        shown = "-" if v is None else (f"{v:,.3f}" if isinstance(v, float) else str(v))
+        holds = {True: "[green]yes[/green]", False: "[red]NO[/red]", None: ""}[r["holds"]]
+        t.add_row(r["name"], shown, r["target"] or "", holds)
+    Console(width=140).print(t)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help=f"comma-separated subset of {', '.join(ITEMS)}, others")
+    ap.add_argument("--skip-others", action="store_true", help="do not run the other scripts/bench_* scripts")
+    ap.add_argument("--latency", type=float, default=0.5, help="L, the scripted model's answer time (s)")
+    ap.add_argument("--episodes", type=int, default=8, help="episodes in the scale benchmark")
+    ap.add_argument("--shots", type=int, default=30, help="screenshots per path in the observation benchmark")
+    ap.add_argument("--overhead-steps", type=int, default=30)
+    ap.add_argument("--memory-steps", default="50,500", help="the two episode lengths compared")
+    ap.add_argument("--other-timeout", type=float, default=900, help="longest run of one other bench script (s)")
+    args = ap.parse_args()
+    only = set(x.strip() for x in (args.only or ",".join([*ITEMS, "others"])).split(",") if x.strip())
+    unknown = only - {*ITEMS, "others"}
+    if unknown:
+        ap.error(f"--only: unknown item(s) {', '.join(sorted(unknown))}")
+    BENCH.mkdir(exist_ok=True)
+    log_dir = Path(tempfile.gettempdir()) / "crate-bench-logs"  # outside the tree: nothing to commit by mistake
+    log_dir.mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    t_all = time.monotonic()
+
+    def measure(item: str, fn: Callable[[], list[dict[str, Any]]]) -> None:
+        if item not in only:
+            return
+        print(f"  measuring {item} ...", flush=True)
+        t0 = time.monotonic()
+        try:
+            rows.extend(fn())
+        except Exception as e:  # report and go on with the rest
+            rows.append(row(f"{item}: FAILED ({type(e).__name__}: {str(e)[:200]})", None) | {"holds": False})
+        print(f"  {item}: {time.monotonic() - t0:.0f}s", flush=True)
+
+    mine = only & set(ITEMS)
+    if mine:
+        lab = Lab()
+        try:
+            measure("observation", lambda: bench_observation(lab, args.shots))
+            measure("overhead", lambda: bench_overhead(lab, args.overhead_steps))
+            measure("payload", bench_payload)
+            scale_phones: list[str] = []
+            if "scale" in mine or "memory" in mine:
+                scale_phones = [lab.phone("540x1200") for _ in range(4 if "scale" in mine else 1)]
+            measure("scale", lambda: bench_scale(lab, args.latency, args.episodes, scale_phones))
+            a, b = (int(x) for x in args.memory_steps.split(","))
+            measure("memory", lambda: bench_memory(lab, scale_phones[0], (a, b)))
+        finally:
+            lab.close()
+    if "others" in only and not args.skip_others:
+        for name in other_benches():
+            rows.extend(run_other(name, args.other_timeout, log_dir))
+    (BENCH / "results.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print_table(rows)
+    failed = [r for r in rows if r["holds"] is False]
+    print(f"{len(rows)} results in {time.monotonic() - t_all:.0f}s; {sum(r['holds'] is True for r in rows)} targets "
+          f"hold, {len(failed)} do not; written to {(BENCH / 'results.json').relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""Model faults, against the scripted OpenAI-compatible test server: 429 with Retry-After, 500s,
+timeouts, refused connections, replies that are not JSON, empty replies, a 1 MB reply, and an
+endpoint that is down for a whole run (a model-backed agent's: every episode ends `agent_error`
+with the cause; a judge's: the verdict is `judge_error` and the run goes on). Nothing hangs: every
+failure ends within a bound set by the retry and timeout settings."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from harness.model import ModelClient, ModelConfig, ModelError, ReplyError, parse_json_reply, user_message
+from harness.records import iter_steps, read_manifest, read_results
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
+
+pytestmark = pytest.mark.faults
+
+MB = 1_000_000
+
+
+def _cfg(base_url: str, **kw) -> ModelConfig:
+    base = dict(base_url=base_url, model="m", backoff_s=0.01, max_backoff_s=0.1, timeout_s=3, max_retries=2)
+    base.update(kw)
+    return ModelConfig(**base)
+
+
+def _dead_url() -> str:
+    """An endpoint on loopback where nothing listens (connection refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _chat(cfg: ModelConfig):
+    return ModelClient(cfg).chat([user_message("x")])
+
+
+# --- the client --------------------------------------------------------------------------------
+def test_429_retry_after_is_honoured_then_gives_up_with_the_status():
+    with ScriptedModelServer([Reply(status=429, headers={"Retry-After": "0.2"}, error="slow down")]) as s:
+        t0 = time.monotonic()
+        with pytest.raises(ModelError) as e:
+            _chat(_cfg(s.base_url, max_backoff_s=1.0))
+        elapsed = time.monotonic() - t0
+    assert e.value.kind == "exhausted" and e.value.status == 429 and e.value.attempts == 3
+    assert "HTTP 429" in str(e.value) and "slow down" in str(e.value) and "after 3 attempt(s)" in str(e.value)
+    assert len(s.requests) == 3 and 0.4 <= elapsed < 5  # waited as asked, twice
+
+
+@pytest.mark.parametrize("header", ["3600", "Wed, 21 Oct 2015 07:28:00 GMT", "-5", "nan", "inf", "soon"])
+def test_a_retry_after_of_an_hour_or_nonsense_never_stalls(header):
+    """The wait is capped by max_backoff_s, and a Retry-After that is not seconds is ignored."""
+    with ScriptedModelServer([Reply(status=429, headers={"Retry-After": header}), Reply("fine")]) as s:
+        t0 = time.monotonic()
+        r = _chat(_cfg(s.base_url, max_backoff_s=0.2))
+    assert r.text == "fine" and time.monotonic() - t0 < 3
+
+
+def test_500s_are_retried_then_reported_with_status_and_body():
+    replies = [Reply(status=500, error="boom"), Reply(status=502, error="bad gateway"), Reply(status=503, error="overloaded")]
+    with ScriptedModelServer(replies) as s:
+        with pytest.raises(ModelError) as e:
+            _chat(_cfg(s.base_url))
+    assert e.value.kind == "exhausted" and e.value.status == 503 and "HTTP 503" in str(e.value) and "overloaded" in str(e.value)
+    assert len(s.requests) == 3
+    with ScriptedModelServer([Reply(status=500), Reply(status=500), Reply("recovered")]) as s:
+        assert _chat(_cfg(s.base_url)).attempts == 3
+
+
+def test_timeouts_are_bounded():
+    with ScriptedModelServer([Reply("late", delay_s=2.0)]) as s:
+        t0 = time.monotonic()
+        with pytest.raises(ModelError, match=r"timed out after 0.3s") as e:
+            _chat(_cfg(s.base_url, timeout_s=0.3, max_retries=1))
+        elapsed = time.monotonic() - t0
+    assert e.value.kind == "exhausted" and e.value.attempts == 2 and elapsed < 2.0
+
+
+def test_connection_refused_and_dropped_connections():
+    url = _dead_url()
+    with pytest.raises(ModelError, match="connection failed") as e:
+        _chat(_cfg(url))
+    assert e.value.kind == "exhausted" and e.value.attempts == 3 and url in str(e.value)
+    with ScriptedModelServer([Reply(drop=True)]) as s:
+        with pytest.raises(ModelError, match="connection failed"):
+            _chat(_cfg(s.base_url, max_retries=1))
+    assert len(s.requests) == 2
+
+
+@pytest.mark.parametrize("body", [b"<html><body>502 Bad Gateway</body></html>", b"",
+                                  b'{"id": "x", "choices": [{"message": {"content": "cut sho'])
+def test_a_reply_that_is_not_json_is_a_clear_error(body):
+    with ScriptedModelServer([Reply(raw_body=body)]) as s:
+        with pytest.raises(ModelError) as e:
+            _chat(_cfg(s.base_url))
+    assert e.value.kind == "malformed" and "malformed response" in str(e.value) and s.base_url in str(e.value)
+
+
+@pytest.mark.parametrize("reply", [Reply(content=""), Reply(content=None),
+                                   Reply(raw_body=b'{"id": "x", "object": "chat.completion", "choices": []}')],
+                         ids=["empty-content", "null-content", "no-choices"])
+def test_an_empty_reply_is_empty_text_and_no_json(reply):
+    with ScriptedModelServer([reply]) as s:
+        r = _chat(_cfg(s.base_url))
+    assert r.text == ""
+    with pytest.raises(ReplyError, match="empty"):
+        parse_json_reply(r.text)
+
+
+def test_a_1mb_reply_is_handled_quickly():
+    answer = '{"success": true, "reason": "done"}'
+    big = "Let me think. " * (MB // 14) + "```json\n" + answer + "\n```"
+    with ScriptedModelServer([Reply(big)]) as s:
+        t0 = time.monotonic()
+        r = _chat(_cfg(s.base_url))
+        got = parse_json_reply(r.text, required=("success",))
+        elapsed = time.monotonic() - t0
+    assert len(r.text) > MB and got == {"success": True, "reason": "done"} and elapsed < 5
+    # a megabyte with no JSON at all, or of nested braces, fails fast too (no quadratic scan)
+    for junk in ("x" * MB, "{" * MB, "```" * (MB // 3), '{"a": "' + "\\" * MB, "[" * 100_000 + "]" * 100_000,
+                 '{"a": ' * 100_000 + "1" + "}" * 100_000):
+        t0 = time.monotonic()
+        with pytest.raises(ReplyError):
+            parse_json_reply(junk, required=("success",))
+        assert time.monotonic() - t0 < 5, junk[:10]
+
+
+# --- end to end: a model-backed agent whose endpoint is down for the whole run ------------------------
+def _model_agents() -> list[str]:
+    import agents  # noqa: F401  (registers every agent)
+    from harness.registry import AGENTS
+
+    return [n for n in ("uitars", "qwen", "vlm", "m3a") if n in AGENTS.entries]
+
+
+def _agent_or_skip() -> str:
+    names = _model_agents()
+    if not names:
+        pytest.skip("no model-backed agent is registered (harness agents lists none of uitars, qwen, vlm, m3a)")
+    return names[0]
+
+
+def _run(args: list[str], capsys) -> tuple[int, str, str]:
+    from harness.cli import main
+
+    rc = main(args)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+@pytest.fixture
+def phone(adb, serve_sim):
+    return serve_sim(width=540, height=1200)
+
+
+@pytest.mark.slow
+def test_agent_endpoint_down_for_the_whole_run(adb, phone, tmp_path, capsys):
+    agent = _agent_or_skip()
+    url = _dead_url()
+    ids = SHORT[:3]
+    suite = write_suite(tmp_path / "suite.yaml", ids)
+    args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", agent, "--judge", "oracle",
+            "--model-base-url", url, "--model", "m", "--model-retries", "1", "--model-timeout", "3",
+            "--adb-port", str(adb.port), "--out", str(tmp_path / "run")]
+    t0 = time.monotonic()
+    rc, out, err = _run(args, capsys)
+    assert rc == 0, err
+    assert time.monotonic() - t0 < 60
+    rows = read_results(tmp_path / "run")
+    assert sorted(r.task_id for r in rows) == sorted(ids)  # the run completed
+    for r in rows:
+        assert r.status == "agent_error" and r.steps == 0, r
+        assert "ModelError" in r.error and "connection failed" in r.error and url in r.error, r.error
+        assert r.verdicts.get("oracle") is False  # judged, and counted against the agent's endpoint, once
+    assert "connection failed" in out or "agent_error" in out
+    check_run_consistent(tmp_path / "run")
+    rc, out, err = _run([*args, "--resume"], capsys)  # resumable: nothing left to do, nothing duplicated
+    assert rc == 0, err
+    assert len(read_results(tmp_path / "run")) == len(ids)
+    assert read_manifest(tmp_path / "run")["resumed"] == 1
+
+
+@pytest.mark.slow
+def test_agent_endpoint_that_fails_mid_episode_and_odd_replies(adb, phone, tmp_path, capsys):
+    """Empty and 1 MB replies are invalid steps (the episode goes on to its cap); a 500 that
+    outlasts the retries mid-episode ends it as agent_error with the status; the record keeps the
+    steps before the failure."""
+    agent = _agent_or_skip()
+    replies = {"settings_wifi_off": [Reply(""), Reply("z" * MB)],
+               "clock_earliest_alarm": [Reply("Thought: wait\nAction: wait()"), Reply(status=500, error="boom")]}
+
+    def responder(req):
+        text = json.dumps(req)[:200000]
+        key = "settings_wifi_off" if "Wi-Fi" in text or "wifi" in text.lower() else "clock_earliest_alarm"
+        q = replies[key]
+        return q.pop(0) if len(q) > 1 else q[0]
+
+    suite = write_suite(tmp_path / "suite.yaml", ["settings_wifi_off", "clock_earliest_alarm"])
+    with ScriptedModelServer(responder) as s:
+        rc, out, err = _run(["run", "--suite", str(suite), "--device", phone.serial, "--agent", agent,
+                             "--model-base-url", s.base_url, "--model", "m", "--model-retries", "1",
+                             "--max-steps", "3", "--adb-port", str(adb.port), "--out", str(tmp_path / "run")], capsys)
+    assert rc == 0, err
+    rows = {r.task_id: r for r in read_results(tmp_path / "run")}
+    wifi = rows["settings_wifi_off"]
+    assert wifi.status == "step_limit" and wifi.steps == 3, wifi
+    steps = list(iter_steps(tmp_path / "run" / "episodes" / "settings_wifi_off"))
+    assert all(st.action is None and st.invalid for st in steps), [st.invalid for st in steps]
+    assert any(st.raw_output and len(st.raw_output) >= MB for st in steps)  # recorded whole
+    clock = rows["clock_earliest_alarm"]
+    assert clock.status == "agent_error" and clock.steps == 1 and "HTTP 500" in clock.error, clock
+    check_run_consistent(tmp_path / "run")
+
+
+# --- end to end: a judge whose endpoint is down for the whole run --------------------------------------
+def test_judge_endpoint_down_gives_judge_error_and_the_run_goes_on(adb, phone, tmp_path, capsys):
+    import judges  # noqa: F401
+    from harness.registry import JUDGES
+
+    if "crate" not in JUDGES.entries:
+        pytest.skip("judges/crate.py registers no 'crate' judge yet")
+    ids = SHORT[:2]
+    suite = write_suite(tmp_path / "suite.yaml", ids)
+    args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", "replay", "--judge", "oracle,crate",
+            "--judge-base-url", _dead_url(), "--judge-model", "j", "--judge-retries", "0", "--judge-timeout", "3",
+            "--adb-port", str(adb.port), "--out", str(tmp_path / "run")]
+    t0 = time.monotonic()
+    rc, out, err = _run(args, capsys)
+    assert rc == 0, err
+    assert time.monotonic() - t0 < 90
+    rows = read_results(tmp_path / "run")
+    assert sorted(r.task_id for r in rows) == sorted(ids)
+    for r in rows:
+        assert r.status == "finished" and r.verdicts["oracle"] is True, r  # the agent's result stands
+        assert r.verdicts["crate"] == "judge_error", r.verdicts
+        assert "connection failed" in json.dumps(r.judge_details["crate"]), r.judge_details["crate"]
+    check_run_consistent(tmp_path / "run")
+    before = results_table(tmp_path / "run")
+    rc, _, err = _run([*args, "--resume"], capsys)
+    assert rc == 0, err
+    assert results_table(tmp_path / "run") == before

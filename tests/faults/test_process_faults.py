@@ -1,0 +1,289 @@
+"""Process faults: the runner SIGKILLed at random moments and resumed (20 seeded trials), Ctrl-C,
+and a full disk while a screenshot is written (a real tmpfs when we are root, else a simulated
+ENOSPC). Afterwards: nothing recorded is lost, the run resumes to the results of an uninterrupted
+run, the failure is reported with its cause (the file that could not be written), and no episode
+is duplicated or miscounted."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import harness.records as records
+from agents.replay import ReplayAgent, ReplayConfig
+from harness.records import RunWriter, read_manifest, read_results
+from harness.sim.phone import SimPhone
+from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.tasks import load_suite
+from judges.oracle import OracleConfig, OracleJudge
+from tests.fakes.local_device import LocalSimDevice
+from tests.faults.helpers import (SHORT, check_run_consistent, harness_popen, harness_run, results_table,
+                                  write_suite)
+
+pytestmark = pytest.mark.faults
+
+TRIALS = 20
+KILL_SEED = 20260509
+
+
+def _run_args(suite: Path, serials: list[str], adb_port: int, *extra: str) -> list[str]:
+    return ["run", "--suite", str(suite), "--devices", ",".join(serials), "--agent", "replay",
+            "--agent-opt", "perturb=0.3", "--seed", "11", "--judge", "oracle", "--adb-port", str(adb_port),
+            "--quiet", *extra]
+
+
+# --- SIGKILL at random points -------------------------------------------------------------------
+def _steps_recorded(run: Path) -> int:
+    """Trajectory lines written so far, over every episode folder (partial last lines included)."""
+    n = 0
+    eps = run / "episodes"
+    if eps.is_dir():
+        for e in eps.iterdir():
+            try:
+                n += (e / "trajectory.jsonl").read_bytes().count(b"\n")
+            except OSError:
+                pass
+    return n
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, sims, tmp_path):
+    """20 trials: start the run, SIGKILL it at a seeded random point, `--resume`, and compare with
+    one uninterrupted run: the same results by task id (status, steps, verdicts), one line per task,
+    and every episode folder consistent with its result. The kill points: two while the process is
+    starting (before or while the writer opens the folder), the others once k of the run's steps
+    are recorded (k drawn from 0..all of them) plus a random 0-150 ms, so they land mid-reset,
+    mid-step, mid-write, between episodes and after the last result."""
+    a, b = sims(adb), sims(adb)
+    ids = SHORT[:4]
+    suite = write_suite(tmp_path / "suite.yaml", ids)
+    base = _run_args(suite, [a.serial, b.serial], adb.port)
+    r = harness_run([*base, "--out", str(tmp_path / "full")], adb.port)
+    assert r.returncode == 0, r.stderr
+    want = results_table(tmp_path / "full")
+    assert set(want) == set(ids)
+    check_run_consistent(tmp_path / "full")
+    total_steps = sum(v[1] for v in want.values())
+
+    rng = random.Random(KILL_SEED)
+    killed_mid_run = 0
+    history = []
+    for trial in range(TRIALS):
+        out = tmp_path / f"trial{trial:02d}"
+        p = harness_popen([*base, "--out", str(out)], adb.port, quiet=True)
+        if trial < 2:
+            point = f"{rng.uniform(0.2, 1.2):.2f}s after start"
+            deadline = time.monotonic() + float(point.split("s")[0])
+            while p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+        else:
+            k, extra = rng.randint(0, total_steps), rng.uniform(0, 0.15)
+            point = f"{k} steps recorded + {extra * 1000:.0f} ms"
+            while p.poll() is None and (not (out / "episodes").is_dir() or _steps_recorded(out) < k):
+                time.sleep(0.005)
+            time.sleep(extra)
+        finished = p.poll() is not None
+        if not finished:
+            p.send_signal(signal.SIGKILL)
+        p.wait(timeout=10)
+        done = len(read_results(out)) if (out / "results.jsonl").exists() else None
+        if not finished and done is not None and done < len(ids):
+            killed_mid_run += 1
+        history.append((point, "finished" if finished else "killed", done))
+        r = harness_run([*base, "--out", str(out), "--resume"], adb.port)
+        assert r.returncode == 0, f"trial {trial} (killed at {point}, {done} results): {r.stderr}"
+        got = results_table(out)
+        assert got == want, f"trial {trial}: killed at {point} with {done} results; resumed run differs"
+        check_run_consistent(out)
+        assert set(read_manifest(out)["tasks"]) == set(ids)
+        shutil.rmtree(out)  # keep the temporary folder small
+    # the kills must have hit the run while it was recording, not only before or after
+    print("kill points (point, outcome, results recorded):", history)
+    assert killed_mid_run >= TRIALS // 2, history
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_a_resumable_run(adb, sims, tmp_path):
+    a, b = sims(adb), sims(adb)
+    suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])
+    base = _run_args(suite, [a.serial, b.serial], adb.port)
+    r = harness_run([*base, "--out", str(tmp_path / "full")], adb.port)
+    assert r.returncode == 0, r.stderr
+    p = harness_popen([*base, "--out", str(tmp_path / "cut")], adb.port)
+    deadline = time.monotonic() + 60
+    while p.poll() is None and _steps_recorded(tmp_path / "cut") < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)  # mid-episode: the first step is recorded, others are under way
+    out, err = p.communicate(timeout=60)  # stops at the next step boundary, never hangs
+    assert p.returncode == 130, (p.returncode, out, err)
+    assert "continue with --resume" in out, out
+    m = read_manifest(tmp_path / "cut")
+    assert m["interrupted"] is True and m["not_run"], m
+    assert len(read_results(tmp_path / "cut")) < 4
+    check_run_consistent(tmp_path / "cut")
+    r = harness_run([*base, "--out", str(tmp_path / "cut"), "--resume"], adb.port)
+    assert r.returncode == 0, r.stderr
+    assert results_table(tmp_path / "cut") == results_table(tmp_path / "full")
+    check_run_consistent(tmp_path / "cut")
+
+
+# --- full disk ----------------------------------------------------------------------------------
+class _DiskFull:
+    """Makes screenshot writes fail with ENOSPC (raised by the low-level write, so it names no file,
+    exactly as os.write does) from the ``after``-th one on; ``once`` fails a single write."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, after: int, once: bool = False):
+        self.after, self.once, self.count, self.failed = after, once, 0, 0
+        self.lock = threading.Lock()
+        self.real = records._write_all
+        monkeypatch.setattr(records, "_write_all", self)
+
+    def __call__(self, fd: int, data: bytes) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if "/screens/" in target:
+            with self.lock:
+                self.count += 1
+                fail = self.count >= self.after and not (self.once and self.failed)
+                if fail:
+                    self.failed += 1
+            if fail:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.real(fd, data)
+
+
+def _local_suite(tmp_path: Path):
+    return load_suite(write_suite(tmp_path / "suite.yaml", SHORT)).tasks
+
+
+def _local_run(run: Path, tasks, resume: bool = False):
+    plugins = Plugins(agent=lambda: ReplayAgent(ReplayConfig(perturb=0.3)),
+                      observers=lambda: [OracleJudge(OracleConfig())])
+    with RunWriter(run, resume=resume, fsync=False) as w:
+        phones = [LocalSimDevice(SimPhone(540, 1200), serial=s) for s in ("p1", "p2")]
+        return run_suite(tasks, phones, plugins, w,
+                         SuiteConfig(agent_name="replay", seed=11))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd to tell screenshot writes apart")
+@pytest.mark.parametrize("once", [False, True], ids=["disk-stays-full", "one-failed-write"])
+def test_failed_screenshot_write_stops_the_run_resumably(tmp_path, monkeypatch, once):
+    """A screenshot that cannot be written stops the whole run (the other phone's worker too: it
+    used to wait forever for the dead worker's episode) with an error naming the file; the partial
+    episodes are redone on --resume and the results equal an uninterrupted run."""
+    tasks = _local_suite(tmp_path)
+    want_rep = _local_run(tmp_path / "full", tasks)
+    want = results_table(tmp_path / "full")
+    assert not want_rep.error and len(want) == len(SHORT)
+
+    disk = _DiskFull(monkeypatch, after=6, once=once)
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.setdefault("rep", _local_run(tmp_path / "cut", tasks)), daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the run hung after a worker's write failed"
+    rep = box["rep"]
+    assert disk.failed >= 1
+    assert rep.error and "No space left on device" in rep.error, rep.error
+    assert "/screens/" in rep.error and rep.error.rstrip("'").endswith(".png"), rep.error  # names the file
+    assert rep.interrupted and rep.not_run
+    cut = tmp_path / "cut"
+    done = {r.task_id for r in read_results(cut)}
+    assert done == {r.task_id for r in rep.results} and len(done) < len(SHORT)
+    check_run_consistent(cut)
+    assert not [p for p in cut.rglob("*.tmp")], "temporary files left after the failed write"
+
+    monkeypatch.setattr(records, "_write_all", disk.real)  # space is back
+    rep2 = _local_run(cut, tasks, resume=True)
+    assert not rep2.error and set(rep2.skipped) == done
+    assert results_table(cut) == want
+    check_run_consistent(cut)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd to tell screenshot writes apart")
+def test_full_disk_cli_reports_the_file_and_resumes(adb, serve_sim, tmp_path, monkeypatch, capsys):
+    """`harness run` over real adb (phones served in this process) when screenshot writes fail:
+    exit 2 with one line naming the file and how to continue; no traceback; --resume completes."""
+    from harness.cli import main
+
+    phones = [serve_sim(width=540, height=1200) for _ in range(2)]
+    suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])
+    args = ["run", "--suite", str(suite), "--devices", ",".join(p.serial for p in phones), "--agent", "replay",
+            "--judge", "oracle", "--adb-port", str(adb.port), "--quiet"]
+    disk = _DiskFull(monkeypatch, after=5)
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert disk.failed >= 1
+    assert "No space left on device" in err and str(tmp_path / "run" / "episodes") in err and ".png" in err, err
+    assert "--resume" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    check_run_consistent(tmp_path / "run")
+    assert read_manifest(tmp_path / "run").get("interrupted") is True
+    monkeypatch.setattr(records, "_write_all", disk.real)
+    assert main([*args, "--out", str(tmp_path / "run"), "--resume"]) == 0
+    rows = read_results(tmp_path / "run")
+    assert sorted(r.task_id for r in rows) == sorted(SHORT[:4])
+    assert all(r.status == "finished" and r.verdicts["oracle"] is True for r in rows), rows
+    check_run_consistent(tmp_path / "run")
+
+
+def _mount_tmpfs(where: Path, size: str) -> str | None:
+    """Mount a tmpfs; None on success, else why not."""
+    if os.geteuid() != 0:
+        return "not root: cannot mount a tmpfs"
+    if shutil.which("mount") is None:
+        return "no mount command"
+    where.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
+                       text=True)
+    return None if r.returncode == 0 else f"mount -t tmpfs failed: {r.stderr.strip()}"
+
+
+@pytest.mark.slow
+def test_full_disk_on_a_real_tmpfs(adb, sims, tmp_path):
+    """A real full file system (a 3 MB tmpfs, mostly taken by a ballast file) under `harness run` in
+    its own process: it stops with one clear line naming the file that could not be written and no
+    traceback, leaves what it recorded readable, and `--resume` with space back completes the run
+    to the same results as a run on a roomy disk."""
+    disk = tmp_path / "disk"
+    why = _mount_tmpfs(disk, "3m")
+    if why:
+        pytest.skip(why)
+    try:
+        a, b = sims(adb), sims(adb)
+        suite = write_suite(tmp_path / "suite.yaml", SHORT)
+        base = _run_args(suite, [a.serial, b.serial], adb.port)
+        r = harness_run([*base, "--out", str(tmp_path / "full")], adb.port)
+        assert r.returncode == 0, r.stderr
+        want = results_table(tmp_path / "full")
+        run_bytes = sum(p.stat().st_size for p in (tmp_path / "full").rglob("*") if p.is_file())
+        # leave room for about a third of the run's records
+        st = os.statvfs(disk)
+        free = st.f_bavail * st.f_frsize
+        room = max(64 * 1024, run_bytes // 3)
+        assert free > room, (free, room)
+        with open(disk / "ballast", "wb") as f:
+            f.write(b"\0" * (free - room))
+        run = disk / "run"
+        r = harness_run([*base, "--out", str(run)], adb.port, timeout=120)
+        assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+        assert "No space left on device" in r.stderr and str(run) in r.stderr, r.stderr
+        assert "--resume" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(read_results(run)) < len(SHORT)
+        check_run_consistent(run)
+        (disk / "ballast").unlink()
+        r = harness_run([*base, "--out", str(run), "--resume"], adb.port)
+        assert r.returncode == 0, r.stderr
+        assert results_table(run) == want
+        check_run_consistent(run)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
