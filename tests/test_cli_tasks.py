@@ -11,7 +11,8 @@ import yaml
 
 from harness.cli import main
 
-REFERENCE = Path("/work/shared/reference/spa-bench")
+# the shared reference data lives beside the repository (../shared), as on CI
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "spa-bench"
 
 TASKS = [
     {"id": "wifi_off", "instruction": "Turn off Wi-Fi.", "reference_steps": 3, "apps": ["com.android.settings"],

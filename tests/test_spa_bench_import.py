@@ -12,7 +12,8 @@ import yaml
 from harness.importers.spa_bench import ImportError_, convert_file, convert_row, import_files
 from harness.tasks import load_suite, parse_task
 
-REFERENCE = Path("/work/shared/reference/spa-bench")
+# the shared reference data lives beside the repository (../shared), as on CI
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "spa-bench"
 REAL_FILES = {
     "single-app-ENG.csv": 150,
     "single-app-CHN.csv": 150,

@@ -12,9 +12,8 @@ from harness.importers.androidcontrol import DatasetError, from_unified, load_da
 from harness.report.static_eval import (PROFILES, anls, ground_truth_predictions, levenshtein, load_predictions, score,
                                         score_files)
 
+# the shared reference data lives beside the repository (../shared), as on CI
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "androidcontrol_test_300.jsonl"
-if not SAMPLE.is_file():
-    SAMPLE = Path("/work/shared/reference/androidcontrol_test_300.jsonl")
 needs_sample = pytest.mark.skipif(not SAMPLE.is_file(), reason=f"shared AndroidControl sample not found ({SAMPLE})")
 
 
