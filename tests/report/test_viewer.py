@@ -85,6 +85,19 @@ def make_run(root: Path) -> Path:
     return run_dir
 
 
+def _wait_until(page, expression: str, timeout: float = 5.0) -> None:
+    """Poll ``expression`` with page.evaluate: the viewer's CSP forbids eval, which Playwright's
+    wait_for_function needs for string predicates (some versions), while evaluate goes through the
+    browser's debugging protocol and is not subject to the page's CSP."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true after {timeout}s: {expression}")
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     run = make_run(tmp_path_factory.mktemp("viewer"))
@@ -249,13 +262,13 @@ def test_browser_episode_page_is_inert_and_zooms(browser, served):
     assert page.locator("img[src='x']").count() == 0 and page.locator("script:not([src])").count() == 0
     # every thumbnail loads (they are lazy: scroll them all into view first)
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.wait_for_function("Array.from(document.images).filter(i => !i.closest('#lightbox'))"
-                           ".every(i => i.complete && i.naturalWidth > 0)", timeout=10_000)
+    _wait_until(page, "Array.from(document.images).filter(i => !i.closest('#lightbox'))"
+                      ".every(i => i.complete && i.naturalWidth > 0)", timeout=10)
     page.evaluate("window.scrollTo(0, 0)")
     # clicking a thumbnail shows the full image
     assert page.locator("#lightbox").is_hidden()
     page.locator("a.zoom").first.click()
-    page.wait_for_function("document.getElementById('lightbox-img').complete && document.getElementById('lightbox-img').naturalWidth > 0")
+    _wait_until(page, "document.getElementById('lightbox-img').complete && document.getElementById('lightbox-img').naturalWidth > 0")
     assert page.locator("#lightbox").is_visible()
     assert page.evaluate("[document.getElementById('lightbox-img').naturalWidth, document.getElementById('lightbox-img').naturalHeight]") == [108, 240]
     page.keyboard.press("Escape")
