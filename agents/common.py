@@ -19,7 +19,7 @@ from harness.episode import AgentOutput, EpisodeContext
 from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig
 from harness.registry import RegistryError
 
-from agents.parsing import Parsed, ParseError
+from agents.parsing import Parsed, ParseError, clean_text
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
 
@@ -143,6 +143,21 @@ class ModelAgent:
                            format=c.image_format, jpeg_quality=c.jpeg_quality)
 
     # --- outputs ------------------------------------------------------------------------------
+    def conclude(self, res: ChatResult, parse: Any, screenshot: bytes, trace: StepTrace, step: int,
+                 empty: str = "") -> AgentOutput:
+        """Parse a reply that answers with one action, remember what the model said for the history
+        (the cleaned text, or the raw text when even cleaning fails), and build the step's output."""
+        try:
+            parsed, err = parse(res.text), None
+        except ParseError as e:
+            parsed, err = None, e
+        try:
+            said = clean_text(res.text)[0]
+        except ParseError:
+            said = res.text or empty
+        self.turns.append((screenshot, said))
+        return self.output(res.text, parsed, err, trace, step)
+
     def output(self, text: str, parsed: Parsed | None, error: ParseError | None, trace: StepTrace,
                step: int) -> AgentOutput:
         trace.lap("parse")

@@ -215,17 +215,8 @@ class UITarsAgent(ModelAgent):
         trace.lap("encode")
         trace.extra.update({"history": c.history, "thought_language": lang, "resized": list(size)})
         res = self.chat(messages, trace, "action")
-        try:
-            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, c.coords, c.max_pixels, c.min_pixels)
-            err = None
-        except ParseError as e:
-            parsed, err = None, e
-        try:
-            said = clean_text(res.text)[0]
-        except ParseError:
-            said = res.text or ""
-        self.turns.append((obs.screenshot, said))
-        return self.output(res.text, parsed, err, trace, obs.step)
+        return self.conclude(res, lambda text: parse_detailed(text, obs.screen_size, c.coords, c.max_pixels,
+                                                              c.min_pixels), obs.screenshot, trace, obs.step)
 
 
 @AGENTS.register("uitars", UITarsConfig, help="UI-TARS-1.5 mobile protocol (smart_resize'd pixel coordinates)")

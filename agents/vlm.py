@@ -190,18 +190,9 @@ class VLMAgent(ModelAgent):
         trace.lap("encode")
         trace.extra.update({"history": c.history, "coords": c.coords, "image_size": list(size), "prompt_language": code})
         res = self.chat(messages, trace, "action")
-        try:
-            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, c.coords,
-                                                   size if c.coords == "pixels" else None)
-            err = None
-        except ParseError as e:
-            parsed, err = None, e
-        try:
-            said = clean_text(res.text)[0]
-        except ParseError:
-            said = res.text or "(empty output)"
-        self.turns.append((obs.screenshot, said))
-        return self.output(res.text, parsed, err, trace, obs.step)
+        return self.conclude(res, lambda text: parse_detailed(text, obs.screen_size, c.coords,
+                                                              size if c.coords == "pixels" else None),
+                             obs.screenshot, trace, obs.step, empty="(empty output)")
 
 
 @AGENTS.register("vlm", VLMConfig, help="prompted agent for general VLMs (AndroidLens-style; coords=pixels|thousand)")
