@@ -36,7 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.importers.trajectories import (ImportedEpisode, ImportedStep, ImportReport, TrajectoryImportError,
+from harness.importers.trajectories import (find_dirs, ImportedEpisode, ImportedStep, ImportReport, TrajectoryImportError,
                                             guess_language, is_pickle, make_step, pickle_refusal, pickles_in, point,
                                             read_json, safe_child, safe_task_id, write_run)
 from harness.tasks import RISK_CATEGORIES
@@ -225,23 +225,8 @@ def read_case(case: Path, root: Path, space: str, warnings: list[str]) -> Import
 
 
 def find_cases(root: Path, max_depth: int = 3) -> list[Path]:
-    if (root / "trajectory.json").is_file():
-        return [root]
-    found: list[Path] = []
-
-    def walk(d: Path, depth: int) -> None:
-        if depth > max_depth:
-            return
-        for child in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if child.is_symlink():
-                continue
-            if (child / "trajectory.json").is_file():
-                found.append(child)
-            elif child.name not in ("images", "xmls", "jsons", "objects"):
-                walk(child, depth + 1)
-
-    walk(root, 1)
-    return found
+    return find_dirs(root, lambda d: (d / "trajectory.json").is_file(), max_depth,
+                     skip=("images", "xmls", "jsons", "objects"))
 
 
 def import_mobilerisk(src: str | Path, out: str | Path, *, coords: str = "pixels",

@@ -389,13 +389,11 @@ ACTION_FILES = {"androidworld": ("actions.json", "actions.jsonl"), "spa-bench": 
 _SHOT_RE = re.compile(r"^(?:step_?|screenshot_?|screen_?)?(\d+)$", re.I)
 
 
-def find_episodes(root: Path, fmt: str, max_depth: int = 3) -> list[Path]:
-    names = ACTION_FILES[fmt]
-
-    def is_episode(d: Path) -> bool:
-        return any((d / n).is_file() for n in names)
-
-    if is_episode(root):
+def find_dirs(root: Path, is_match: Callable[[Path], bool], max_depth: int = 3,
+              skip: tuple[str, ...] = ()) -> list[Path]:
+    """Folders under ``root`` (or ``root`` itself) that ``is_match``, in name order, at most
+    ``max_depth`` levels down; hidden folders, symlinks and ``skip`` names are not entered."""
+    if is_match(root):
         return [root]
     found: list[Path] = []
 
@@ -405,13 +403,18 @@ def find_episodes(root: Path, fmt: str, max_depth: int = 3) -> list[Path]:
         for child in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if child.is_symlink():
                 continue
-            if is_episode(child):
+            if is_match(child):
                 found.append(child)
-            else:
+            elif child.name not in skip:
                 walk(child, depth + 1)
 
     walk(root, 1)
     return found
+
+
+def find_episodes(root: Path, fmt: str, max_depth: int = 3) -> list[Path]:
+    names = ACTION_FILES[fmt]
+    return find_dirs(root, lambda d: any((d / n).is_file() for n in names), max_depth)
 
 
 def pickles_in(d: Path) -> list[Path]:
