@@ -214,17 +214,29 @@ def test_megabyte_stdout(sim) -> None:
 def _raw_connect(port: int) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(P.encode(P.cnxn(0x01000001, 1 << 20, "host::features=shell_v2")))
-    header = s.recv(24, socket.MSG_WAITALL)
+    header = _recv_exactly(s, 24)
     cmd, arg0, arg1, length, _, _ = struct.unpack("<6I", header)
-    banner = s.recv(length, socket.MSG_WAITALL)
+    banner = _recv_exactly(s, length)
     assert cmd == P.A_CNXN and arg0 == 0x01000001 and banner.startswith(b"device::")
     return s
 
 
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    """``n`` bytes from ``s``. MSG_WAITALL is no help here: a socket with a timeout is
+    non-blocking underneath, so one recv may return part of a large WRTE under load."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
 def _recv_msg(s: socket.socket) -> P.Message:
-    header = s.recv(24, socket.MSG_WAITALL)
+    header = _recv_exactly(s, 24)
     cmd, a0, a1, n, _, _ = struct.unpack("<6I", header)
-    data = s.recv(n, socket.MSG_WAITALL) if n else b""
+    data = _recv_exactly(s, n) if n else b""
     return P.Message(cmd, a0, a1, data)
 
 
