@@ -47,7 +47,7 @@ def start_phone(port: int, log: Path, lang: str = "en") -> subprocess.Popen:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from harness.run_command import add_run_arguments, execute_run, print_summary
+    from harness.run_command import add_run_arguments, execute_run, print_summary, run_exit_code
 
     suite_dir = _suite_path()
     clean, perturbed = pick_tasks(load_suite(suite_dir).tasks)
@@ -84,7 +84,7 @@ def run_demo(args: argparse.Namespace) -> int:
             print_summary(str(run_out), report)
             reports.append(report)
         print(f"\ndemo finished in {time.monotonic() - t0:.1f}s; records in {out.resolve()}")
-        return 130 if any(r.interrupted for r in reports) else 0
+        return max(run_exit_code(r) for r in reports)
     finally:
         for p in procs:
             p.terminate()

@@ -39,8 +39,11 @@ def attached_devices(cfg: DeviceConfig) -> list[str]:
 
 
 def device_config(args: argparse.Namespace) -> DeviceConfig:
+    if args.reconnect_timeout < 0:
+        raise RunError("--reconnect-timeout must be >= 0")
     return DeviceConfig(backend=args.device_backend, adb_port=args.adb_port,
-                        settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout)
+                        settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout,
+                        reconnect_timeout=args.reconnect_timeout)
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,6 +68,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-backend", choices=["adb", "uiautomator2"], default="adb")
     p.add_argument("--settle-max", type=float, default=3.0, help="longest wait for the screen to settle (s)")
     p.add_argument("--command-timeout", type=float, default=30.0, help="timeout of one device command (s)")
+    p.add_argument("--reconnect-timeout", type=float, default=15.0,
+                   help="how long to wait for a device that dropped off before giving its task to another (s)")
     p.add_argument("--quiet", action="store_true", help="no per-episode lines")
     add_model_arguments(p)
 
@@ -233,7 +238,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             writer.update_manifest(resumed=(old.get("resumed", 0) or 0) + 1, devices=descriptions)
         else:
             writer.write_manifest(manifest)
-        suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps)
+        suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
+                                reconnect_timeout=cfg.reconnect_timeout)
         if not args.quiet and sys.stderr.isatty():
             with LiveProgress([d.serial for d in devices], len(tasks)) as live:
                 report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
@@ -253,6 +259,18 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         return report
     finally:
         writer.close()
+
+
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+EXIT_UNFINISHED = 3     # every device dropped out with tasks left unrun
+
+
+def run_exit_code(report: SuiteReport) -> int:
+    """0 when every task ran (whatever the agents did), 130 when interrupted, 3 when tasks were
+    left unrun because no healthy device remained; ``--resume`` continues both."""
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_UNFINISHED if report.not_run else 0
 
 
 def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:

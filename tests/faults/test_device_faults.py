@@ -82,15 +82,19 @@ def test_only_phone_dies_leaves_a_resumable_run(adb, sims, tmp_path):
     ids = SHORT[:3]
     suite = write_suite(tmp_path / "suite.yaml", ids)
     run = tmp_path / "run"
-    p = harness_popen(_replay_args(suite, [a.serial], adb.port, run), adb.port)
+    p = harness_popen([*_replay_args(suite, [a.serial], adb.port, run), "--reconnect-timeout", "2"], adb.port)
     assert wait_for(lambda: _episodes_underway(run), 60), "no episode started"
+    t_kill = time.monotonic()
     a.kill()
     out, err = p.communicate(timeout=120)
     assert "device lost" in err and "continue with --resume" in out, (out, err)
+    assert p.returncode == 3, (p.returncode, err)  # tasks left unrun: not a clean exit for CI users
+    assert time.monotonic() - t_kill < 15  # gave up on the dead phone after --reconnect-timeout, not 15 s
     rows = read_results(run)
     assert all(r.status == "finished" for r in rows) and len(rows) < len(ids)  # nothing miscounted
     m = read_manifest(run)
     assert m["dead_devices"] == [a.serial] and len(m["not_run"]) == len(ids) - len(rows)
+    assert m["device_config"]["reconnect_timeout"] == 2
     check_run_consistent(run)
     b = sims(adb)
     r = harness_run([*_replay_args(suite, [b.serial], adb.port, run), "--resume"], adb.port)
