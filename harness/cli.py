@@ -100,7 +100,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
     from harness.registry import RegistryError
-    from harness.run_command import RunError, execute_run, print_summary
+    from harness.run_command import RunError, execute_run, print_summary, run_exit_code
 
     try:
         report = execute_run(args)
@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as e:  # the run folder cannot be written (full disk, permissions): one clear line
         raise UserError(f"{e}; the run can be continued with --resume once this is fixed") from None
     print_summary(args.out, report)
-    return 130 if report.interrupted else 0
+    return run_exit_code(report)
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -245,8 +245,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.report.tables import ReportError, build_report, render
 
     by = [k.strip() for v in (args.by or ["agent,suite"]) for k in v.split(",") if k.strip()]
+    if args.judgements and args.no_judgements:
+        raise UserError("--judgements and --no-judgements exclude each other")
     try:
-        rep = build_report(args.runs, by, judge=args.judge, resamples=args.resamples, seed=args.seed)
+        rep = build_report(args.runs, by, judge=args.judge, resamples=args.resamples, seed=args.seed,
+                           judgements=args.judgements or None, offline=not args.no_judgements)
     except ReportError as e:
         raise UserError(str(e)) from None
     _write_or_print(render(rep, args.format), args.out, "report")
@@ -482,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=3)
     demo.set_defaults(run=cmd_demo)
 
-    rp = sub.add_parser("report", help="tables of one or more runs: SR with 95% CI per judge, ATP/MSR, safety, cost")
+    rp = sub.add_parser("report", help="tables of one or more runs: SR with 95%% CI per judge, ATP/MSR, safety, cost")
     rp.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
     rp.add_argument("--by", action="append", help="group by agent,suite,language,category (default agent,suite)")
     rp.add_argument("--format", choices=["md", "csv", "json", "html"], default="md")
@@ -490,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--judge", help="primary success judge for Task/Tail success and paired tests (default oracle, then crate, ...)")
     rp.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples")
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    rp.add_argument("--judgements", action="append", metavar="SET",
+                    help="offline verdicts of only these judgement sets, RUN/judgements/SET (repeatable; default all)")
+    rp.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run (no offline sets)")
     rp.set_defaults(run=cmd_report)
 
     st = sub.add_parser("static", help="static evaluation of predicted actions (AndroidControl JSONL)").add_subparsers(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,6 +368,13 @@ def _reason(details: Any) -> str:
     return "no reason given"
 
 
+def judge_column(name: str, source: str, sources_of: Mapping[str, set[str]]) -> str:
+    """The column a verdict is shown under, here and in ``harness report``/``view``: ``name`` when
+    only one source gave a verdict under that name, else ``name@source`` (``crate@live``,
+    ``crate@crate+crate-s@MODEL``)."""
+    return name if len(sources_of.get(name, ())) <= 1 else f"{name}@{source}"
+
+
 def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judges: Iterable[str] = (),
              exclude: Iterable[str] = ()) -> dict[str, Any]:
     """Metrics per judge (overall, per language, per app) for the verdicts in ``sources``."""
@@ -391,7 +398,7 @@ def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judg
             sources_of.setdefault(name, set()).add(s.source)
 
     def column(name: str, source: str) -> str:
-        return name if len(sources_of[name]) == 1 else f"{name}@{source}"
+        return judge_column(name, source, sources_of)
 
     groups: dict[str, dict[str, dict[str, _Acc]]] = {}
     missing_verdicts: dict[str, int] = {}

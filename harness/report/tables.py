@@ -18,6 +18,14 @@ metric's definition and source is in docs/reports.md; in short:
   shows as success within the reference's step count.
 * halted by a monitor, unsafe episodes (a safety verdict true), agent errors, step use against the
   cap, tokens and wall time.
+
+Offline verdicts: besides the live judges' verdicts in ``results.jsonl``, every judgement set that
+``harness judge`` wrote (``RUN/judgements/<set>/results.jsonl``, read with
+:func:`judges.agreement.read_sources`, the reader ``harness judge-eval`` uses) adds its verdicts and
+details to the episodes with the same task id. Judge names follow judge-eval's convention
+(:func:`judges.agreement.judge_column`): a name that only one source gave keeps its name; a name given by more than
+one source (live and a set, or two sets) becomes ``name@live`` / ``name@<set>``. A line of a set
+whose task id is not in the run is left out with a warning.
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ import math
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.records import RecordError, read_manifest, read_results
 from harness.report.stats import cohen_kappa, compare_paired, wilson
+from judges.agreement import judge_column
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
 FORMATS = ("md", "csv", "json", "html")
@@ -43,14 +52,101 @@ JUDGE_ORDER = ("oracle", "crate", "holistic", "milestones")
 SAFETY_JUDGES = ("oracle_unsafe", "crate_s", "crate-s", "holistic-s", "os-sentinel")
 MILESTONE_SOURCES = ("oracle", "milestones")
 UNKNOWN = "unknown"
+LIVE = "live"  # the source name of the verdicts given during the run (judge-eval's)
 
 
 class ReportError(ValueError):
     pass
 
 
+def judge_base(name: str) -> str:
+    """The judge's own name of a column: ``crate@live`` and ``crate@set1`` are both ``crate``."""
+    return name.split("@", 1)[0]
+
+
 def is_safety_judge(name: str) -> bool:
+    name = judge_base(name)
     return name in SAFETY_JUDGES or name.endswith(("_unsafe", "-s", "_s")) or name.startswith(("crate_s", "crate-s"))
+
+
+# --------------------------------------------------------------------------- offline judgement sets
+
+
+def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None) -> list[Any]:
+    """The offline verdicts of the given runs (``RUN/judgements/<set>/results.jsonl``) as
+    :class:`judges.agreement.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
+    keeps only those sets (each must exist in one of the runs). A malformed line is a
+    :class:`ReportError` naming ``file:line``."""
+    from judges.agreement import AgreementError, read_sources
+
+    wanted = list(judgement_sets or [])
+    # read_sources refuses a folder without results.jsonl; a run without judgements has nothing to add
+    dirs = [Path(r) for r in run_dirs
+            if (Path(r) / "results.jsonl").is_file() and (Path(r) / "judgements").is_dir()]
+    try:
+        return read_sources(dirs, judgement_sets=wanted or None, include_live=False)
+    except AgreementError as e:
+        raise ReportError(str(e)) from None
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Judged:
+    """One episode's verdicts from every source, under their column names."""
+
+    verdicts: dict[str, Any]
+    details: dict[str, Any]
+    sources: dict[str, str]  # column -> "live" or the judgement set
+
+
+def combine_verdicts(items: list[T], key: Callable[[T], tuple[Path, str]],
+                     live: Callable[[T], tuple[Mapping[str, Any], Mapping[str, Any]]],
+                     offline: list[Any], warnings: list[str]) -> list[Judged]:
+    """Each item's live verdicts and details (``live(item)``) joined with the offline verdicts whose
+    (run folder, task id) is ``key(item)``, named by :func:`judge_column` over all of them; offline
+    lines of episodes that are not among the items are left out with one warning per set file."""
+    by_key = {(k[0].resolve(), k[1]): i for i, k in enumerate(key(x) for x in items)}
+    sources_of: dict[str, set[str]] = {}
+    for x in items:
+        for name in live(x)[0]:
+            sources_of.setdefault(name, set()).add(LIVE)
+    matched: list[tuple[int, Any]] = []
+    orphans: dict[tuple[Path, str], list[str]] = {}
+    for s in offline:
+        i = by_key.get((s.run_dir.resolve(), s.task_id))
+        if i is None:
+            orphans.setdefault((s.run_dir, s.source), []).append(s.task_id)
+            continue
+        matched.append((i, s))
+        for name in s.verdicts:
+            sources_of.setdefault(name, set()).add(s.source)
+    for (run_dir, source), tids in orphans.items():
+        shown = ", ".join(sorted(tids)[:5]) + (", ..." if len(tids) > 5 else "")
+        warnings.append(f"{run_dir / 'judgements' / source / 'results.jsonl'}: {len(tids)} judged episode(s) not in "
+                        f"{run_dir / 'results.jsonl'}, left out: {shown}")
+    out = []
+    for x in items:
+        verdicts, details = live(x)
+        j = Judged({}, {}, {})
+        for name, v in verdicts.items():
+            col = judge_column(name, LIVE, sources_of)
+            j.verdicts[col], j.sources[col] = v, LIVE
+        for name, d in details.items():
+            j.details[judge_column(name, LIVE, sources_of) if name in verdicts else name] = d
+        out.append(j)
+    for i, s in matched:
+        j = out[i]
+        for name, v in s.verdicts.items():
+            col = judge_column(name, s.source, sources_of)
+            j.verdicts[col], j.sources[col] = v, s.source
+        for name, d in s.details.items():
+            col = judge_column(name, s.source, sources_of)
+            if col in j.details and j.sources.get(col) != s.source:  # a detail without a verdict of its name
+                col = f"{name}@{s.source}"
+            j.details[col] = d
+    return out
 
 
 # --------------------------------------------------------------------------- reading
@@ -81,6 +177,7 @@ class Episode:
     tokens: int | None
     task: TaskInfo | None
     label: dict[str, bool] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or the judgement set
 
     @property
     def language(self) -> str:
@@ -212,8 +309,13 @@ def read_labels(run_dir: Path, warnings: list[str]) -> dict[str, dict[str, bool]
     return out
 
 
-def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None) -> list[Episode]:
+def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None, *,
+                  judgements: Iterable[str] | None = None, offline: bool = True) -> list[Episode]:
+    """Every result line of the runs, with its task; with ``offline`` (default), the verdicts of the
+    runs' judgement sets (only ``judgements`` when given) are added under judge-eval's names
+    (:func:`combine_verdicts`)."""
     warnings = warnings if warnings is not None else []
+    runs = list(runs)
     out: list[Episode] = []
     for run in runs:
         run_dir = Path(run)
@@ -239,7 +341,16 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None)
                 run=str(run_dir), task_id=r.task_id, agent=r.agent, suite=suite, status=r.status, steps=r.steps,
                 cap=r.cap, verdicts=dict(r.verdicts), details=dict(r.judge_details or {}),
                 halted=r.status == "halted" or r.halt is not None, duration_s=r.duration_s, tokens=tokens,
-                task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)}))
+                task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
+                sources={k: LIVE for k in r.verdicts}))
+    if offline:
+        sets = read_judgement_sets(runs, judgements)
+        if sets:
+            for ep, j in zip(out, combine_verdicts(out, lambda e: (Path(e.run), e.task_id),
+                                                   lambda e: (e.verdicts, e.details), sets, warnings)):
+                ep.verdicts, ep.details, ep.sources = j.verdicts, j.details, j.sources
+    elif judgements:
+        raise ReportError("--judgements and --no-judgements exclude each other")
     return out
 
 
@@ -289,18 +400,39 @@ def episode_msr(ep: Episode, source: str) -> float | None:
     return sum(ratios) / len(ratios) if ratios else None
 
 
+def _judge_key(name: str) -> tuple[int, str, int, str]:
+    """Sort order of verdict columns: JUDGE_ORDER's judges first, then the others by name; the
+    columns of one judge from several sources: ``@live`` first, then the sets by name."""
+    base, _, source = name.partition("@")
+    rank = JUDGE_ORDER.index(base) if base in JUDGE_ORDER else len(JUDGE_ORDER)
+    return (rank, base, 0 if source in ("", LIVE) else 1, source)
+
+
+def order_judges(names: Iterable[str]) -> list[str]:
+    return sorted(set(names), key=_judge_key)
+
+
 def success_judges(episodes: list[Episode]) -> list[str]:
-    names = {k for e in episodes for k in e.verdicts if not is_safety_judge(k)}
-    return [j for j in JUDGE_ORDER if j in names] + sorted(names - set(JUDGE_ORDER))
+    return order_judges(k for e in episodes for k in e.verdicts if not is_safety_judge(k))
 
 
 def safety_judges(episodes: list[Episode]) -> list[str]:
-    return sorted({k for e in episodes for k in e.verdicts if is_safety_judge(k)})
+    return sorted({k for e in episodes for k in e.verdicts if is_safety_judge(k)}, key=lambda n: _judge_key(n)[1:])
+
+
+def milestone_sources(episodes: list[Episode]) -> list[str]:
+    """Where milestone findings may be: ``oracle`` and ``milestones`` (always, so the JSON and CSV
+    keys stay), plus their columns from several sources (``milestones@live``, ``milestones@<set>``)."""
+    found = {k for e in episodes for k in e.details if judge_base(k) in MILESTONE_SOURCES}
+    return [*MILESTONE_SOURCES, *sorted(found - set(MILESTONE_SOURCES), key=lambda n: (MILESTONE_SOURCES.index(judge_base(n)),
+                                                                                      _judge_key(n)[2:]))]
 
 
 def primary_judge(episodes: list[Episode], wanted: str | None = None) -> str | None:
     judges = success_judges(episodes)
     if wanted:
+        if wanted not in judges and f"{wanted}@{LIVE}" in judges:
+            return f"{wanted}@{LIVE}"  # the name is split by source: the verdicts given during the run
         if wanted not in judges:
             raise ReportError(f"--judge {wanted}: no such success judge in these runs (have: {', '.join(judges) or 'none'})")
         return wanted
@@ -316,7 +448,8 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None) -> dict[str, Any]:
+def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None,
+              milestones: Iterable[str] = MILESTONE_SOURCES) -> dict[str, Any]:
     scored = [e for e in rows if e.status != "infra_error"]
     out: dict[str, Any] = {"episodes": len(rows), "infra_errors": len(rows) - len(scored), "scored": len(scored)}
     sr = {}
@@ -326,7 +459,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
         n = sum(1 for v in vals if isinstance(v, bool))
         sr[j] = {**_rate(k, n), "judge_errors": sum(1 for v in vals if v == "judge_error")}
     out["sr"] = sr
-    for src in MILESTONE_SOURCES:
+    for src in milestones:
         prog = [p for p in (episode_progress(e, src) for e in scored) if p is not None]
         msr = [m for m in (episode_msr(e, src) for e in scored) if m is not None]
         out[f"atp_{src}"] = _mean(prog)
@@ -416,6 +549,9 @@ def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> 
     ``oracle_unsafe`` (safety). Full judge evaluation: ``harness judge-eval``."""
     out = []
     scored = [e for e in episodes if e.status != "infra_error"]
+    # the oracle's columns; split by source (offline judgement sets), the live one is the reference
+    oracle = next((c for c in ("oracle", f"oracle@{LIVE}") if c in judges), "oracle")
+    oracle_unsafe = next((c for c in ("oracle_unsafe", f"oracle_unsafe@{LIVE}") if c in safety), "oracle_unsafe")
 
     def table(name: str, kind: str, ref_of) -> None:
         tp = fp = fn = tn = 0
@@ -441,15 +577,15 @@ def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> 
                     "kappa": cohen_kappa(tp, fp, fn, tn)})
 
     for j in judges:
-        if j == "oracle" and not any("success" in e.label for e in scored):
+        if j == oracle and not any("success" in e.label for e in scored):
             continue
         table(j, "success", lambda e: (e.label["success"], "labels") if "success" in e.label
-              else (e.verdicts.get("oracle"), "oracle") if j != "oracle" else (None, None))
+              else (e.verdicts.get(oracle), oracle) if j != oracle else (None, None))
     for s in safety:
-        if s == "oracle_unsafe" and not any("unsafe" in e.label for e in scored):
+        if s == oracle_unsafe and not any("unsafe" in e.label for e in scored):
             continue
         table(s, "safety", lambda e: (e.label["unsafe"], "labels") if "unsafe" in e.label
-              else (e.verdicts.get("oracle_unsafe"), "oracle_unsafe") if s != "oracle_unsafe" else (None, None))
+              else (e.verdicts.get(oracle_unsafe), oracle_unsafe) if s != oracle_unsafe else (None, None))
     return out
 
 
@@ -464,28 +600,37 @@ class Report:
     paired: list[dict[str, Any]]
     agreement: list[dict[str, Any]]
     warnings: list[str]
+    judge_sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or its judgement set
+    judgement_sets: list[str] = field(default_factory=list)
+    milestone_sources: list[str] = field(default_factory=lambda: list(MILESTONE_SOURCES))
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": self.runs, "by": self.by, "judges": self.judges, "safety_judges": self.safety,
-                "primary_judge": self.primary, "groups": self.groups, "paired": self.paired,
+                "primary_judge": self.primary, "judgement_sets": self.judgement_sets,
+                "judge_sources": self.judge_sources, "groups": self.groups, "paired": self.paired,
                 "agreement": self.agreement, "warnings": self.warnings}
 
 
 def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | None = None, resamples: int = 2000,
-                 seed: int = 0) -> Report:
+                 seed: int = 0, judgements: Iterable[str] | None = None, offline: bool = True) -> Report:
+    """The report of ``runs``; ``offline=False`` leaves the judgement sets out (``--no-judgements``),
+    ``judgements`` keeps only those sets (``--judgements SET``)."""
     by = list(by or ["agent", "suite"])
     bad = [k for k in by if k not in GROUP_KEYS]
     if bad:
         raise ReportError(f"--by: unknown key(s) {', '.join(bad)} (choose from {', '.join(GROUP_KEYS)})")
     warnings: list[str] = []
-    episodes = load_episodes(runs, warnings)
+    episodes = load_episodes(runs, warnings, judgements=judgements, offline=offline)
     judges, safety = success_judges(episodes), safety_judges(episodes)
     primary = primary_judge(episodes, judge)
-    groups = [{"key": dict(zip(by, key)), **summarise(rows, judges, safety, primary)}
+    ms = milestone_sources(episodes)
+    groups = [{"key": dict(zip(by, key)), **summarise(rows, judges, safety, primary, ms)}
               for key, rows in group(episodes, by).items()]
     paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) if "agent" in by else []
+    judge_sources = {col: src for e in episodes for col, src in e.sources.items()}  # one source per column
+    sets = sorted(set(judge_sources.values()) - {LIVE})
     return Report([str(r) for r in runs], by, judges, safety, primary, groups, paired,
-                  agreement(episodes, judges, safety), warnings)
+                  agreement(episodes, judges, safety), warnings, dict(sorted(judge_sources.items())), sets, ms)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -514,8 +659,8 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
     cols.append(("episodes", lambda g: str(g["episodes"])))
     for j in rep.judges:
         cols.append((f"SR {j} % [95% CI]", lambda g, j=j: _sr_cell(g["sr"][j])))
-    for src in MILESTONE_SOURCES:
-        if any(g[f"atp_{src}_n"] for g in rep.groups):
+    for src in rep.milestone_sources:
+        if any(g.get(f"atp_{src}_n") for g in rep.groups):
             tag = "" if src == "oracle" else f" ({src})"
             cols.append((f"ATP{tag} %", lambda g, s=src: _pct(g[f"atp_{s}"])))
             cols.append((f"MSR{tag}", lambda g, s=src: _num(g[f"msr_{s}"])))
@@ -555,6 +700,16 @@ def _agreement_rows(rep: Report) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def _sources_note(rep: Report) -> str | None:
+    """One sentence naming the offline judgement sets and which columns come from them."""
+    if not rep.judgement_sets:
+        return None
+    offline = [f"{c} ({s})" if "@" not in c else c for c, s in rep.judge_sources.items() if s != LIVE]
+    return (f"Offline judgement set(s) included: {', '.join(rep.judgement_sets)} (RUN/judgements/<set>/results.jsonl). "
+            f"Offline verdict columns: {', '.join(offline)}; a judge name given by more than one source is shown "
+            "once per source as name@live / name@<set>.")
+
+
 def _md_text(s: str) -> str:
     """Markdown viewers render raw HTML: agent names, paths and warnings are shown as text."""
     return html.escape(s, quote=False)
@@ -575,6 +730,9 @@ def format_md(rep: Report) -> str:
         lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors are excluded "
                      "from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
         lines.append("")
+    note = _sources_note(rep)
+    if note:
+        lines += [_md_text(note), ""]
     lines += _md_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups])
     if rep.paired:
         lines += ["", "## Paired comparisons (same tasks)", ""]
@@ -591,7 +749,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
     head = [*rep.by, "episodes", "infra_errors", "scored"]
     for j in rep.judges:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
-    for src in MILESTONE_SOURCES:
+    for src in rep.milestone_sources:
         head += [f"atp_{src}", f"msr_{src}"]
     head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s"]
@@ -601,8 +759,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
         for j in rep.judges:
             s = g["sr"][j]
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
-        for src in MILESTONE_SOURCES:
-            row += [g[f"atp_{src}"], g[f"msr_{src}"]]
+        for src in rep.milestone_sources:
+            row += [g.get(f"atp_{src}"), g.get(f"msr_{src}")]
         row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
                 g["wall_total_s"], g["wall_mean_s"]]
@@ -658,6 +816,9 @@ def format_html(rep: Report) -> str:
     if rep.primary:
         parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors are excluded from every rate; "
                      "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
+    note = _sources_note(rep)
+    if note:
+        parts.append(f"<p>{e(note)}</p>")
     parts.append(_html_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups]))
     if rep.paired:
         parts.append("<h2>Paired comparisons (same tasks)</h2>" + _html_table(*_paired_rows(rep)))

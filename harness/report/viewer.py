@@ -10,6 +10,10 @@ through :func:`html.escape`; no inline script, style attribute or event handler 
 each page carries a Content-Security-Policy that allows scripts, styles and images only from the
 run's own files (``'self'``), so even markup that slipped through could not run. Nothing is fetched
 from the network.
+
+Offline verdicts: the verdicts and details of every judgement set ``harness judge`` wrote
+(``RUN/judgements/<set>/results.jsonl``) are shown next to the live ones, each with its set's name,
+under the same column names as ``harness report`` (:func:`harness.report.tables.combine_verdicts`).
 """
 
 from __future__ import annotations
@@ -114,14 +118,22 @@ def _verdict_word(v: Any) -> str:
     return "true" if v is True else "false" if v is False else str(v)
 
 
-def _badges(verdicts: dict[str, Any]) -> str:
+def _badges(verdicts: dict[str, Any], label: Any = None) -> str:
+    """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name)."""
     from harness.report.tables import is_safety_judge
 
     def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
         return _verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
 
-    return "".join(f'<span class="badge {cls(k, v)}">{esc(k)}: {esc(_verdict_word(v))}</span>'
+    return "".join(f'<span class="badge {cls(k, v)}">{esc(label(k) if label else k)}: {esc(_verdict_word(v))}</span>'
                    for k, v in sorted(verdicts.items()))
+
+
+def _source_label(col: str, sources: dict[str, str]) -> str:
+    """A verdict column as shown: an offline one names its judgement set (``crate [SET]``) unless its
+    name already does (``crate@SET``, a name split by source)."""
+    src = sources.get(col, "live")
+    return col if src == "live" or "@" in col else f"{col} [{src}]"
 
 
 # --------------------------------------------------------------------------- images
@@ -210,9 +222,14 @@ def _describe(action: dict[str, Any] | None) -> str:
 
 
 def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Milestones per source: the oracle's ``milestones.reached`` and the milestones judge's list."""
+    """Milestones per source: the oracle's ``milestones.reached`` and the milestones judge's list
+    (also under their ``@live`` / ``@<set>`` columns when offline judgement sets split the name)."""
+    from harness.report.tables import MILESTONE_SOURCES, judge_base
+
     out = {}
-    for src in ("oracle", "milestones"):
+    names = sorted((k for k in details if judge_base(k) in MILESTONE_SOURCES),
+                   key=lambda k: (MILESTONE_SOURCES.index(judge_base(k)), k != judge_base(k), k))
+    for src in names:
         d = details.get(src)
         if not isinstance(d, dict):
             continue
@@ -289,18 +306,31 @@ class _Ctx:
         self.warnings: list[str] = []
 
 
-def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str, dict[str, Any]]:
+def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
+                  judged: Any = None) -> tuple[str, dict[str, Any]]:
+    """``judged`` (a :class:`harness.report.tables.Judged`): the live and offline verdicts and
+    details under their column names; without it, the result's own."""
+    from harness.report.tables import LIVE
+
     ep_dir = ctx.run / EPISODES_DIR / task_id
-    details = dict(result.judge_details or {}) if result else {}
-    verdicts = dict(result.verdicts) if result else {}
-    milestones = _milestone_sources(details)
+    if judged is not None:
+        details, verdicts, sources = dict(judged.details), dict(judged.verdicts), dict(judged.sources)
+    else:
+        details = dict(result.judge_details or {}) if result else {}
+        verdicts = dict(result.verdicts) if result else {}
+        sources = {}
+
+    def label(col: str) -> str:
+        return _source_label(col, sources)
+
+    milestones = {label(k): v for k, v in _milestone_sources(details).items()}
     ms_at: dict[int, list[str]] = {}
     for src, items in milestones.items():
         for m in items:
             if isinstance(m.get("step"), int):
                 ms_at.setdefault(m["step"], []).append(f"{src}: {m.get('description', '')}")
-    unsafe = _unsafe_steps(details, verdicts)
-    notes = _step_notes(details)
+    unsafe = {n: [label(j) for j in js] for n, js in _unsafe_steps(details, verdicts).items()}
+    notes = {n: [(label(j), note) for j, note in ns] for n, ns in _step_notes(details).items()}
     halt_step = result.halt.step if result is not None and result.halt is not None else None
     steps = []
     try:
@@ -341,7 +371,17 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str,
             ("language", task.language if task is not None else "unknown"),
             ("duration", f"{result.duration_s:.1f} s" if result and result.duration_s is not None else "-")]
     body.append("".join(f'<div class="kv"><b>{esc(k)}</b> {esc(v)}</div>' for k, v in info))
-    body.append(f'<div class="kv"><b>verdicts</b> {_badges(verdicts) or "-"}</div>')
+    live = {k: v for k, v in verdicts.items() if sources.get(k, LIVE) == LIVE}
+    body.append(f'<div class="kv"><b>verdicts</b> {_badges(live) or "-"}</div>')
+    for source in sorted(set(sources.values()) - {LIVE}):  # offline judgement sets, next to the live verdicts
+        cols = {k: v for k, v in verdicts.items() if sources.get(k) == source}
+        body.append(f'<div class="kv offline"><b>judgements/{esc(source)}</b> {_badges(cols)}</div>')
+        for col in sorted(cols):
+            d = details.get(col)
+            why = next((d[k] for k in ("reason", "error") if isinstance(d.get(k), str) and d[k]), None) \
+                if isinstance(d, dict) else None
+            if why:
+                body.append(f'<div class="kv"><b>{esc(label(col))}</b> {esc(why[:1000])}</div>')
     if result is not None and result.error:
         body.append(f'<div class="kv"><b>error</b> <span class="err">{esc(result.error)}</span></div>')
     if result is not None and result.halt is not None:
@@ -406,7 +446,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str,
         body.append('<h2>Final screen</h2><section class="step">' + shot(steps[-1].screen_after, None) + "</section>")
     # final conditions
     for judge, conds in _conditions(details):
-        body.append(f"<h2>Final conditions ({esc(judge)})</h2><table><thead><tr><th>condition</th><th>met</th>"
+        body.append(f"<h2>Final conditions ({esc(label(judge))})</h2><table><thead><tr><th>condition</th><th>met</th>"
                     "<th>evidence</th></tr></thead><tbody>")
         for c in conds:
             met = _first(c, "met", "satisfied", "ok", "holds", "verdict")
@@ -417,7 +457,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str,
     if details:
         body.append("<h2>Judge details</h2>")
         for judge, d in sorted(details.items()):
-            body.append(f"<details><summary>{esc(judge)}</summary><pre>"
+            body.append(f"<details><summary>{esc(label(judge))}</summary><pre>"
                         f"{esc(json.dumps(d, ensure_ascii=False, indent=1, default=str))}</pre></details>")
     body.append('</main><div id="lightbox" hidden><img id="lightbox-img" alt="full screenshot">'
                 "<p>click or press Esc to close</p></div>")
@@ -427,7 +467,8 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any) -> tuple[str,
 
 def write_viewer(run: str | Path) -> Path:
     """Write ``RUN/report.html`` and ``RUN/report/``; return the index path."""
-    from harness.report.tables import load_task_objects
+    from harness.report.tables import (ReportError, combine_verdicts, is_safety_judge, load_task_objects, order_judges,
+                                       read_judgement_sets)
 
     ctx = _Ctx(Path(run))
     if not ctx.run.is_dir():
@@ -440,20 +481,25 @@ def write_viewer(run: str | Path) -> Path:
     ctx.warnings.extend(results.warnings)
     tasks = load_task_objects(ctx.run, manifest, ctx.warnings)
     by_id = {r.task_id: r for r in results}
+    # live verdicts with those of every offline judgement set (RUN/judgements/<set>/results.jsonl)
+    try:
+        sets = read_judgement_sets([ctx.run])
+    except ReportError as e:
+        raise ValueError(str(e)) from None
+    live = list(results)
+    judged = dict(zip((r.task_id for r in live), combine_verdicts(
+        live, lambda r: (ctx.run, r.task_id), lambda r: (r.verdicts, r.judge_details or {}), sets, ctx.warnings)))
     ids = list(by_id) + [t for t in list_episodes(ctx.run) if t not in by_id]
     assets = ctx.report_dir / "assets"
     assets.mkdir(parents=True, exist_ok=True)
     (ctx.report_dir / "episodes").mkdir(parents=True, exist_ok=True)
     (assets / "viewer.css").write_text(CSS, encoding="utf-8")
     (assets / "viewer.js").write_text(JS, encoding="utf-8")
-    judges = sorted({k for r in results for k in r.verdicts})
-    from harness.report.tables import JUDGE_ORDER, is_safety_judge
-
-    success = [j for j in JUDGE_ORDER if j in judges] + [j for j in judges if j not in JUDGE_ORDER and not is_safety_judge(j)]
+    success = order_judges(k for j in judged.values() for k in j.verdicts if not is_safety_judge(k))
     primary = success[0] if success else None
     rows = []
     for tid in ids:
-        page, row = _episode_page(ctx, tid, by_id.get(tid), tasks.get(tid))
+        page, row = _episode_page(ctx, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
         (ctx.report_dir / "episodes" / f"{tid}.html").write_text(page, encoding="utf-8")
         rows.append(row)
     # index
@@ -480,7 +526,10 @@ def write_viewer(run: str | Path) -> Path:
              "<th>halt / error</th><th>lang</th><th>instruction</th></tr></thead><tbody>")
     for row in rows:
         r, t, tid = row["result"], row["task"], row["task_id"]
-        v = r.verdicts.get(primary) if r is not None and primary else None
+        verdicts = judged[tid].verdicts if tid in judged else {}
+        sources = judged[tid].sources if tid in judged else {}
+        badges = _badges(verdicts, lambda c: _source_label(c, sources)) if r is not None else ""
+        v = verdicts.get(primary) if r is not None and primary else None
         vkey = "true" if v is True else "false" if v is False else "judge_error" if v == "judge_error" else "none"
         halted = "yes" if r is not None and (r.status == "halted" or r.halt is not None) else "no"
         lang = t.language if t is not None else "unknown"
@@ -492,7 +541,7 @@ def write_viewer(run: str | Path) -> Path:
         b.append(f'<tr class="ep" data-agent="{esc(r.agent if r else "")}" data-verdict="{vkey}" data-halted="{halted}" '
                  f'data-lang="{esc(lang)}"><td><a href="{REPORT_DIR}/episodes/{esc(quote(tid))}.html">{esc(tid)}</a></td>'
                  f'<td>{esc(r.agent if r else "-")}</td><td>{esc(r.status if r else "unfinished")}</td>'
-                 f'<td>{esc(f"{r.steps}/{r.cap}" if r else row["steps"])}</td><td>{_badges(r.verdicts) if r else ""}</td>'
+                 f'<td>{esc(f"{r.steps}/{r.cap}" if r else row["steps"])}</td><td>{badges}</td>'
                  f'<td>{esc(note)}</td><td>{esc(lang)}</td><td>{esc(t.instruction if t is not None else "")}</td></tr>')
     b.append("</tbody></table>")
     if ctx.warnings:
