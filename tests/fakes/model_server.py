@@ -73,30 +73,33 @@ class ScriptedModelServer:
                     reply = server.next_reply(req)
                     if reply.delay_s:
                         time.sleep(reply.delay_s)
-                    if reply.drop:
-                        self.close_connection = True
-                        self.connection.close()
-                        return
-                    if reply.raw_body is not None:
-                        self._send(reply.status, reply.raw_body, reply.headers)
-                        return
-                    if reply.status != 200:
-                        err = {"error": {"message": reply.error or f"error {reply.status}", "type": "test",
-                                         "code": reply.status}}
-                        self._send(reply.status, json.dumps(err).encode(), reply.headers)
-                        return
-                    content = reply.content
-                    usage = reply.usage or {"prompt_tokens": 100, "completion_tokens": len(content or "") // 4 + 1,
-                                            "total_tokens": 100 + len(content or "") // 4 + 1}
-                    out = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
-                           "created": int(time.time()), "model": req.get("model", server.model),
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": content}}],
-                           "usage": usage}
-                    self._send(200, json.dumps(out).encode(), reply.headers)
                 finally:
+                    # counted as active until the reply is decided and waited for, never after the
+                    # client could have read it (else a client that got its reply and sent the next
+                    # request could see this one still counted: a spurious max_active + 1)
                     with server.lock:
                         server.active -= 1
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if reply.raw_body is not None:
+                    self._send(reply.status, reply.raw_body, reply.headers)
+                    return
+                if reply.status != 200:
+                    err = {"error": {"message": reply.error or f"error {reply.status}", "type": "test",
+                                     "code": reply.status}}
+                    self._send(reply.status, json.dumps(err).encode(), reply.headers)
+                    return
+                content = reply.content
+                usage = reply.usage or {"prompt_tokens": 100, "completion_tokens": len(content or "") // 4 + 1,
+                                        "total_tokens": 100 + len(content or "") // 4 + 1}
+                out = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
+                       "created": int(time.time()), "model": req.get("model", server.model),
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content}}],
+                       "usage": usage}
+                self._send(200, json.dumps(out).encode(), reply.headers)
 
             def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
