@@ -175,6 +175,12 @@ class UI:
                                  rid=self.rid("title"), package=self.package, paint="label",
                                  style={"color": ON_PRIMARY, "size": 20, "bold": True}))
 
+    def selection_bar(self, count: int, on_exit: Callback,
+                      actions: Sequence[tuple[str, str, Callback]] = ()) -> None:
+        """The app bar of a list's selection mode: "N selected", back leaves the mode (``on_exit``),
+        ``actions`` act on the selection."""
+        self.app_bar(self.tr(f"{count} selected", f"已选择 {count} 项"), back=on_exit, actions=actions)
+
     def section(self, title: str) -> None:
         y1, y2 = self._alloc(40)
         self._add(Node((self.px(16), y1, self.w - self.px(16), y2), cls="android.widget.TextView", text=title,
@@ -322,6 +328,30 @@ class UI:
                                       focusable=True, selected=sel, on_click=cb, paint="chip", style={"on": sel})))
         return out
 
+    def tiles(self, items: Sequence[tuple[str, str, tuple, str | None, Callback]], *, cols: int | None = None,
+              height_dp: float = 88, icon_dp: float = 44, label_top_dp: float = 56, label_size: float = 13) -> list[Node]:
+        """Shortcut tiles, a round icon over a label, ``cols`` to a band (default: all in one):
+        (label, glyph, icon colour, rid, callback) each."""
+        cols = cols or max(1, len(items))
+        out = []
+        for start in range(0, len(items), cols):
+            y1, y2 = self._alloc(height_dp)
+            each = (self.w - self.px(16)) // cols
+            for i, (label, glyph, color, rid, cb) in enumerate(items[start:start + cols]):
+                x1 = self.px(8) + i * each
+                tile = self._add(Node((x1, y1, x1 + each, y2), cls="android.widget.LinearLayout", rid=self.rid(rid),
+                                      desc=label, clickable=True, focusable=True, on_click=cb))
+                s = self.px(icon_dp)
+                cx = x1 + each // 2
+                tile.children.append(Node((cx - s // 2, y1 + self.px(8), cx + s // 2, y1 + self.px(8) + s),
+                                          cls="android.widget.ImageView", package=self.package, paint="avatar",
+                                          style={"glyph": glyph, "color": color}))
+                tile.children.append(Node((x1, y1 + self.px(label_top_dp), x1 + each, y2 - self.px(4)),
+                                          cls="android.widget.TextView", text=label, package=self.package,
+                                          paint="label", style={"color": TEXT, "size": label_size, "align": "center"}))
+                out.append(tile)
+        return out
+
     def slider(self, value: int, on_change: Callable[[int], None], *, rid: str | None = None,
                desc: str = "", lo: int = 0, hi: int = 100) -> Node:
         """A horizontal slider: a tap sets the value in proportion to where it lands."""
@@ -343,6 +373,46 @@ class UI:
     def divider(self) -> None:
         y1, y2 = self._alloc(1)
         self._add(Node((0, y1, self.w, y2), paint="fill", style={"color": DIVIDER}))
+
+    def custom(self, height_dp: float, make: Callable[[int, int], Node]) -> Node:
+        """A widget the app draws itself: reserves ``height_dp`` of the column and adds the node
+        ``make(y1, y2)`` builds for that band (screen pixels), children and all. In a scroll area
+        it is clipped, and left out when scrolled out of view, like every other widget."""
+        y1, y2 = self._alloc(height_dp)
+        return self._add(make(y1, y2))
+
+    def block(self, height_dp: float, *, left: float = 0, top: float = 0, right: float = 0, bottom: float = 0,
+              cls: str = "android.widget.LinearLayout", rid: str | None = None, **attrs: Any) -> Node:
+        """A row (or card) with children of the app's own: one node filling a band of ``height_dp``
+        less the margins ``left``, ``top``, ``right`` and ``bottom`` (dp); ``attrs`` are the node's
+        other fields. The app appends its children inside ``node.bounds``."""
+        return self.custom(height_dp, lambda y1, y2: Node(
+            (self.px(left), y1 + self.px(top), self.w - self.px(right), y2 - self.px(bottom)),
+            cls=cls, rid=self.rid(rid), **attrs))
+
+    def key_value(self, key: str, value: str, *, rid: str | None = None, height_dp: float = 48,
+                  split_pct: int = 30, divider: bool = True, key_style: dict[str, Any] | None = None,
+                  value_style: dict[str, Any] | None = None) -> Node:
+        """A label on the left and its value right-aligned after ``split_pct`` percent of the width
+        (a receipt or summary line); ``rid`` names the value."""
+        row = self.block(height_dp, **({"paint": "row", "style": {"divider": True}} if divider else {"paint": "none"}))
+        _, y1, _, y2 = row.bounds
+        mid = self.w * split_pct // 100
+        row.children.append(Node((self.px(16), y1, mid, y2), cls="android.widget.TextView", text=key,
+                                 package=self.package, paint="label", style=key_style or {"color": TEXT_2, "size": 15}))
+        row.children.append(Node((mid, y1, self.w - self.px(16), y2), cls="android.widget.TextView", text=value,
+                                 rid=self.rid(rid), package=self.package, paint="label",
+                                 style={"color": TEXT, "size": 16, **(value_style or {}), "align": "right"}))
+        return row
+
+    def big_icon(self, glyph: str, color: tuple, *, height_dp: float = 104, size_dp: float = 72,
+                 top_dp: float = 24) -> Node:
+        """A large round icon centred in its band (a done or success mark)."""
+        s = self.px(size_dp)
+        cx = self.w // 2
+        return self.custom(height_dp, lambda y1, y2: Node(
+            (cx - s // 2, y1 + self.px(top_dp), cx + s // 2, y1 + self.px(top_dp) + s),
+            cls="android.widget.ImageView", paint="avatar", style={"glyph": glyph, "color": color}))
 
     def wheels(self, wheels: Sequence[tuple[str, Sequence[str], int, Callable[[int], None]]],
                height_dp: float = 168) -> list[Node]:
@@ -416,6 +486,27 @@ class UI:
                     style={"glyph": glyph})
         self.overlays.append(node)
         return node
+
+    def popup_menu(self, items: Sequence[tuple[str, Callback, str]], on_dismiss: Callback, rid: str = "menu") -> Node:
+        """An overflow menu in the top right corner: one row per (label, callback, rid). A tap
+        anywhere outside it closes it (``on_dismiss``), as a PopupWindow does."""
+        catcher = Node((0, 0, self.w, self.h), cls="android.widget.FrameLayout", package=self.package,
+                       on_click=on_dismiss, paint="none")
+        item_h = self.px(52)
+        x2 = self.w - self.px(8)
+        x1 = x2 - self.px(196)
+        y1 = self.top + self.px(8)
+        card = Node((x1, y1, x2, y1 + item_h * len(items) + self.px(16)), cls="android.widget.ListView",
+                    rid=self.rid(rid), package=self.package, paint="card")
+        for i, (label, cb, item_rid) in enumerate(items):
+            yy = y1 + self.px(8) + i * item_h
+            card.children.append(Node((x1 + self.px(16), yy, x2 - self.px(8), yy + item_h),
+                                      cls="android.widget.TextView", text=label, rid=self.rid(item_rid),
+                                      package=self.package, clickable=True, focusable=True, on_click=cb,
+                                      paint="label", style={"size": 17, "color": TEXT}))
+        catcher.children.append(card)
+        self.overlays.append(catcher)
+        return card
 
     def dialog(self, title: str, message: str, buttons: Sequence[tuple[str, Callback, str | None]],
                rid: str = "dialog", danger: bool = False) -> Node:

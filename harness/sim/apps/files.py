@@ -32,8 +32,7 @@ import time
 from typing import Any
 
 from harness.sim.apps.base import App, _deep_merge
-from harness.sim.apps.notes import popup_menu
-from harness.sim.ui import DANGER, HINT, TEXT, TEXT_2, UI, Node
+from harness.sim.ui import DANGER, HINT, TEXT_2, UI, Node
 
 FOLDERS = ["Download", "Documents", "DCIM/Camera", "Pictures"]
 ROOT = "/sdcard"
@@ -335,8 +334,7 @@ class Files(App):
                 actions.append((self.t("Share", "分享"), "share_selected", lambda: self._share(folder, selected[0])))
             actions.append((self.t("Delete", "删除"), "delete_selected",
                             lambda: self._ask_delete(folder, list(selected), "select")))
-            ui.app_bar(self.t(f"{len(selected)} selected", f"已选择 {len(selected)} 项"), back=self._end_select,
-                       actions=actions)
+            ui.selection_bar(len(selected), self._end_select, actions=actions)
         else:
             ui.app_bar(self._folder_title(folder), back=self.pop,
                        actions=[(self.t("Sort", "排序"), "sort", lambda: p.__setitem__("menu", True))])
@@ -371,7 +369,7 @@ class Files(App):
                                 ("size", "Size (largest first)", "大小（从大到小）")):
                 items.append((("✓ " if key == cur else "   ") + self.t(en, zh), lambda k=key: self._set_sort(k),
                               f"sort_{key}"))
-            popup_menu(ui, items, lambda: p.__setitem__("menu", False), rid="sort_menu")
+            ui.popup_menu(items, lambda: p.__setitem__("menu", False), rid="sort_menu")
 
     def build_file(self, ui: UI) -> None:
         p = self.params
@@ -382,11 +380,10 @@ class Files(App):
             ui.text(self.t("This file no longer exists", "此文件已不存在"), color=TEXT_2, rid="missing")
             return
         glyph, color = self._kind(name)
-        y1, y2 = ui._alloc(180)
         ext = name.rsplit(".", 1)[-1].upper() if "." in name else "FILE"
-        ui._add(Node((ui.px(16), y1 + ui.px(12), ui.w - ui.px(16), y2 - ui.px(8)), cls="android.widget.ImageView",
-                     desc=self.t(f"Preview of {name}", f"{name} 的预览"), rid=ui.rid("preview"), paint="image",
-                     style={"glyph": ext, "color": tuple(min(255, c + (255 - c) * 3 // 4) for c in color)}))
+        ui.block(180, left=16, top=12, right=16, bottom=8, cls="android.widget.ImageView",
+                 desc=self.t(f"Preview of {name}", f"{name} 的预览"), rid="preview", paint="image",
+                 style={"glyph": ext, "color": tuple(min(255, c + (255 - c) * 3 // 4) for c in color)})
         ui.row(self.t("Name", "名称"), name, rid="info_name")
         ui.row(self.t("Size", "大小"), size_text(f["size_kb"]), rid="info_size")
         ui.row(self.t("Modified", "修改时间"), self._date_text(f["modified"]), rid="info_modified")

@@ -21,10 +21,10 @@ when a note is handed to Messages through the share sheet (``SimPhone.share_to``
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from harness.sim.apps.base import App
-from harness.sim.ui import HINT, TEXT, TEXT_2, UI, Node
+from harness.sim.ui import HINT, TEXT_2, UI
 
 SEED_EN = [
     ("Shopping list", "Milk\nEggs (12)\nSpinach\nRice, 5 kg\nDish soap", True, "2025-06-09 18:20"),
@@ -52,28 +52,6 @@ SEED_ZH = [
     ("杭州行李清单", "护照\n充电器\n雨伞\n运动鞋", False, "2025-06-08 22:40"),
 ]
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-
-def popup_menu(ui: UI, items: Sequence[tuple[str, Callable[[], None], str]], on_dismiss: Callable[[], None],
-               rid: str = "menu") -> Node:
-    """An overflow menu in the top right corner: one row per (label, callback, rid). A tap
-    anywhere outside it closes it (``on_dismiss``), as a PopupWindow does."""
-    catcher = Node((0, 0, ui.w, ui.h), cls="android.widget.FrameLayout", package=ui.package,
-                   on_click=on_dismiss, paint="none")
-    item_h = ui.px(52)
-    x2 = ui.w - ui.px(8)
-    x1 = x2 - ui.px(196)
-    y1 = ui.top + ui.px(8)
-    card = Node((x1, y1, x2, y1 + item_h * len(items) + ui.px(16)), cls="android.widget.ListView",
-                rid=ui.rid(rid), package=ui.package, paint="card")
-    for i, (label, cb, item_rid) in enumerate(items):
-        yy = y1 + ui.px(8) + i * item_h
-        card.children.append(Node((x1 + ui.px(16), yy, x2 - ui.px(8), yy + item_h), cls="android.widget.TextView",
-                                  text=label, rid=ui.rid(item_rid), package=ui.package, clickable=True,
-                                  focusable=True, on_click=cb, paint="label", style={"size": 17, "color": TEXT}))
-    catcher.children.append(card)
-    ui.overlays.append(catcher)
-    return card
 
 
 class Notes(App):
@@ -287,9 +265,9 @@ class Notes(App):
         selecting = p.get("selecting", False)
         selected = p.get("selected", [])
         if selecting:
-            ui.app_bar(self.t(f"{len(selected)} selected", f"已选择 {len(selected)} 项"), back=self._end_select,
-                       actions=[(self.t("All", "全选"), "select_all", self._select_all),
-                                (self.t("Delete", "删除"), "delete_selected", self._ask_delete_selected)])
+            ui.selection_bar(len(selected), self._end_select,
+                             actions=[(self.t("All", "全选"), "select_all", self._select_all),
+                                      (self.t("Delete", "删除"), "delete_selected", self._ask_delete_selected)])
         else:
             ui.app_bar(self.title(), actions=[(self.t("Search", "搜索"), "search", self._open_search)])
         notes = self.state["notes"]
@@ -358,6 +336,6 @@ class Notes(App):
             when = time if short == time else (f"{short} {time}" if self.zh else f"{short}, {time}")
             ui.text(self.t(f"Edited {when}", f"编辑于 {when}"), size=13, color=HINT, rid="edited", align="right")
         if p.get("menu"):
-            popup_menu(ui, [(self.t("Share", "分享"), self._share, "menu_share"),
-                            (self.t("Delete", "删除"), self._ask_delete_current, "menu_delete")],
-                       lambda: self._menu(False))
+            ui.popup_menu([(self.t("Share", "分享"), self._share, "menu_share"),
+                           (self.t("Delete", "删除"), self._ask_delete_current, "menu_delete")],
+                          lambda: self._menu(False))

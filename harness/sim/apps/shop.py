@@ -278,11 +278,10 @@ class Shop(App):
                     style={"glyph": glyph, "color": tint})
 
     def _product_row(self, ui: UI, p: dict[str, Any]) -> Node:
-        y1, y2 = ui._alloc(100)
-        row = ui._add(Node((0, y1, ui.w, y2), cls="android.widget.LinearLayout", rid=ui.rid("product"),
-                           desc=f"{self.pname(p)}, {money(p['price'])}", clickable=True, focusable=True, on_click=lambda: self.push("product", pid=p["id"], qty="1",
-                                                                                      toast="", error=""),
-                           paint="row", style={"divider": True}))
+        row = ui.block(100, rid="product", desc=f"{self.pname(p)}, {money(p['price'])}", clickable=True,
+                       focusable=True, on_click=lambda: self.push("product", pid=p["id"], qty="1", toast="", error=""),
+                       paint="row", style={"divider": True})
+        _, y1, _, y2 = row.bounds
         s = ui.px(72)
         x = ui.px(16)
         cy = (y1 + y2) // 2
@@ -299,23 +298,6 @@ class Shop(App):
                                  text=money(p["price"]), rid=ui.rid("price"), package=self.package, paint="label",
                                  style={"color": TEXT, "size": 18, "bold": True, "align": "right"}))
         return row
-
-    def _tiles(self, ui: UI, items: list[tuple[str, str, tuple, str, Any]], cols: int = 4) -> None:
-        for start in range(0, len(items), cols):
-            y1, y2 = ui._alloc(88)
-            each = (ui.w - ui.px(16)) // cols
-            for i, (label, glyph, color, rid, cb) in enumerate(items[start:start + cols]):
-                x1 = ui.px(8) + i * each
-                tile = ui._add(Node((x1, y1, x1 + each, y2), cls="android.widget.LinearLayout", rid=ui.rid(rid),
-                                    desc=label, clickable=True, focusable=True, on_click=cb))
-                s = ui.px(44)
-                cx = x1 + each // 2
-                tile.children.append(Node((cx - s // 2, y1 + ui.px(8), cx + s // 2, y1 + ui.px(8) + s),
-                                          cls="android.widget.ImageView", package=self.package, paint="avatar",
-                                          style={"glyph": glyph, "color": color}))
-                tile.children.append(Node((x1, y1 + ui.px(56), x1 + each, y2 - ui.px(4)), cls="android.widget.TextView",
-                                          text=label, package=self.package, paint="label",
-                                          style={"color": TEXT, "size": 13, "align": "center"}))
 
     def _stepper(self, ui: UI, x2: int, y1: int, y2: int, parent: Node, qty: str, minus: Any, plus: Any,
                  edit_key: str | None = None, on_text: Any = None, rid_suffix: str = "") -> None:
@@ -368,15 +350,9 @@ class Shop(App):
                                    style={"glyph": "×", "color": TEXT_2, "size": 22}))
 
     def _kv(self, ui: UI, key: str, value: str, rid: str | None = None, bold: bool = False, size: float = 16) -> None:
-        y1, y2 = ui._alloc(40)
-        row = ui._add(Node((0, y1, ui.w, y2), cls="android.widget.LinearLayout", paint="none"))
-        mid = ui.w // 2
-        row.children.append(Node((ui.px(16), y1, mid, y2), cls="android.widget.TextView", text=key,
-                                 package=self.package, paint="label",
-                                 style={"color": TEXT if bold else TEXT_2, "size": size, "bold": bold}))
-        row.children.append(Node((mid, y1, ui.w - ui.px(16), y2), cls="android.widget.TextView", text=value,
-                                 rid=ui.rid(rid), package=self.package, paint="label",
-                                 style={"color": TEXT, "size": size, "bold": bold, "align": "right"}))
+        ui.key_value(key, value, rid=rid, height_dp=40, split_pct=50, divider=False,
+                     key_style={"color": TEXT if bold else TEXT_2, "size": size, "bold": bold},
+                     value_style={"size": size, "bold": bold})
 
     # --- actions ------------------------------------------------------------------------------
     def _search(self, query: str) -> None:
@@ -521,7 +497,7 @@ class Shop(App):
                      for cid, _, _, glyph, color in CATEGORIES]
             tiles.append((self.t("All", "全部"), "A", TEXT_2, "cat_all",
                           lambda: self.push("results", query="", draft="", category="all", sort="relevance")))
-            self._tiles(ui, tiles)
+            ui.tiles(tiles, cols=4)
             ui.section(self.t("Popular right now", "热门商品"))
             for pid in POPULAR:
                 self._product_row(ui, product(pid))
@@ -562,15 +538,15 @@ class Shop(App):
         bottom_h = 64 + (36 if p.get("error") or p.get("toast") else 0)
         area_dp = max(120, (ui.bottom - ui.y) / ui.dp - bottom_h)
         with ui.scroll_area("product_page", height_dp=area_dp):
-            y1, y2 = ui._alloc(128)
-            ui._add(self._thumb(ui, (ui.w // 2 - ui.px(56), y1 + ui.px(8), ui.w // 2 + ui.px(56), y2 - ui.px(8)), prod))
+            ui.custom(128, lambda y1, y2: self._thumb(ui, (ui.w // 2 - ui.px(56), y1 + ui.px(8), ui.w // 2 + ui.px(56),
+                                                           y2 - ui.px(8)), prod))
             ui.text(self.pname(prod), size=20, bold=True, rid="product_title",
                     lines=2 if len(self.pname(prod)) > (14 if self.zh else 26) else 1)
             ui.text(f"★ {prod['rating']:.1f} · " + self.t(f"{prod['reviews']:,} ratings", f"{prod['reviews']:,} 条评价"),
                     size=14, color=(176, 96, 0), rid="product_rating")
             ui.text(money(prod["price"]), size=24, bold=True, rid="product_price")
-            y1, y2 = ui._alloc(60)
-            row = ui._add(Node((0, y1, ui.w, y2), cls="android.widget.LinearLayout", paint="none"))
+            row = ui.block(60, paint="none")
+            _, y1, _, y2 = row.bounds
             row.children.append(Node((ui.px(16), y1, ui.w // 2, y2), cls="android.widget.TextView",
                                      text=self.t("Quantity", "数量"), package=self.package, paint="label",
                                      style={"color": TEXT_2, "size": 16}))
@@ -600,9 +576,8 @@ class Shop(App):
         with ui.scroll_area("cart_list", height_dp=area_dp, rid="cart_items"):
             for i, line in enumerate(s["cart"]):
                 prod = product(line["id"])
-                y1, y2 = ui._alloc(124)
-                row = ui._add(Node((0, y1, ui.w, y2), cls="android.widget.LinearLayout", rid=ui.rid("cart_item"),
-                                   paint="row", style={"divider": True}))
+                row = ui.block(124, rid="cart_item", paint="row", style={"divider": True})
+                _, y1, _, y2 = row.bounds
                 sz = ui.px(64)
                 row.children.append(self._thumb(ui, (ui.px(16), y1 + ui.px(12), ui.px(16) + sz, y1 + ui.px(12) + sz), prod))
                 tx = ui.px(16) + sz + ui.px(16)
@@ -678,10 +653,7 @@ class Shop(App):
     def build_placed(self, ui: UI) -> None:
         order = next((o for o in self.state["orders"] if o["id"] == self.params.get("order")), None)
         ui.app_bar(self.t("Order placed", "下单成功"), back=self._go)
-        y1, y2 = ui._alloc(104)
-        s = ui.px(72)
-        ui._add(Node((ui.w // 2 - s // 2, y1 + ui.px(24), ui.w // 2 + s // 2, y1 + ui.px(24) + s),
-                     cls="android.widget.ImageView", paint="avatar", style={"glyph": "✓", "color": SUCCESS}))
+        ui.big_icon("✓", SUCCESS)
         ui.text(self.t("Thank you! Your order is placed.", "感谢购买！订单已提交。"), size=20, bold=True, align="center",
                 rid="placed_title")
         if order is not None:

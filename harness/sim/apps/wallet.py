@@ -226,12 +226,10 @@ class Wallet(App):
     # --- custom widgets -----------------------------------------------------------------------
     def _balance_card(self, ui: UI) -> None:
         s = self.state
-        y1, y2 = ui._alloc(140)
-        m = ui.px(16)
-        card = ui._add(Node((m, y1 + ui.px(8), ui.w - m, y2 - ui.px(8)), cls="android.widget.FrameLayout",
-                            rid=ui.rid("balance_card"), paint="card", style={"color": PRIMARY_DARK}))
-        x1, x2 = m + ui.px(20), ui.w - m - ui.px(20)
-        top = y1 + ui.px(8)
+        card = ui.block(140, left=16, top=8, right=16, bottom=8, cls="android.widget.FrameLayout", rid="balance_card",
+                        paint="card", style={"color": PRIMARY_DARK})
+        x1, top, x2, _ = card.bounds
+        x1, x2 = x1 + ui.px(20), x2 - ui.px(20)
         card.children.append(Node((x1, top + ui.px(14), x2, top + ui.px(38)), cls="android.widget.TextView",
                                   text=self.t("Available balance", "可用余额"), package=self.package, paint="label",
                                   style={"color": (200, 220, 250), "size": 14}))
@@ -244,43 +242,10 @@ class Wallet(App):
                                   text=line, rid=ui.rid("account"), package=self.package, paint="label",
                                   style={"color": (200, 220, 250), "size": 14}))
 
-    def _tiles(self, ui: UI, items: list[tuple[str, str, str, Any]]) -> None:
-        """Quick actions: a round icon over a label, side by side."""
-        y1, y2 = ui._alloc(92)
-        n = len(items)
-        each = (ui.w - ui.px(16)) // n
-        for i, (label, glyph, rid, cb) in enumerate(items):
-            x1 = ui.px(8) + i * each
-            tile = ui._add(Node((x1, y1, x1 + each, y2), cls="android.widget.LinearLayout", rid=ui.rid(rid),
-                                desc=label, clickable=True, focusable=True, on_click=cb))
-            s = ui.px(48)
-            cx = x1 + each // 2
-            tile.children.append(Node((cx - s // 2, y1 + ui.px(8), cx + s // 2, y1 + ui.px(8) + s),
-                                      cls="android.widget.ImageView", package=self.package, paint="avatar",
-                                      style={"glyph": glyph, "color": PRIMARY}))
-            tile.children.append(Node((x1, y1 + ui.px(60), x1 + each, y2 - ui.px(4)), cls="android.widget.TextView",
-                                      text=label, package=self.package, paint="label",
-                                      style={"color": TEXT, "size": 14, "align": "center"}))
-
     def _kv(self, ui: UI, key: str, value: str, rid: str | None = None, bold: bool = False,
             color: tuple = TEXT) -> None:
         """A label on the left, its value on the right (a review or receipt line)."""
-        y1, y2 = ui._alloc(48)
-        row = ui._add(Node((0, y1, ui.w, y2), cls="android.widget.LinearLayout", paint="row",
-                           style={"divider": True}))
-        mid = ui.w * 3 // 10
-        row.children.append(Node((ui.px(16), y1, mid, y2), cls="android.widget.TextView", text=key,
-                                 package=self.package, paint="label", style={"color": TEXT_2, "size": 15}))
-        row.children.append(Node((mid, y1, ui.w - ui.px(16), y2), cls="android.widget.TextView", text=value,
-                                 rid=ui.rid(rid), package=self.package, paint="label",
-                                 style={"color": color, "size": 16, "bold": bold, "align": "right"}))
-
-    def _big_check(self, ui: UI, glyph: str = "✓", color: tuple = SUCCESS) -> None:
-        y1, y2 = ui._alloc(104)
-        s = ui.px(72)
-        cx = ui.w // 2
-        ui._add(Node((cx - s // 2, y1 + ui.px(24), cx + s // 2, y1 + ui.px(24) + s), cls="android.widget.ImageView",
-                     paint="avatar", style={"glyph": glyph, "color": color}))
+        ui.key_value(key, value, rid=rid, value_style={"color": color, "bold": bold})
 
     # --- actions ------------------------------------------------------------------------------
     def _start_transfer_to(self, pid: str) -> None:
@@ -430,9 +395,10 @@ class Wallet(App):
         s = self.state
         ui.app_bar("CrateBank")
         self._balance_card(ui)
-        self._tiles(ui, [(self.t("Transfer", "转账"), "→", "action_transfer", lambda: self.push("transfer")),
-                         (self.t("Pay bills", "缴费"), "B", "action_bills", lambda: self.push("bills")),
-                         (self.t("Card", "银行卡"), "C", "action_card", lambda: self.push("card"))])
+        ui.tiles([(self.t("Transfer", "转账"), "→", PRIMARY, "action_transfer", lambda: self.push("transfer")),
+                  (self.t("Pay bills", "缴费"), "B", PRIMARY, "action_bills", lambda: self.push("bills")),
+                  (self.t("Card", "银行卡"), "C", PRIMARY, "action_card", lambda: self.push("card"))],
+                 height_dp=92, icon_dp=48, label_top_dp=60, label_size=14)
         ui.section(self.t("Recent transactions", "最近交易"))
         with ui.scroll_area("transactions"):
             for t in s["transactions"]:
@@ -533,7 +499,7 @@ class Wallet(App):
         p = self.params
         done = self._home
         ui.app_bar(self.t("Transfer sent", "转账成功"), back=done)
-        self._big_check(ui)
+        ui.big_icon("✓", SUCCESS)
         ui.text(self.t("Transfer sent", "转账成功"), size=24, bold=True, align="center", rid="done_title")
         ui.text(self.t(f"{money(float(p['amount']))} to {p['to']}", f"已向 {p['to']} 转账 {money(float(p['amount']))}"),
                 size=17, align="center", rid="done_detail")
@@ -589,13 +555,11 @@ class Wallet(App):
     def build_card(self, ui: UI) -> None:
         c = self.state["card"]
         ui.app_bar(self.t("Card", "银行卡"), back=self.pop)
-        y1, y2 = ui._alloc(196)
-        m = ui.px(24)
         color = (120, 124, 130) if c["frozen"] else (33, 37, 41)
-        card = ui._add(Node((m, y1 + ui.px(12), ui.w - m, y2 - ui.px(8)), cls="android.widget.FrameLayout",
-                            rid=ui.rid("card_image"), paint="card", style={"color": color}))
-        x1, x2 = m + ui.px(20), ui.w - m - ui.px(20)
-        top = y1 + ui.px(12)
+        card = ui.block(196, left=24, top=12, right=24, bottom=8, cls="android.widget.FrameLayout", rid="card_image",
+                        paint="card", style={"color": color})
+        x1, top, x2, _ = card.bounds
+        x1, x2 = x1 + ui.px(20), x2 - ui.px(20)
 
         def line(dy1: float, dy2: float, text: str, size: float, rid: str | None = None, bold: bool = False,
                  align: str = "left", col: tuple = ON_PRIMARY) -> None:
