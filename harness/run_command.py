@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.device.adb_server import server_port
 from harness.device.config import DeviceConfig, SettleConfig
-from harness.records import RecordError, RunWriter, build_environment_info, file_sha256
+from harness.records import RecordError, RunWriter, build_environment_info
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.tasks import load_suite

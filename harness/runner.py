@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError
-from harness.episode import (Agent, AgentOutput, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict, Observation,
+from harness.episode import (Agent, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict, Observation,
                              ProposedStep, Status, StepEvent, StepObserver)
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.tasks import Task

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.device.base import Device, InfraError
+from harness.device.base import Device
 from harness.episode import Agent, Monitor, StepObserver
 from harness.records import EpisodeResult, RunWriter
 from harness.runner import EpisodeOutcome, Interrupted, run_episode

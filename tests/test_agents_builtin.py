@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
 import agents  # noqa: F401  (registers the built-in agents)
 from agents.random_agent import RandomAgent, RandomConfig

@@ -4,7 +4,6 @@ an uninterrupted run, and clear errors for bad command lines."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -14,7 +14,6 @@ from harness.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPres
                              parse_action, to_device)
 from harness.episode import AgentOutput
 from harness.records import EpisodeResult, RecordError, RunWriter, StepRecord, iter_steps, read_results
-from harness.runner import run_episode
 from harness.tasks import TaskError, load_suite, parse_task
 from tests.faults.helpers import check_run_consistent
 
@@ -189,46 +188,21 @@ def test_model_output_parsers_refuse_hostile_text_cleanly(agent):
         assert time.monotonic() - t0 < 5, (agent, text[:40])
 
 
-class _Says:
-    """An agent that proposes the given outputs in order, then finishes."""
-
-    name = "says"
-
-    def __init__(self, outputs):
-        self.outputs = outputs
-
-    def spec(self):
-        return {"name": self.name}
-
-    def reset(self, ctx):
-        self.i = 0
-
-    def step(self, obs):
-        from harness.actions import Finish
-
-        out = self.outputs[self.i] if self.i < len(self.outputs) else AgentOutput(Finish())
-        self.i += 1
-        return out
-
-
-def test_off_screen_actions_never_reach_the_device(serve_sim, tmp_path):
+def test_off_screen_actions_never_reach_the_device(says_phone):
     """Coordinates that are valid numbers but off this screen are recorded as invalid steps; the
     phone receives no input for them (checked in its own shell log), and the episode goes on."""
-    s = serve_sim(width=540, height=1200)
-    dev = s.device(command_timeout=10)
+    phone = says_phone()
     task = parse_task({**GOOD, "setup": {"sim": {"preset": "default"}}})
     outs = [AgentOutput(Click(x=540, y=10)), AgentOutput(Click(x=MAX_COORD, y=MAX_COORD)),
             AgentOutput(Swipe(start=(10, 10), end=(10, 1200))), AgentOutput(LongPress(x=0, y=99_999)),
             AgentOutput(Click(x=539, y=1199))]
-    w = RunWriter(tmp_path / "run", fsync=False)
-    ep = w.start_episode(task.id)
-    n_log = len(s.handle.device.shell.log)
-    out = run_episode(task, _Says(outs), dev, ep, cap=6)
+    n_log = len(phone.sim.handle.device.shell.log)
+    out, ep, w = phone.play(task, outs, cap=6)
     w.close()
     steps = list(iter_steps(ep.path))
     assert out.status == "finished" and [bool(st.invalid) for st in steps[:5]] == [True, True, True, True, False]
     assert all("outside the 540x1200 screen" in st.invalid for st in steps[:4])
-    touches = [argv for argv in s.handle.device.shell.log[n_log:]
+    touches = [argv for argv in phone.sim.handle.device.shell.log[n_log:]
                if argv[0] == "input" and argv[1] in ("tap", "swipe", "draganddrop", "motionevent")]
     assert touches == [["input", "tap", "539", "1199"]], touches
 
@@ -238,22 +212,19 @@ ODD = ["caf\udce9", "\udcff\udcfe", "nul\x00byte", "line\u2028sep\u2029para\u008
        "zero\u200bwidth", "rtl \u202egnp.exe", "\x1b[31mred\x1b[0m", "tab\tnew\nline"]
 
 
-def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(serve_sim, tmp_path):
+def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(says_phone):
     """Lone surrogates (what a decoder leaves of non-UTF-8 bytes), NUL, line separators, BOMs,
     control sequences: recorded as valid UTF-8 JSON lines that read back; typing them either works
     or is an invalid step (ActionError); never an infra_error, agent_error or crash."""
-    s = serve_sim(width=540, height=1200, adbkeyboard=False)
-    dev = s.device(command_timeout=10)
+    phone = says_phone(adbkeyboard=False)
     task = parse_task(GOOD)
     # a lone surrogate cannot even become a TypeText (pydantic refuses it): it is typed as '?'
     outs = [AgentOutput(TypeText(text=t.encode("utf-8", "replace").decode("utf-8")), raw_output=f"Action: type('{t}')",
                         thought=t, extras={"odd": t}) for t in ODD]
-    w = RunWriter(tmp_path / "run", fsync=False)
-    ep = w.start_episode(task.id)
-    out = run_episode(task, _Says(outs), dev, ep, cap=len(ODD) + 1)
+    out, ep, w = phone.play(task, outs, cap=len(ODD) + 1)
     w.append_result(EpisodeResult(task_id=task.id, agent="says", status=out.status, steps=out.steps, cap=out.cap,
                                   verdicts={}, error=out.error))
-    ep.write_summary(read_results(tmp_path / "run")[0])
+    ep.write_summary(read_results(phone.run)[0])
     w.close()
     assert out.status == "finished", (out.status, out.error)
     raw = (ep.path / "trajectory.jsonl").read_bytes()
@@ -264,7 +235,7 @@ def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(serve_s
     for st, text in zip(steps, ODD):
         assert st.thought == text and st.extras["odd"] == text, (st.thought, text)
         assert st.invalid is None or "type" in st.invalid or "ASCII" in st.invalid, st.invalid
-    check_run_consistent(tmp_path / "run")
+    check_run_consistent(phone.run)
 
 
 def test_non_utf8_in_records_is_an_error_with_file_and_line(tmp_path):

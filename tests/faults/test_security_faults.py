@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.actions import Answer, Finish, Key, OpenApp, TypeText
+from harness.actions import Answer, Key, OpenApp, TypeText
 from harness.episode import AgentOutput, MonitorVerdict
 from harness.records import RecordError, RunWriter, file_sha256, iter_steps, read_results
 from harness.tasks import parse_task
@@ -36,31 +36,11 @@ RAW_MARKERS = ["<script>alert", "<img src=x", "<svg onload", "<iframe", "<style>
                '" onmouseover="alert']
 
 
-class _Says:
-    name = "says"
-
-    def __init__(self, outputs):
-        self.outputs = outputs
-
-    def spec(self):
-        return {"name": self.name}
-
-    def reset(self, ctx):
-        self.i = 0
-
-    def step(self, obs):
-        out = self.outputs[self.i] if self.i < len(self.outputs) else AgentOutput(Finish())
-        self.i += 1
-        return out
-
-
 # --- shell metacharacters never run on the device ------------------------------------------------------
 @pytest.mark.parametrize("adbkeyboard", [True, False], ids=["adbkeyboard", "input-text"])
-def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(serve_sim, tmp_path, adbkeyboard):
-    from harness.runner import run_episode
-
-    s = serve_sim(width=540, height=1200, adbkeyboard=adbkeyboard)
-    dev = s.device(command_timeout=10)
+def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(says_phone, adbkeyboard):
+    phone = says_phone(adbkeyboard=adbkeyboard)
+    s = phone.sim
     sh = s.handle.device.shell
     task = parse_task({"id": "t1", "instruction": "x", "reference_steps": 30,
                        "setup": {"sim": {"preset": "default"}}})
@@ -70,8 +50,7 @@ def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(serve_s
     outs += [AgentOutput(Answer(text=t)) for t in INJECTIONS[:3]]
     before_fs = {p: s.phone.fs.digest(p) for p in ("/sdcard", "/data/local/tmp")}
     n_log = len(sh.log)
-    w = RunWriter(tmp_path / "run", fsync=False)
-    out = run_episode(task, _Says(outs), dev, w.start_episode("t1"), cap=len(outs) + 1)
+    out, ep, w = phone.play(task, outs, cap=len(outs) + 1)
     w.close()
     assert out.status == "finished", out.error
     ran = sh.log[n_log:]
@@ -84,7 +63,7 @@ def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(serve_s
                    if argv[:2] != ["am", "broadcast"] or "ADB_INPUT" not in " ".join(argv))
     for p, d in before_fs.items():
         assert s.phone.fs.digest(p) == d, f"{p} changed"
-    steps = list(iter_steps(tmp_path / "run" / "episodes" / "t1"))
+    steps = list(iter_steps(ep.path))
     opened = [st for st in steps if st.action and st.action["type"] == "open_app" and st.action["app"] != "Settings"]
     assert opened and all(st.invalid and "no installed app" in st.invalid for st in opened)
 
@@ -117,7 +96,9 @@ def test_injection_in_a_model_reply_is_typed_as_text(adb, serve_sim, tmp_path, c
 
 
 # --- HTML and JS in any text are escaped in every report ------------------------------------------------
-class _EvilJudge:
+class _Evil:
+    """A plugin whose every text is ``payload``."""
+
     name = "evil"
 
     def __init__(self, payload):
@@ -129,6 +110,8 @@ class _EvilJudge:
     def start(self, ctx):
         pass
 
+
+class _EvilJudge(_Evil):
     def on_step(self, event):
         pass
 
@@ -137,25 +120,16 @@ class _EvilJudge:
                                     "milestones": {"reached": [{"name": self.payload, "step": 1}]}})}
 
 
-class _EvilGate:
+class _EvilGate(_Evil):
     name = "gate"
     mode = "gate"
-
-    def __init__(self, payload):
-        self.payload = payload
-
-    def spec(self):
-        return {"name": self.name}
-
-    def start(self, ctx):
-        pass
 
     def check(self, step):
         halt = step.index >= 3
         return MonitorVerdict(halt=halt, risky=halt, category=self.payload if halt else None, reason=self.payload)
 
 
-def _evil_run(tmp_path: Path) -> Path:
+def _evil_run(tmp_path: Path, says: type) -> Path:
     """A run in which every free-text field holds HTML/JS: task instructions, the agent's label,
     raw outputs, thoughts, typed text, answers, invalid reasons, errors, judge rationales, halts."""
     from harness.suite import Plugins, SuiteConfig, run_suite
@@ -179,7 +153,7 @@ def _evil_run(tmp_path: Path) -> Path:
             AgentOutput(Answer(text=payload), raw_output=payload),
             AgentOutput(Key(key="back"), raw_output=payload)]
 
-    class Boom(_Says):
+    class Boom(says):
         def step(self, obs):
             if self.i >= 2:
                 raise RuntimeError(payload)
@@ -189,8 +163,8 @@ def _evil_run(tmp_path: Path) -> Path:
     with RunWriter(run, fsync=False) as w:
         w.write_manifest({"agent": {"name": "says", "label": payload}, "suite": {"path": str(suite),
                           "files": {str(suite): file_sha256(suite)}}, "tasks": [t.id for t in loaded]})
-        for task, agent, mon in [(loaded[0], _Says(outs), []), (loaded[1], Boom(outs), []),
-                                 (loaded[2], _Says(outs), [_EvilGate(payload)])]:
+        for task, agent, mon in [(loaded[0], says(outs), []), (loaded[1], Boom(outs), []),
+                                 (loaded[2], says(outs), [_EvilGate(payload)])]:
             plugins = Plugins(agent=lambda a=agent: a, observers=lambda: [_EvilJudge(payload)],
                               monitors=lambda m=mon: m)
             run_suite([task], [LocalSimDevice()], plugins, w, SuiteConfig(agent_name=f"says {PAYLOADS[1]}"))
@@ -205,8 +179,8 @@ def _assert_escaped(text: str, where: str) -> None:
         assert m not in text, f"{where}: unescaped {m!r}"
 
 
-def test_html_and_js_in_records_are_escaped_in_every_report(tmp_path):
-    run = _evil_run(tmp_path)
+def test_html_and_js_in_records_are_escaped_in_every_report(tmp_path, says):
+    run = _evil_run(tmp_path, says)
     from harness.report.tables import FORMATS, build_report, render
     from harness.report.viewer import write_viewer
 
