@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actions import Action, action_to_json
-from harness.episode import AgentOutput, EpisodeContext
+from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig
 from harness.registry import RegistryError
 
@@ -96,7 +96,11 @@ class StepTrace:
 
 
 class ModelAgent:
-    """Base for the model-driven agents: a client, a pending-action queue, recorded calls."""
+    """Base for the model-driven agents: a client, a pending-action queue, recorded calls, and the
+    conversation so far (``turns``).
+
+    A subclass writes ``model_step(obs)``: one model call (or more) and its output. ``step()`` calls
+    it unless the last model action left a second device step queued."""
 
     name = "model"
     family = "model"
@@ -109,12 +113,31 @@ class ModelAgent:
         self.pending: list[tuple[Action, dict[str, Any]]] = []
         self.step_no = 0
         self.ctx: EpisodeContext | None = None
+        self.turns: list[tuple[bytes, str]] = []  # (screenshot, the model's output) per earlier model step
 
     # --- episode ------------------------------------------------------------------------------
     def reset(self, ctx: EpisodeContext) -> None:
         self.ctx = ctx
         self.pending = []
         self.step_no = 0
+        self.turns = []
+
+    def step(self, obs: Observation) -> AgentOutput:
+        """The queued second half of the last model action when there is one, else ``model_step``."""
+        self.step_no = obs.step
+        queued = self.take_pending()
+        if queued is not None:
+            return queued
+        return self.model_step(obs)
+
+    def model_step(self, obs: Observation) -> AgentOutput:
+        """Ask the model for the next action (the agent's own protocol)."""
+        raise NotImplementedError(f"{type(self).__name__} has no model_step")
+
+    def first_kept(self, history: int) -> int:
+        """Index of the first earlier turn whose screenshot still goes with the request, when a
+        request carries ``history`` screenshots, the current one included."""
+        return max(0, len(self.turns) - (history - 1))
 
     def take_pending(self) -> AgentOutput | None:
         """The second half of a model action that needs two device steps; no model call."""
@@ -178,3 +201,82 @@ class ModelAgent:
 
         opts = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name != "model"}
         return {"name": self.name, "family": self.family, "options": opts, "model": self.model.to_json()}
+
+    # --- static evaluation: the ground-truth history ------------------------------------------
+    def set_history(self, actions: list[Action]) -> None:
+        """Replace what the agent remembers of the earlier steps by ``actions``, the ground truth
+        (``harness static run`` calls this before every step): the next request shows them, in the
+        agent's own output format, where it would show its own earlier answers. A queued second half
+        of the agent's own last action is dropped (it is not what happened).
+
+        Per-agent hooks: ``history_text(action, screen)`` writes one action as the agent's model
+        would (its points converted from device pixels of the episode's screen,
+        ``EpisodeContext.screen_size``, by :func:`harness.actions.from_device`);
+        ``replace_history(texts)`` puts those texts where the agent keeps its history (the default
+        is for the multi-turn agents, ``uitars`` and ``vlm``)."""
+        if self.ctx is None:
+            raise RuntimeError(f"{self.name}: set_history() before reset(): no episode")
+        self.pending = []
+        self.replace_history([self.history_text(a, self.ctx.screen_size) for a in actions])
+
+    def history_text(self, action: Action, screen: tuple[int, int]) -> str:
+        """One ground-truth action as this agent's model writes it (hook of :meth:`set_history`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot render a ground-truth history")
+
+    def replace_history(self, texts: list[str]) -> None:
+        """The multi-turn agents: ``turns`` becomes one (screenshot, text) turn per ground-truth
+        step, the text in place of the model's own output. The screenshot of step N is the one this
+        agent was shown at step N of this episode (a static run asks every step in order, so the
+        agent holds the earlier screens); only the turns in the request's screenshot window
+        (``history`` - 1) need one, see :func:`ground_truth_turns`."""
+        shown = self._screens_shown()
+        rows = [(shown.screens.get(i + 1), text) for i, text in enumerate(texts)]
+        self.turns = ground_truth_turns(rows, self.config.history - 1, self.name)
+        shown.mark = len(self.turns)
+
+    def _screens_shown(self) -> ScreensShown:
+        """The screenshots this agent was shown in this episode, by step number: the turns added by
+        its own steps since the last :meth:`set_history` (they end at ``step_no``)."""
+        shown: ScreensShown | None = getattr(self, "_shown", None)
+        if shown is None or shown.ctx is not self.ctx or len(self.turns) < shown.mark:
+            shown = self._shown = ScreensShown(self.ctx)
+        new = self.turns[shown.mark:]
+        for k, (png, _) in enumerate(new):
+            shown.screens[self.step_no - len(new) + 1 + k] = png
+        return shown
+
+
+@dataclass
+class ScreensShown:
+    """What :meth:`ModelAgent.set_history` keeps between calls within one episode."""
+
+    ctx: EpisodeContext | None
+    screens: dict[int, bytes] = field(default_factory=dict)
+    mark: int = 0           # len(turns) after the last set_history: later turns are the agent's own
+
+
+def ground_truth_turns(rows: list[tuple[bytes | None, str]], keep: int, who: str = "agent") -> list[tuple[bytes, str]]:
+    """Turns of a multi-turn agent from (screenshot or None, text) per ground-truth step, oldest
+    first, when a request shows the screenshots of the last ``keep`` turns.
+
+    Older turns need no screenshot (their text goes alone). A step in the window whose screenshot
+    the agent was never shown (its own call at that step failed) cannot be a turn of its own: its
+    text joins the turn before it (the first steps: the first turn with a screenshot), so the
+    request holds every ground-truth action, in order, and only screens the agent really saw.
+    ValueError when the window needs a screenshot and the agent was shown none of these steps."""
+    out: list[tuple[bytes, str]] = []      # newest first
+    waiting: list[str] = []                # texts, oldest first, waiting for an older turn with a screen
+    for png, text in reversed(rows):
+        if len(out) < keep and png is None:
+            waiting.insert(0, text)
+            continue
+        out.append((png or b"", "\n".join([text, *waiting])))
+        waiting = []
+    if waiting:
+        if not out:
+            raise ValueError(f"{who}: its requests show the screenshots of up to {keep} earlier steps, and it was "
+                             f"shown none of the {len(rows)} steps of this ground-truth history (history=1 shows "
+                             "the history as text only)")
+        png, text = out[-1]
+        out[-1] = (png, "\n".join([*waiting, text]))
+    return out[::-1]

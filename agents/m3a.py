@@ -35,7 +35,8 @@ from typing import Any, Literal
 from PIL import Image, ImageDraw, ImageFont
 
 from harness import hierarchy
-from harness.actions import Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, TypeText, Wait
+from harness.actions import (Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+                             Wait, from_device)
 from harness.device.base import DeviceError
 from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.hierarchy import Element
@@ -43,8 +44,8 @@ from harness.model import ImagePolicy, ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record, language_name
-from agents.parsing import (ParseError, Parsed, as_int, clean_text, device_point, direction_of, finger_swipe,
-                            json_spans, loads_lenient, register_parser, reveal_swipe)
+from agents.parsing import (ParseError, Parsed, as_int, clean_text, content_direction, device_point, direction_of,
+                            finger_swipe, json_spans, loads_lenient, register_parser, reveal_swipe)
 from agents.prompts import load_prompt
 
 # --- elements and Set-of-Mark ----------------------------------------------------------------------
@@ -301,6 +302,40 @@ def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action
     return parse_detailed(text, screen_size, **opts).action
 
 
+_KEY_ACTIONS = {"enter": "keyboard_enter", "home": "navigate_home", "back": "navigate_back"}
+
+
+def action_json(action: Action, screen: tuple[int, int]) -> dict[str, Any]:
+    """A unified action as M3A's JSON action (for a ground-truth history line). Earlier screens'
+    elements are not known, so points are AndroidControl's ``x``/``y`` screen pixels (which
+    :func:`parse_detailed` accepts); a swipe is a ``scroll`` in the content direction; keys without
+    an M3A action (delete, app switch, key codes) are written ``{"action_type": "key", "key": ...}``."""
+    def xy(x: int, y: int) -> dict[str, int]:
+        px, py = from_device(x, y, CoordSpace.PIXELS, screen)
+        return {"x": round(px), "y": round(py)}
+
+    if isinstance(action, Click):
+        return {"action_type": "click", **xy(action.x, action.y)}
+    if isinstance(action, LongPress):
+        return {"action_type": "long_press", **xy(action.x, action.y)}
+    if isinstance(action, Swipe):
+        return {"action_type": "scroll", "direction": content_direction(action)}
+    if isinstance(action, TypeText):
+        return {"action_type": "input_text", "text": action.text}
+    if isinstance(action, Key):
+        kind = _KEY_ACTIONS.get(action.key) if isinstance(action.key, str) else None
+        return {"action_type": kind} if kind else {"action_type": "key", "key": action.key}
+    if isinstance(action, OpenApp):
+        return {"action_type": "open_app", "app_name": action.app}
+    if isinstance(action, Wait):
+        return {"action_type": "wait"}
+    if isinstance(action, Answer):
+        return {"action_type": "answer", "text": action.text}
+    if isinstance(action, Finish):
+        return {"action_type": "status", "goal_status": action.status}
+    raise ValueError(f"no M3A form for {action!r}")
+
+
 def elements_from_xml(xml: str, screen_size: tuple[int, int]) -> list[Element]:
     return select_elements(hierarchy.parse(xml), screen_size)
 
@@ -359,16 +394,22 @@ class M3AAgent(ModelAgent):
     def spec(self) -> dict[str, Any]:
         return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": "element index (Set-of-Mark)"}
 
+    def history_text(self, action: Action, screen: tuple[int, int]) -> str:
+        return json.dumps(action_json(action, screen), ensure_ascii=False)
+
+    def replace_history(self, texts: list[str]) -> None:
+        """The history lines become ``Step N- Action selected: {...}.`` per ground-truth step, without
+        a summary (the summary call needs the agent's own before/after screens of its own action:
+        none is made for them, as with ``summarize=false``)."""
+        self.history = [f"Step {i + 1}- Action selected: {t}." for i, t in enumerate(texts)]
+        self.done = None
+
     def reset(self, ctx: EpisodeContext) -> None:
         super().reset(ctx)
         self.history = []
         self.done = None
 
-    def step(self, obs: Observation) -> AgentOutput:
-        self.step_no = obs.step
-        queued = self.take_pending()
-        if queued is not None:
-            return queued
+    def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         lang = language_name(c.lang, obs.language)

@@ -448,6 +448,56 @@ def map_tars_call(name: str, args: dict[str, str], point: Callable[[str], tuple[
     raise ParseError(f"unknown action {name}(...)")
 
 
+def quote_text(value: str) -> str:
+    """The body of a single-quoted call argument (``\\``, ``'`` and line breaks escaped, as the
+    prompts ask); :func:`parse_call` reads it back."""
+    return value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+
+
+def content_direction(swipe: Swipe) -> str:
+    """The ``scroll(direction)`` word (the content direction) for a finger's swipe: the finger moving
+    up shows what is below, ``down`` (the inverse of :func:`reveal_swipe`)."""
+    dx, dy = swipe.end[0] - swipe.start[0], swipe.end[1] - swipe.start[1]
+    finger = ("right" if dx > 0 else "left") if abs(dx) > abs(dy) else ("down" if dy > 0 else "up")
+    return _OPPOSITE[finger]
+
+
+def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]]) -> str:
+    """A unified action as a UI-TARS-style call (the ``uitars`` and ``vlm`` protocols; the inverse of
+    :func:`map_tars_call`), e.g. ``click(start_box='(546,1204)')``. ``point`` maps device pixels to
+    the protocol's space (:func:`harness.actions.from_device`); points are written as integers.
+
+    A swipe is written ``scroll(start_box, direction)`` with the content direction (how the prompts
+    describe moving the content); other keys than Home and Back as ``hotkey(key='...')``; an answer
+    as ``finished(content='...')`` and a finish (complete or infeasible) as ``finished()``."""
+    def box(x: int, y: int, key: str = "start_box") -> str:
+        px, py = point(x, y)
+        return f"{key}='({round(px)},{round(py)})'"
+
+    if isinstance(action, Click):
+        return f"click({box(action.x, action.y)})"
+    if isinstance(action, LongPress):
+        return f"long_press({box(action.x, action.y)})"
+    if isinstance(action, Swipe):
+        return f"scroll({box(*action.start)}, direction='{content_direction(action)}')"
+    if isinstance(action, TypeText):
+        content = action.text + ("\n" if action.submit else "")
+        return f"type(content='{quote_text(content)}')"
+    if isinstance(action, Key):
+        if action.key in ("home", "back"):
+            return f"press_{action.key}()"
+        return f"hotkey(key='{action.key}')"
+    if isinstance(action, OpenApp):
+        return f"open_app(app_name='{quote_text(action.app)}')"
+    if isinstance(action, Wait):
+        return "wait()"
+    if isinstance(action, Answer):
+        return f"finished(content='{quote_text(action.text)}')"
+    if isinstance(action, Finish):
+        return "finished()"
+    raise ValueError(f"no UI-TARS form for {action!r}")
+
+
 def canonical_box(args: dict[str, str], notes: list[str]) -> dict[str, str]:
     """``point``/``start_point``/``end_point`` -> ``start_box``/``end_box`` (the names UI-TARS-1.5
     uses; Doubao's prompt says ``point``)."""
@@ -456,6 +506,21 @@ def canonical_box(args: dict[str, str], notes: list[str]) -> dict[str, str]:
         if old in out and new not in out:
             out[new] = out.pop(old)
     return out
+
+
+def first_tars_call(text: Any, known: set[str]) -> tuple[Call, dict[str, str], str | None, list[str]]:
+    """The first UI-TARS-style call of a reply (the ``uitars`` and ``vlm`` protocols): the call, its
+    arguments with canonical box names (:func:`canonical_box`), the thought before it and the notes
+    on what was cleaned, repaired or dropped (later calls are dropped: one action per step)."""
+    t, notes = clean_text(text)
+    pos, thought, more = find_action_call(t, known)
+    notes += more
+    call = parse_call(t, pos)
+    notes += call.notes
+    dropped = following_calls(t, call.end, known)
+    if dropped:
+        notes.append(f"took the first of {len(dropped) + 1} actions; dropped {', '.join(dropped)}(...)")
+    return call, canonical_box(call.args, notes), thought, notes
 
 
 # --- JSON in prose ----------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from ui_tars.action_parser import smart_resize
 
-from harness.actions import Action, Answer, Click, CoordSpace, Finish, LongPress, OpenApp, Swipe, Wait
+from harness.actions import (Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+                             Wait, from_device)
 from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
@@ -216,6 +217,38 @@ def _ms(v: Any, default: int) -> int:
     return int(min(max(_num(v, default / 1000), 0.1), 60.0) * 1000)
 
 
+_BUTTON_OF_KEY = {"back": "Back", "home": "Home", "enter": "Enter", 82: "Menu"}
+
+
+def call_arguments(action: Action, point: Any) -> dict[str, Any]:
+    """A unified action as the ``mobile_use`` arguments (for a ground-truth progress line); ``point``
+    maps device pixels to the model's space (:func:`harness.actions.from_device`)."""
+    def xy(x: int, y: int) -> list[int]:
+        px, py = point(x, y)
+        return [round(px), round(py)]
+
+    if isinstance(action, Click):
+        return {"action": "click", "coordinate": xy(action.x, action.y)}
+    if isinstance(action, LongPress):
+        return {"action": "long_press", "coordinate": xy(action.x, action.y), "time": action.duration_ms / 1000}
+    if isinstance(action, Swipe):
+        return {"action": "swipe", "coordinate": xy(*action.start), "coordinate2": xy(*action.end)}
+    if isinstance(action, TypeText):
+        return {"action": "type", "text": action.text + ("\n" if action.submit else "")}
+    if isinstance(action, Key):
+        button = _BUTTON_OF_KEY.get(action.key)
+        return {"action": "system_button", "button": button} if button else {"action": "key", "text": str(action.key)}
+    if isinstance(action, OpenApp):
+        return {"action": "open", "text": action.app}
+    if isinstance(action, Wait):
+        return {"action": "wait", "time": action.seconds}
+    if isinstance(action, Answer):
+        return {"action": "answer", "text": action.text}
+    if isinstance(action, Finish):
+        return {"action": "terminate", "status": "success" if action.status == "complete" else "failure"}
+    raise ValueError(f"no mobile_use form for {action!r}")
+
+
 def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
     return parse_detailed(text, screen_size, **opts).action
 
@@ -274,16 +307,27 @@ class QwenAgent(ModelAgent):
         space = "resized (smart_resize, factor 28)" if c.version == "2.5" else f"grid 0-{c.grid}"
         return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": space}
 
+    def history_text(self, action: Action, screen: tuple[int, int]) -> str:
+        """The progress line of a ground-truth action: its ``mobile_use`` call as the model writes it,
+        points in the model's space (smart_resize'd pixels for 2.5, the grid for 3)."""
+        c = self.config
+        space = _space(c.version, c.grid)
+        resized = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
+        args = call_arguments(action, lambda x, y: from_device(x, y, space, screen, resized))
+        return json.dumps({"name": "mobile_use", "arguments": args}, ensure_ascii=False)
+
+    def replace_history(self, texts: list[str]) -> None:
+        """The progress lines become the ground truth's calls. The earlier screenshots (``history`` > 1)
+        stay the ones the agent was shown at the last steps, which in a static run are the
+        episode's earlier screens."""
+        self.progress = list(texts)
+
     def reset(self, ctx: EpisodeContext) -> None:
         super().reset(ctx)
         self.progress = []
         self.shots = []
 
-    def step(self, obs: Observation) -> AgentOutput:
-        self.step_no = obs.step
-        queued = self.take_pending()
-        if queued is not None:
-            return queued
+    def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         size = resized_size(obs.screen_size, c.version, c.min_pixels, c.max_pixels)

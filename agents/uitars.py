@@ -40,14 +40,14 @@ from typing import Any, Literal
 from ui_tars.action_parser import parse_action_to_structure_output, smart_resize
 from ui_tars.prompt import MOBILE_USE_DOUBAO
 
-from harness.actions import Action, CoordSpace, to_device
-from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.actions import Action, CoordSpace, from_device, to_device
+from harness.episode import AgentOutput, Observation
 from harness.model import ModelConfig, encode_image, user_message
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record, language_name
-from agents.parsing import (ParseError, Parsed, canonical_box, clean_text, device_point, find_action_call,
-                            following_calls, map_tars_call, numbers_in, parse_call, point_of, register_parser, _fmt)
+from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, numbers_in, point_of,
+                            quote_text, register_parser, tars_call, _fmt)
 from agents.prompts import identity
 
 FACTOR = 28
@@ -72,24 +72,12 @@ def resized_size(screen: tuple[int, int], min_pixels: int = MIN_PIXELS, max_pixe
     return rw, rh
 
 
-def _enc(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
-
-
 def parse_detailed(text: str, screen_size: tuple[int, int], coords: str = "resized",
                    max_pixels: int = MAX_PIXELS, min_pixels: int = MIN_PIXELS) -> Parsed:
     w, h = screen_size
     if coords not in ("resized", "thousand"):
         raise ParseError(f"coords must be resized or thousand, got {coords!r}")
-    t, notes = clean_text(text)
-    pos, thought, more_notes = find_action_call(t, KNOWN)
-    notes += more_notes
-    call = parse_call(t, pos)
-    notes += call.notes
-    dropped = following_calls(t, call.end, KNOWN)
-    if dropped:
-        notes.append(f"took the first of {len(dropped) + 1} actions; dropped {', '.join(dropped)}(...)")
-    args = canonical_box(call.args, notes)
+    call, args, thought, notes = first_tars_call(text, KNOWN)
     space = CoordSpace.RESIZED if coords == "resized" else CoordSpace.THOUSAND
     resized = resized_size(screen_size, min_pixels, max_pixels)
     parts = []
@@ -99,7 +87,7 @@ def parse_detailed(text: str, screen_size: tuple[int, int], coords: str = "resiz
             device_point(x, y, space, screen_size, resized, what=k)  # refuses out-of-range points
             parts.append(f"{k}='({_fmt(x)},{_fmt(y)})'")
         else:
-            parts.append(f"{k}='{_enc(v)}'")
+            parts.append(f"{k}='{quote_text(v)}'")
     canon = f"{call.name}({', '.join(parts)})"
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the package prints on failure
@@ -178,21 +166,20 @@ class UITarsAgent(ModelAgent):
 
     def __init__(self, config: UITarsConfig, name: str = "uitars"):
         super().__init__(config, name)
-        self.turns: list[tuple[bytes, str]] = []  # (screenshot, the model's output) per earlier model step
 
     def spec(self) -> dict[str, Any]:
         return {**self.base_spec(), "prompt": PROMPT.to_json(), "ui_tars_version": _UITARS_VERSION,
                 "coordinate_space": "resized (smart_resize, factor 28)" if self.config.coords == "resized" else "thousand"}
 
-    def reset(self, ctx: EpisodeContext) -> None:
-        super().reset(ctx)
-        self.turns = []
+    def history_text(self, action: Action, screen: tuple[int, int]) -> str:
+        """A ground-truth action as UI-TARS writes it (``set_history``): ``Action: click(start_box='(x,y)')``
+        in the model's space (smart_resize'd pixels, or 0-1000 for v1), no Thought."""
+        c = self.config
+        space = CoordSpace.RESIZED if c.coords == "resized" else CoordSpace.THOUSAND
+        resized = resized_size(screen, c.min_pixels, c.max_pixels)
+        return "Action: " + tars_call(action, lambda x, y: from_device(x, y, space, screen, resized))
 
-    def step(self, obs: Observation) -> AgentOutput:
-        self.step_no = obs.step
-        queued = self.take_pending()
-        if queued is not None:
-            return queued
+    def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=PROMPT.to_json())
         size = resized_size(obs.screen_size, c.min_pixels, c.max_pixels)
@@ -200,8 +187,7 @@ class UITarsAgent(ModelAgent):
         text = MOBILE_USE_DOUBAO.replace("{language}", lang).replace("{instruction}", obs.instruction)
         trace.lap("prompt")
         policy = self.policy()
-        keep = c.history - 1  # earlier screenshots that still go with the request
-        first_kept = max(0, len(self.turns) - keep)
+        first_kept = self.first_kept(c.history)
         messages: list[dict[str, Any]] = [user_message(text)]
         for i, (png, said) in enumerate(self.turns):
             if i >= first_kept:

@@ -26,14 +26,14 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Action, CoordSpace
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.model import ModelConfig, encode_image
+from harness.actions import Action, CoordSpace, from_device
+from harness.episode import AgentOutput, Observation
+from harness.model import ImagePolicy, ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
-from agents.parsing import (ParseError, Parsed, canonical_box, clean_text, device_point, find_action_call,
-                            following_calls, map_tars_call, parse_call, point_of, register_parser)
+from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, point_of,
+                            register_parser, tars_call)
 from agents.prompts import load_prompt
 
 KNOWN = {"click", "long_press", "type", "scroll", "drag", "open_app", "press_back", "press_home", "wait",
@@ -55,15 +55,7 @@ def parse_detailed(text: str, screen_size: tuple[int, int], coords: str = "pixel
     """``image_size``: the size of the screenshot the model saw (pixels mode); default the screen."""
     if coords not in ("pixels", "thousand"):
         raise ParseError(f"coords must be pixels or thousand, got {coords!r}")
-    t, notes = clean_text(text)
-    pos, thought, more = find_action_call(t, KNOWN)
-    notes += more
-    call = parse_call(t, pos)
-    notes += call.notes
-    dropped = following_calls(t, call.end, KNOWN)
-    if dropped:
-        notes.append(f"took the first of {len(dropped) + 1} actions; dropped {', '.join(dropped)}(...)")
-    args = canonical_box(call.args, notes)
+    call, args, thought, notes = first_tars_call(text, KNOWN)
     if coords == "thousand":
         space, resized = CoordSpace.THOUSAND, None
     elif image_size and tuple(image_size) != tuple(screen_size):
@@ -124,6 +116,18 @@ class VLMConfig:
             raise ValueError("history must be >= 1 (the current screenshot)")
 
 
+def sent_size(screen: tuple[int, int], policy: ImagePolicy) -> tuple[int, int]:
+    """The size a screenshot of ``screen`` is sent at under ``policy``'s caps (the rule of
+    :func:`harness.model.encode_image` without ``size``)."""
+    w, h = screen
+    scale = 1.0
+    if policy.max_long_side and max(w, h) > policy.max_long_side:
+        scale = policy.max_long_side / max(w, h)
+    if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
+        scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
+    return max(1, int(w * scale)), max(1, int(h * scale))
+
+
 def merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Merge consecutive messages of one role (content parts concatenated)."""
     def parts(c: Any) -> list[dict[str, Any]]:
@@ -144,21 +148,21 @@ class VLMAgent(ModelAgent):
     def __init__(self, config: VLMConfig, name: str = "vlm"):
         super().__init__(config, name)
         self.prompts = {"en": load_prompt("vlm_en"), "zh": load_prompt("vlm_zh")}
-        self.turns: list[tuple[bytes, str]] = []
 
     def spec(self) -> dict[str, Any]:
         return {**self.base_spec(), "prompt": {code: p.to_json() for code, p in self.prompts.items()},
                 "coordinate_space": "pixels of the screenshot sent" if self.config.coords == "pixels" else "thousand"}
 
-    def reset(self, ctx: EpisodeContext) -> None:
-        super().reset(ctx)
-        self.turns = []
+    def history_text(self, action: Action, screen: tuple[int, int]) -> str:
+        """A ground-truth action as the vlm prompt asks for it (``set_history``): ``Action: <call>`` with
+        points in pixels of the screenshot as sent (``max_side``), or on the 0-1000 grid."""
+        if self.config.coords == "thousand":
+            space, size = CoordSpace.THOUSAND, None
+        else:
+            space, size = CoordSpace.RESIZED, sent_size(screen, self.policy())
+        return "Action: " + tars_call(action, lambda x, y: from_device(x, y, space, screen, size))
 
-    def step(self, obs: Observation) -> AgentOutput:
-        self.step_no = obs.step
-        queued = self.take_pending()
-        if queued is not None:
-            return queued
+    def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         code = (obs.language if c.lang == "auto" else c.lang)
         code = code if code in self.prompts else "en"
@@ -172,8 +176,7 @@ class VLMAgent(ModelAgent):
         system = prompt.render(coordinates=coords_text, language=_LANGUAGE[code], instruction=obs.instruction)
         trace.prompt = {**prompt.to_json(), "rendered_sha256_12": hashlib.sha256(system.encode()).hexdigest()[:12]}
         trace.lap("prompt")
-        keep = c.history - 1
-        first_kept = max(0, len(self.turns) - keep)
+        first_kept = self.first_kept(c.history)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         older = [f"Step {i + 1}: {said}" for i, (_, said) in enumerate(self.turns[:first_kept])]
         if older:

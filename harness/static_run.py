@@ -3,7 +3,10 @@
 Each step is asked on its own screenshot with the ground-truth history (AndroidLens's and
 AndroidControl's static protocol): the agent is reset at the start of every episode and, before
 each step, agents that implement ``set_history(actions)`` receive the unified ground-truth actions
-of the earlier steps (an agent without it sees only its own earlier answers; the run says so).
+of the earlier steps. Every model agent does (``agents.common.ModelAgent.set_history``): its next
+request shows those actions, in its own output format, where it would show its own earlier answers
+(docs/agents.md, "Ground-truth history"). An agent without it (replay, script, random) is given no
+history and goes on from its own earlier answers; the run says which (``history_mode``).
 
 ``--level high`` gives the goal only; ``--level low`` appends the step's low-level instruction the
 way AndroidLens's prompt does (``## The action you need to take now``). The agent answers in the
@@ -45,6 +48,23 @@ def find_screenshot(shot: str | None, dataset_dir: Path, images: Path | None) ->
         candidates += [images / shot.lstrip("/"), images / p.name]
     candidates += [p] if p.is_absolute() else [dataset_dir / p, p]
     return next((c for c in candidates if c.is_file()), None)
+
+
+def ground_truth_histories(episodes: list[StaticEpisode], dataset: Path) -> dict[int, list[Action]]:
+    """Each episode's ground-truth actions (the first option of every step) as unified actions, for
+    the agents' ``set_history``; StaticRunError naming episode and step when one has no unified form
+    (a history with a gap would pair later actions with the wrong screens)."""
+    out: dict[int, list[Action]] = {}
+    for ep in episodes:
+        actions: list[Action] = []
+        for j, step in enumerate(ep.steps):
+            try:
+                actions.append(to_unified(step.options[0].action))
+            except ValueError as e:
+                raise StaticRunError(f"{dataset}: episode {ep.index}, step {j}: the ground truth cannot be given "
+                                     f"to the agent as history: {e}") from None
+        out[ep.index] = actions
+    return out
 
 
 def check_screenshots(episodes: list[StaticEpisode], dataset: Path, images: Path | None) -> dict[tuple[int, int], Path]:
@@ -111,6 +131,7 @@ def run_static(dataset: str | Path, agent: Agent, out: str | Path, *, level: str
     shots = check_screenshots(episodes, dpath, Path(images) if images else None)
     total = sum(len(e.steps) for e in episodes)
     gt_history = callable(getattr(agent, "set_history", None))
+    histories = ground_truth_histories(episodes, dpath) if gt_history else {}
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
@@ -121,15 +142,14 @@ def run_static(dataset: str | Path, agent: Agent, out: str | Path, *, level: str
             first_size = _image(shots[(ep.index, 0)])[1] if ep.steps else (1080, 2400)
             agent.reset(EpisodeContext(task=task, screen_size=first_size, seed=seed, device_serial="static",
                                        cap=len(ep.steps)))
-            history: list[Action] = []
             for j, step in enumerate(ep.steps):
                 png, size = _image(shots[(ep.index, j)])
-                if gt_history:
-                    agent.set_history(list(history))  # type: ignore[attr-defined]
                 obs = Observation(step=j + 1, screenshot=png, screen_size=size, hierarchy=lambda: "",
                                   instruction=instruction_for(ep, j, level), language="en")
                 line: dict[str, Any] = {"episode": ep.index, "step": j}
                 try:
+                    if gt_history:  # inside the try: an agent that cannot take this history fails this step only
+                        agent.set_history(histories[ep.index][:j])  # type: ignore[attr-defined]
                     res: AgentOutput = agent.step(obs)
                     line["action"] = from_unified(res.action) if res.action is not None else None
                     if res.action is None:
@@ -141,10 +161,6 @@ def run_static(dataset: str | Path, agent: Agent, out: str | Path, *, level: str
                     line["invalid"] = f"agent error: {type(e).__name__}: {e}"
                     errors += 1
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-                try:
-                    history.append(to_unified(step.options[0].action))
-                except ValueError:
-                    pass
                 done += 1
                 if progress:
                     progress(done, total)

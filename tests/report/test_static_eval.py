@@ -319,3 +319,20 @@ def test_static_run_refuses_a_dataset_without_screenshots(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("harness: error: ") and "16426_0.png is missing" in err and err.count("\n") == 1
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_static_run_refuses_a_ground_truth_without_a_unified_form(tmp_path, subset):
+    """A history with a gap would pair later actions with the wrong screens: refused up front,
+    naming episode and step, before any step is asked (an agent without set_history is not affected)."""
+    from harness.static_run import StaticRunError, run_static
+
+    data, _ = subset
+    shots = _with_screens(tmp_path, data)
+    eps = [json.loads(x) for x in data.read_text().splitlines()]
+    eps[2]["steps"][2]["action_content"] = {"action": "system_button", "button": "volume_up"}
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("".join(json.dumps(e) + "\n" for e in eps))
+    agent = _GroundTruthAgent(load_dataset(data))
+    with pytest.raises(StaticRunError, match=r"odd.jsonl: episode 2, step 2: .*volume_up"):
+        run_static(odd, agent, tmp_path / "p.jsonl", images=shots)
+    assert agent.histories == [] and not (tmp_path / "p.jsonl").exists()
