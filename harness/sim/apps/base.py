@@ -88,14 +88,39 @@ class App:
         self.phone.clear_focus()
 
     def back(self) -> bool:
-        """Handle the back key; False means 'leave the app'."""
+        """Handle the back key, innermost first: a dialog, an open overflow menu (``menu`` page
+        parameter), a list's selection mode (``selecting``), what the page does on leaving
+        (:meth:`leave_page`), then the page itself. False means 'leave the app'."""
         if self.dialog is not None:
             self.dialog = None
+            return True
+        if self.params.get("menu"):
+            self.params["menu"] = False
+            return True
+        if self.params.get("selecting"):
+            self.end_select()
+            return True
+        if self.leave_page():
             return True
         if len(self.stack) > 1:
             self.pop()
             return True
         return False
+
+    def leave_page(self) -> bool:
+        """Back on a page that handles leaving itself (e.g. saving an edit): True when it did."""
+        return False
+
+    # --- a list's selection mode (page parameters ``selecting`` and ``selected``) ----------------
+    def end_select(self) -> None:
+        self.params.update(selecting=False, selected=[])
+
+    def toggle_selected(self, item: Any) -> None:
+        sel = self.params["selected"]
+        if item in sel:
+            sel.remove(item)
+        else:
+            sel.append(item)
 
     def open_dialog(self, name: str, title: str, message: str,
                     buttons: list[tuple[str, Callable[[], None], str | None]], danger: bool = False) -> None:

@@ -194,18 +194,6 @@ class Files(App):
         return KINDS.get(ext, ("F", (95, 99, 104)))
 
     # --- navigation ---------------------------------------------------------------------------
-    def back(self) -> bool:
-        if self.dialog is not None:
-            self.dialog = None
-            return True
-        if self.params.get("menu"):
-            self.params["menu"] = False
-            return True
-        if self.page == "folder" and self.params.get("selecting"):
-            self._end_select()
-            return True
-        return super().back()
-
     def _open_folder(self, folder: str) -> None:
         self._rescan(folder)
         self.push("folder", folder=folder, selecting=False, selected=[], menu=False)
@@ -217,16 +205,6 @@ class Files(App):
     def _start_select(self, name: str) -> None:
         p = self.params
         p.update(selecting=True, selected=[name], menu=False)
-
-    def _end_select(self) -> None:
-        self.params.update(selecting=False, selected=[])
-
-    def _toggle_selected(self, name: str) -> None:
-        sel = self.params["selected"]
-        if name in sel:
-            sel.remove(name)
-        else:
-            sel.append(name)
 
     def _select_all(self) -> None:
         names = [f["name"] for f in self._files(self.params["folder"])]
@@ -249,7 +227,7 @@ class Files(App):
             if after == "pop":
                 self.pop()
             else:
-                self._end_select()
+                self.end_select()
 
         if len(names) == 1:
             title = self.t("Delete file?", "删除文件？")
@@ -266,7 +244,7 @@ class Files(App):
         if self._file(folder, name) is None:
             return
         if self.page == "folder":
-            self._end_select()
+            self.end_select()
         self.effect("file_shared", name=name, folder=folder, to="messages")
         self.phone.share_to("messages", {"attachment": name})
 
@@ -334,7 +312,7 @@ class Files(App):
                 actions.append((self.t("Share", "分享"), "share_selected", lambda: self._share(folder, selected[0])))
             actions.append((self.t("Delete", "删除"), "delete_selected",
                             lambda: self._ask_delete(folder, list(selected), "select")))
-            ui.selection_bar(len(selected), self._end_select, actions=actions)
+            ui.selection_bar(len(selected), self.end_select, actions=actions)
         else:
             ui.app_bar(self._folder_title(folder), back=self.pop,
                        actions=[(self.t("Sort", "排序"), "sort", lambda: p.__setitem__("menu", True))])
@@ -356,8 +334,8 @@ class Files(App):
                     sub = f"{size_text(f['size_kb'])} • {self._date_text(f['modified'])}"
                     if selecting:
                         ui.row(name, sub, icon=glyph, icon_color=color, rid="file_item", checkbox=name in selected,
-                               selected=name in selected, on_click=lambda n=name: self._toggle_selected(n),
-                               on_toggle=lambda n=name: self._toggle_selected(n))
+                               selected=name in selected, on_click=lambda n=name: self.toggle_selected(n),
+                               on_toggle=lambda n=name: self.toggle_selected(n))
                     else:
                         ui.row(name, sub, icon=glyph, icon_color=color, rid="file_item",
                                on_click=lambda n=name: self._open_file(folder, n),

@@ -102,20 +102,11 @@ class Notes(App):
         return " • ".join(lines) if lines else ""
 
     # --- navigation ---------------------------------------------------------------------------
-    def back(self) -> bool:
-        if self.dialog is not None:
-            self.dialog = None
-            return True
-        if self.params.get("menu"):
-            self.params["menu"] = False
-            return True
-        if self.page == "home" and self.params.get("selecting"):
-            self._end_select()
-            return True
+    def leave_page(self) -> bool:
         if self.page == "edit":
             self._save_and_close()
             return True
-        return super().back()
+        return False
 
     # --- list actions -------------------------------------------------------------------------
     def _open(self, note_id: int) -> None:
@@ -130,15 +121,8 @@ class Notes(App):
     def _start_select(self, note_id: int) -> None:
         self.replace("home", selecting=True, selected=[note_id])
 
-    def _end_select(self) -> None:
+    def end_select(self) -> None:
         self.replace("home", selecting=False, selected=[])
-
-    def _toggle_selected(self, note_id: int) -> None:
-        sel = self.params["selected"]
-        if note_id in sel:
-            sel.remove(note_id)
-        else:
-            sel.append(note_id)
 
     def _select_all(self) -> None:
         sel = self.params["selected"]
@@ -159,7 +143,7 @@ class Notes(App):
         def confirm() -> None:
             self._delete_ids(ids)
             self.close_dialog()
-            self._end_select()
+            self.end_select()
 
         if count == 1:
             n = self._note(ids[0])
@@ -254,7 +238,7 @@ class Notes(App):
         if selecting:
             ui.row(n["title"], self._preview(n["body"]) or " ", rid="note_item", icon=n["title"][:1].upper(),
                    icon_color=(242, 153, 0), checkbox=nid in selected, selected=nid in selected,
-                   on_click=lambda: self._toggle_selected(nid), on_toggle=lambda: self._toggle_selected(nid))
+                   on_click=lambda: self.toggle_selected(nid), on_toggle=lambda: self.toggle_selected(nid))
         else:
             ui.row(n["title"], self._preview(n["body"]) or " ", rid="note_item", icon=n["title"][:1].upper(),
                    icon_color=(242, 153, 0), trailing=self._short_date(n["modified"]),
@@ -265,7 +249,7 @@ class Notes(App):
         selecting = p.get("selecting", False)
         selected = p.get("selected", [])
         if selecting:
-            ui.selection_bar(len(selected), self._end_select,
+            ui.selection_bar(len(selected), self.end_select,
                              actions=[(self.t("All", "全选"), "select_all", self._select_all),
                                       (self.t("Delete", "删除"), "delete_selected", self._ask_delete_selected)])
         else:
