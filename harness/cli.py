@@ -330,8 +330,10 @@ def cmd_view(args: argparse.Namespace) -> int:
     from harness.report.serve import LOOPBACK, ViewServer
     from harness.report.viewer import write_viewer
 
+    if args.judgements and args.no_judgements:
+        raise UserError("--judgements and --no-judgements exclude each other")
     try:
-        index = write_viewer(args.run_dir)
+        index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements)
     except (FileNotFoundError, ValueError) as e:
         raise UserError(str(e)) from None
     if args.no_serve:
@@ -533,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
     vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     vw.add_argument("--no-serve", action="store_true", help="only write the pages")
+    vw.add_argument("--judgements", action="append", metavar="SET",
+                    help="offline verdicts of only these judgement sets, RUN/judgements/SET (repeatable; default all)")
+    vw.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run")
     vw.set_defaults(run=cmd_view)
 
     from harness.offline_judge import add_judge_arguments

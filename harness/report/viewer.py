@@ -465,8 +465,9 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     return _page(title, "".join(body), "../assets/"), row
 
 
-def write_viewer(run: str | Path) -> Path:
-    """Write ``RUN/report.html`` and ``RUN/report/``; return the index path."""
+def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offline: bool = True) -> Path:
+    """Write ``RUN/report.html`` and ``RUN/report/``; return the index path. Offline verdicts of
+    every judgement set are shown, or of ``judgement_sets`` only, or none when not ``offline``."""
     from harness.report.tables import (ReportError, combine_verdicts, is_safety_judge, load_task_objects, order_judges,
                                        read_judgement_sets)
 
@@ -483,7 +484,7 @@ def write_viewer(run: str | Path) -> Path:
     by_id = {r.task_id: r for r in results}
     # live verdicts with those of every offline judgement set (RUN/judgements/<set>/results.jsonl)
     try:
-        sets = read_judgement_sets([ctx.run])
+        sets = read_judgement_sets([ctx.run], judgement_sets) if offline else []
     except ReportError as e:
         raise ValueError(str(e)) from None
     live = list(results)

@@ -253,6 +253,21 @@ def test_viewer_without_judgement_sets_is_unchanged(tmp_path):
     assert "judgements/" not in page and '<span class="badge yes">crate: true</span>' in page
 
 
+def test_view_narrows_to_some_sets_or_none(run, capsys):
+    from harness.cli import main
+
+    assert main(["view", str(run), "--no-serve", "--judgements", SET_B]) == 0
+    page = (run / "report" / "episodes" / "t1.html").read_text(encoding="utf-8")
+    assert f"judgements/{SET_B}" in page and f"judgements/{SET_A}" not in page
+    assert main(["view", str(run), "--no-serve", "--no-judgements"]) == 0
+    page = (run / "report" / "episodes" / "t1.html").read_text(encoding="utf-8")
+    assert "judgements/" not in page and '<span class="badge yes">crate: true</span>' in page
+    capsys.readouterr()
+    assert main(["view", str(run), "--no-serve", "--judgements", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["view", str(run), "--no-serve", "--judgements", SET_A, "--no-judgements"]) == 2
+
+
 def test_report_reads_what_harness_judge_writes(tmp_path, capsys):
     """End to end: a real `harness judge` pass (the test-only count judge against the scripted
     model server), then `harness report` on the run."""
