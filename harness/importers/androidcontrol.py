@@ -116,15 +116,20 @@ def check_ac_action(a: Any, where: str, *, prediction: bool = False) -> dict[str
     return a
 
 
-def load_dataset(path: str | Path) -> list[StaticEpisode]:
-    """Read an AndroidControl JSONL file; every defect is reported as ``FILE:LINE: field: problem``."""
-    p = Path(path)
+def read_text(p: Path) -> str:
+    """A dataset or predictions file's UTF-8 text; DatasetError naming the file otherwise."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except OSError as e:
         raise DatasetError(f"{p}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise DatasetError(f"{p}: not UTF-8 text (byte {e.start})") from None
+
+
+def load_dataset(path: str | Path) -> list[StaticEpisode]:
+    """Read an AndroidControl JSONL file; every defect is reported as ``FILE:LINE: field: problem``."""
+    p = Path(path)
+    text = read_text(p)
     episodes: list[StaticEpisode] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

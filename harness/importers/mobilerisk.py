@@ -38,7 +38,7 @@ from typing import Any
 
 from harness.importers.trajectories import (find_dirs, ImportedEpisode, ImportedStep, ImportReport, TrajectoryImportError,
                                             guess_language, is_pickle, make_step, pickle_refusal, pickles_in, point,
-                                            read_json, safe_child, safe_task_id, write_run)
+                                            read_json, safe_child, safe_task_id, source_folder, write_run)
 from harness.tasks import RISK_CATEGORIES
 
 COORD_SPACES = ("pixels", "thousand", "unit")
@@ -233,11 +233,7 @@ def import_mobilerisk(src: str | Path, out: str | Path, *, coords: str = "pixels
                       argv: list[str] | None = None) -> ImportReport:
     if coords not in COORD_SPACES:
         raise TrajectoryImportError(f"--coords must be one of {', '.join(COORD_SPACES)}, got {coords!r}")
-    root = Path(src)
-    if is_pickle(root):
-        raise pickle_refusal(root)
-    if not root.is_dir():
-        raise TrajectoryImportError(f"{root}: no such folder")
+    root = source_folder(src)
     cases = find_cases(root)
     if not cases:
         pickled = [p for p in root.rglob("*") if p.is_file() and is_pickle(p)][:1]

@@ -111,15 +111,30 @@ def safe_child(base: Path, rel: Any, what: str) -> Path:
     return path
 
 
-def read_json(path: Path) -> Any:
-    if is_pickle(path):
-        raise pickle_refusal(path)
+def read_text(path: Path) -> str:
+    """A file's UTF-8 text (a BOM is dropped); TrajectoryImportError naming the file otherwise."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except OSError as e:
         raise TrajectoryImportError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise TrajectoryImportError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def source_folder(src: str | Path) -> Path:
+    """The folder an importer reads: a pickle is refused unread, a missing folder named."""
+    root = Path(src)
+    if is_pickle(root):
+        raise pickle_refusal(root)
+    if not root.is_dir():
+        raise TrajectoryImportError(f"{root}: no such folder")
+    return root
+
+
+def read_json(path: Path) -> Any:
+    if is_pickle(path):
+        raise pickle_refusal(path)
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -127,12 +142,7 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as e:
-        raise TrajectoryImportError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise TrajectoryImportError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    text = read_text(path)
     out = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -726,11 +736,7 @@ def read_spa(ep: Path) -> tuple[list[Any], dict[str, Any]]:
 def import_trajectories(src: str | Path, fmt: str, out: str | Path, argv: list[str] | None = None) -> ImportReport:
     if fmt not in FORMATS:
         raise TrajectoryImportError(f"unknown format {fmt!r} (choose {' or '.join(FORMATS)})")
-    root = Path(src)
-    if is_pickle(root):
-        raise pickle_refusal(root)
-    if not root.is_dir():
-        raise TrajectoryImportError(f"{root}: no such folder")
+    root = source_folder(src)
     episodes_dirs = find_episodes(root, fmt)
     if not episodes_dirs:
         pickled = [p for p in root.rglob("*") if p.is_file() and is_pickle(p)][:1]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.importers.androidcontrol import (DatasetError, GroundTruth, StaticEpisode, finger_direction,
-                                              load_dataset, prediction_to_ac)
+                                              load_dataset, prediction_to_ac, read_text)
 
 PROFILES = ("aitw", "androidcontrol", "guiodyssey", "androidlens")
 DEFAULT_SCREEN = (1080, 2400)
@@ -360,12 +360,7 @@ def load_predictions(path: str | Path, episodes: list[StaticEpisode]) -> dict[tu
     ``episode_id`` may stand for ``episode``). An action that is not a valid action is kept as an
     invalid prediction (a format error), not refused; a defect of the file itself is an error."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DatasetError(f"{p}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise DatasetError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    text = read_text(p)
     by_id = {str(e.episode_id): e.index for e in episodes}
     out: dict[tuple[int, int], Prediction] = {}
     first: dict[tuple[int, int], int] = {}
