@@ -79,12 +79,12 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     phone.reset(locale=args.lang, seed=args.seed)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):  # said before the port opens
+        print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
+              file=sys.stderr, flush=True)
     handle = serve(phone, args.port, host=args.host, mode=args.mode)
     print(f"simulated phone {w}x{h} ({args.lang}) listening on {args.host}:{handle.port}; "
           f"connect with: adb connect {args.host}:{handle.port}", flush=True)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
-              file=sys.stderr, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

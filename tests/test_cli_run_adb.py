@@ -1,6 +1,7 @@
-"""`harness run` end to end over real adb with simulated phones in their own processes: parallel
-episodes over two phones, the 2c+1 cap, SIGKILL halfway then --resume giving the same results as
-an uninterrupted run, and clear errors for bad command lines."""
+"""`harness run` end to end over real adb: parallel episodes over two simulated phones in their own
+processes, the 2c+1 cap, SIGKILL halfway (phones served in the test's process hold the runner at
+a known point) then --resume giving the same results as an uninterrupted run, and clear errors for
+bad command lines."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.records import read_manifest, read_results
+from tests.fakes.held_commands import HeldCommands
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = str(ROOT / "tasks" / "sim")
@@ -43,7 +44,7 @@ def _table(run: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_parallel_replay_cap_and_kill_resume(adb, sim_process, tmp_path):
+def test_parallel_replay_cap_and_kill_resume(adb, sim_process, serve_sim, tmp_path):
     a, b = sim_process(), sim_process()
     # 1) a clean replay over two phones: every episode finishes and the oracle agrees
     ids = _ids(6, safe_only=True)
@@ -69,21 +70,28 @@ def test_parallel_replay_cap_and_kill_resume(adb, sim_process, tmp_path):
     for r in read_results(tmp_path / "r2"):
         assert r.cap == caps[r.task_id] and r.steps == r.cap and r.status == "step_limit"
 
-    # 3) SIGKILL halfway, then --resume: the same results as an uninterrupted run
+    # 3) SIGKILL halfway, then --resume: the same results as an uninterrupted run. The kill lands
+    # while the runner waits on the reset of the fifth of eight episodes (phones in this process
+    # hold that command), so the run is mid-way however fast the machine is.
+    phones = [serve_sim(width=540, height=1200), serve_sim(width=540, height=1200)]
+    hold = HeldCommands(phones)
     kid = _ids(8, skip=2)
-    base = ["run", "--suite", SUITE, "--tasks", ",".join(kid), "--devices", f"{a},{b}", "--agent", "replay",
-            "--agent-opt", "perturb=0.3", "--seed", "11", "--judge", "oracle", "--adb-port", str(adb.port)]
-    t0 = time.monotonic()
+    base = ["run", "--suite", SUITE, "--tasks", ",".join(kid), "--devices", ",".join(x.serial for x in phones),
+            "--agent", "replay", "--agent-opt", "perturb=0.3", "--seed", "11", "--judge", "oracle",
+            "--adb-port", str(adb.port)]
     p = _harness([*base, "--out", str(tmp_path / "full")], adb.port)
     out, _ = p.communicate(timeout=400)
     assert p.returncode == 0, out
-    full_s = time.monotonic() - t0
+    hold.arm("reset", len(kid) // 2 + 1)
     p = _harness([*base, "--out", str(tmp_path / "cut")], adb.port)
-    time.sleep(max(1.0, full_s / 2))
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    try:
+        assert hold.reached.wait(300), f"the run never reached its fifth reset ({hold.counts})"
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        hold.release_all()
     done = len(read_results(tmp_path / "cut"))
-    assert done < len(kid), "the run finished before it could be killed"
+    assert 0 < done < len(kid), done  # at least one phone finished an episode; the held one did not
     p = _harness([*base, "--out", str(tmp_path / "cut"), "--resume"], adb.port)
     out, _ = p.communicate(timeout=400)
     assert p.returncode == 0, out

@@ -1,4 +1,4 @@
-"""Process faults: the runner SIGKILLed at random moments and resumed (20 seeded trials), Ctrl-C,
+"""Process faults: the runner SIGKILLed at 20 seeded points (states the phones hold it at) and resumed, Ctrl-C,
 and a full disk while a screenshot is written (a real tmpfs when we are root, else a simulated
 ENOSPC). Afterwards: nothing recorded is lost, the run resumes to the results of an uninterrupted
 run, the failure is reported with its cause (the file that could not be written), and no episode
@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from harness.suite import Plugins, SuiteConfig, run_suite
 from harness.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
+from tests.fakes.held_commands import HeldCommands
 from tests.faults.helpers import (SHORT, check_run_consistent, harness_popen, harness_run, results_table,
                                   write_suite)
 
@@ -41,64 +41,74 @@ def _run_args(suite: Path, serials: list[str], adb_port: int, *extra: str) -> li
             "--quiet", *extra]
 
 
-# --- SIGKILL at random points -------------------------------------------------------------------
-def _steps_recorded(run: Path) -> int:
-    """Trajectory lines written so far, over every episode folder (partial last lines included)."""
-    n = 0
-    eps = run / "episodes"
-    if eps.is_dir():
-        for e in eps.iterdir():
-            try:
-                n += (e / "trajectory.jsonl").read_bytes().count(b"\n")
-            except OSError:
-                pass
-    return n
-
-
+# --- SIGKILL at seeded points ---------------------------------------------------------------------
 @pytest.mark.slow
-def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, sims, tmp_path):
-    """20 trials: start the run, SIGKILL it at a seeded random point, `--resume`, and compare with
-    one uninterrupted run: the same results by task id (status, steps, verdicts), one line per task,
-    and every episode folder consistent with its result. The kill points: two while the process is
-    starting (before or while the writer opens the folder), the others once k of the run's steps
-    are recorded (k drawn from 0..all of them) plus a random 0-150 ms, so they land mid-reset,
-    mid-step, mid-write, between episodes and after the last result."""
-    a, b = sims(adb), sims(adb)
+def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, serve_sim, tmp_path):
+    """20 trials: start the run, SIGKILL it at a seeded point, `--resume`, and compare with one
+    uninterrupted run: the same results by task id (status, steps, verdicts), one line per task,
+    and every episode folder consistent with its result.
+
+    The kill points are states, not moments: the phones (served in this process) hold the k-th
+    device command of a kind until the test has killed the runner, so the runner is known to be
+    waiting on that command when the kill lands, however fast or loaded the machine is. Trial 0 is
+    killed at once (before it touches anything), trial 1 while it describes the first phone (no run
+    folder yet); the others at a seeded kind and k: a reset, the k-th `input` (a step's action, or
+    the home key of a reset), the k-th screenshot of the episodes (a first observation or a settle
+    frame) or the k-th read of the phone's state (a reset's check, or the oracle at an episode's
+    start or end, when its steps are all recorded but its result is not)."""
+    phones = [serve_sim(width=540, height=1200), serve_sim(width=540, height=1200)]
+    hold = HeldCommands(phones)
     ids = SHORT[:4]
     suite = write_suite(tmp_path / "suite.yaml", ids)
-    base = _run_args(suite, [a.serial, b.serial], adb.port)
+    base = _run_args(suite, [p.serial for p in phones], adb.port)
     r = harness_run([*base, "--out", str(tmp_path / "full")], adb.port)
     assert r.returncode == 0, r.stderr
     want = results_table(tmp_path / "full")
     assert set(want) == set(ids)
     check_run_consistent(tmp_path / "full")
-    total_steps = sum(v[1] for v in want.values())
+    seen = dict(hold.counts)  # commands of each kind in one uninterrupted run
+    # every step's action is at least one `input` command and the oracle reads the state at least
+    # twice per episode; screenshots vary with settling, but each `input` but a reset's home key is
+    # followed by at least two settle frames
+    assert seen["reset"] == len(ids) and seen["input"] > len(ids) and seen["state"] >= 2 * len(ids), seen
+    # kind -> (first, last) k inside the episodes: the first screenshot of each phone is taken
+    # while the runner describes it, before the run folder exists
+    ks = {"reset": (1, seen["reset"]), "input": (1, seen["input"]), "state": (1, seen["state"]),
+          "screenshot": (len(phones) + 1, len(phones) + seen["input"])}
 
     rng = random.Random(KILL_SEED)
     killed_mid_run = 0
     history = []
     for trial in range(TRIALS):
         out = tmp_path / f"trial{trial:02d}"
-        p = harness_popen([*base, "--out", str(out)], adb.port, quiet=True)
-        if trial < 2:
-            point = f"{rng.uniform(0.2, 1.2):.2f}s after start"
-            deadline = time.monotonic() + float(point.split("s")[0])
-            while p.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.005)
+        if trial == 0:
+            point, kind = "at once", None
+        elif trial == 1:
+            point, kind, k = "describing the first phone", "any", 1
         else:
-            k, extra = rng.randint(0, total_steps), rng.uniform(0, 0.15)
-            point = f"{k} steps recorded + {extra * 1000:.0f} ms"
-            while p.poll() is None and (not (out / "episodes").is_dir() or _steps_recorded(out) < k):
-                time.sleep(0.005)
-            time.sleep(extra)
-        finished = p.poll() is not None
-        if not finished:
+            kind = rng.choice(sorted(ks))
+            k = rng.randint(*ks[kind])
+            point = f"{kind} #{k}"
+        if kind is not None:
+            hold.arm(kind, k)
+        p = harness_popen([*base, "--out", str(out)], adb.port, quiet=True)
+        try:
+            if kind is not None:
+                assert hold.reached.wait(120), f"trial {trial}: the run never reached {point} (counts {hold.counts})"
+            assert p.poll() is None, f"trial {trial}: the run ended before {point}"
             p.send_signal(signal.SIGKILL)
-        p.wait(timeout=10)
-        done = len(read_results(out)) if (out / "results.jsonl").exists() else None
-        if not finished and done is not None and done < len(ids):
+            p.wait(timeout=10)
+        finally:
+            hold.release_all()
+        results = out / "results.jsonl"
+        done = len(read_results(out)) if results.exists() else None
+        if kind not in (None, "any"):
+            # the run was inside an episode: its folder and manifest exist, that episode's result does not
+            assert (out / "manifest.json").is_file() and done is not None and done < len(ids), (trial, point, done)
             killed_mid_run += 1
-        history.append((point, "finished" if finished else "killed", done))
+        else:
+            assert not (out / "manifest.json").exists(), (trial, point)
+        history.append((point, done))
         r = harness_run([*base, "--out", str(out), "--resume"], adb.port)
         assert r.returncode == 0, f"trial {trial} (killed at {point}, {done} results): {r.stderr}"
         got = results_table(out)
@@ -106,23 +116,28 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, sims, tm
         check_run_consistent(out)
         assert set(read_manifest(out)["tasks"]) == set(ids)
         shutil.rmtree(out)  # keep the temporary folder small
-    # the kills must have hit the run while it was recording, not only before or after
-    print("kill points (point, outcome, results recorded):", history)
-    assert killed_mid_run >= TRIALS // 2, history
+    print(f"kill points (point, results recorded): {history}; killed mid-run: {killed_mid_run}/{TRIALS}")
+    assert killed_mid_run == TRIALS - 2, history
 
 
 @pytest.mark.slow
-def test_ctrl_c_leaves_a_resumable_run(adb, sims, tmp_path):
-    a, b = sims(adb), sims(adb)
+def test_ctrl_c_leaves_a_resumable_run(adb, serve_sim, tmp_path):
+    """Ctrl-C while the runner waits on a step's action (the phone holds the third `input` of the
+    run: at most two are resets' home keys): exit 130, "continue with --resume", the manifest says
+    interrupted, and --resume completes to the uninterrupted results."""
+    phones = [serve_sim(width=540, height=1200), serve_sim(width=540, height=1200)]
+    hold = HeldCommands(phones)
     suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])
-    base = _run_args(suite, [a.serial, b.serial], adb.port)
+    base = _run_args(suite, [p.serial for p in phones], adb.port)
     r = harness_run([*base, "--out", str(tmp_path / "full")], adb.port)
     assert r.returncode == 0, r.stderr
+    hold.arm("input", 3)
     p = harness_popen([*base, "--out", str(tmp_path / "cut")], adb.port)
-    deadline = time.monotonic() + 60
-    while p.poll() is None and _steps_recorded(tmp_path / "cut") < 1 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    p.send_signal(signal.SIGINT)  # mid-episode: the first step is recorded, others are under way
+    try:
+        assert hold.reached.wait(120), f"the run never sent its third input command ({hold.counts})"
+        p.send_signal(signal.SIGINT)  # mid-episode: the phone has not answered the action yet
+    finally:
+        hold.release_all()
     out, err = p.communicate(timeout=60)  # stops at the next step boundary, never hangs
     assert p.returncode == 130, (p.returncode, out, err)
     assert "continue with --resume" in out, out

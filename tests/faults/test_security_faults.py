@@ -10,7 +10,6 @@ import html
 import json
 import logging
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -443,8 +442,8 @@ def test_binding_elsewhere_must_be_asked_for_and_warns(adb, tmp_path, caplog):
     port = free_port()
     p = harness_popen(["sim", "serve", "--port", str(port), "--host", "0.0.0.0", "--size", "540x1200"], adb.port)
     try:
+        # the warning is printed before the port is bound, so it is in the pipe once it listens
         assert wait_for(lambda: bool(_listening(port)), 30)
-        time.sleep(0.3)
     finally:
         p.terminate()
         out, err = p.communicate(timeout=10)

@@ -116,6 +116,29 @@ class SlowAgent:
         return self.inner.step(obs)
 
 
+class WaitsFor:
+    """Wraps an agent that thinks until ``ready()`` holds before each step (a slow model, made a
+    state instead of a time: e.g. until the judges' calls for the earlier steps are answered)."""
+
+    def __init__(self, inner: Any, ready: Any, timeout_s: float = 60.0):
+        self.inner, self.ready, self.timeout_s = inner, ready, timeout_s
+        self.name = "waits-" + inner.name
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def reset(self, ctx: Any) -> None:
+        self.inner.reset(ctx)
+
+    def step(self, obs: Any) -> Any:
+        deadline = time.monotonic() + self.timeout_s
+        while not self.ready():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: still not ready after {self.timeout_s:g}s")
+            time.sleep(0.005)
+        return self.inner.step(obs)
+
+
 def good_reply(req: dict[str, Any]) -> str:
     """A valid reply for any judge request (steps get clues/effects naming their action)."""
     kind = kind_of(req)

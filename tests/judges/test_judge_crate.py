@@ -14,7 +14,7 @@ from harness.actions import Click, Finish, Key, OpenApp
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
-from tests.judges.helpers import (SlowAgent, action_in, ctx_for, end, event, good_reply, kind_of, model_cfg, of_kind,
+from tests.judges.helpers import (WaitsFor, action_in, ctx_for, end, event, good_reply, kind_of, model_cfg, of_kind,
                                   run, task)
 
 
@@ -48,10 +48,11 @@ def test_n_step_calls_plus_one_aggregation_with_every_steps_evidence(tmp_path):
 
 
 def test_verdict_latency_after_last_step_is_about_one_call(tmp_path):
-    """Step calls overlap with a slow agent (3 L per step, each call L): when the episode ends every
-    step call has been answered, so only the aggregation call is left and the verdict comes about
-    one call after the last step. Checked by what was in flight when finish() began (timing-free),
-    plus a loose wall bound that still tells ~1 L from calling everything at the end."""
+    """Step calls overlap with a slow agent (one that thinks until the judge's calls for the earlier
+    steps are answered, each call taking L): when the episode ends every step call has been
+    answered, so finish() sends exactly one call, the aggregation, and the verdict comes one call
+    after the last step. Checked by what was in flight when finish() began and what it sent (no
+    wall-clock bound here: the latency figure is scripts/bench_judges')."""
     L = 0.25
     t = task("settings_wifi_off")
     timed = {}
@@ -63,21 +64,24 @@ def test_verdict_latency_after_last_step_is_about_one_call(tmp_path):
             t0 = time.monotonic()
             r = super().finish(e)
             timed["wall"] = time.monotonic() - t0
+            timed["sent_in_finish"] = [kind_of(q) for q in s.requests[timed["requests"]:]]
             return r
 
     with ScriptedModelServer(lambda req: Reply(good_reply(req), delay_s=L)) as s:
         judge = Timed(CrateConfig(model=model_cfg(s)), CRATE)
-        out, steps = run(tmp_path, t, SlowAgent(ReplayAgent(ReplayConfig()), 3 * L), observers=[judge])
+
+        def answered() -> bool:
+            c = judge.collector
+            return c is None or all(f.done() for _, f in list(c.entries) if f is not None)
+
+        out, steps = run(tmp_path, t, WaitsFor(ReplayAgent(ReplayConfig()), answered), observers=[judge])
     n = sum(1 for st in steps if st.action["type"] != "finish")
     assert n >= 2 and out.verdicts["crate"] is True
     assert len(of_kind(s, "crate_step")) == n and len(of_kind(s, "crate_traj")) == 1
     # when the episode ended, every step call had been sent and answered: nothing was left but one call
     assert timed["in_flight"] == 0 and timed["requests"] == n, timed
-    assert kind_of(s.requests[-1]) == "crate_traj"
-    wall = timed["wall"]
-    assert wall >= 0.9 * L  # the aggregation call itself really was waited for
-    assert wall < 2.5 * L, f"finish took {wall:.3f}s = {wall / L:.2f} L (sequential would be {n + 1} L)"
-    assert out.judge_details["crate"]["latency"]["finish_wait_s"] < 2.5 * L
+    assert timed["sent_in_finish"] == ["crate_traj"], timed
+    assert timed["wall"] >= 0.9 * L  # the aggregation call itself really was waited for
 
 
 def test_chinese_task_gets_chinese_prompts(tmp_path):

@@ -177,8 +177,8 @@ def test_unknown_services_are_refused(sim) -> None:
 # --- robustness ----------------------------------------------------------------------------------
 def test_host_closing_mid_stream(sim) -> None:
     d = sim.device()
-    conn = d.shell("sleep 30; echo never", stream=True)
-    time.sleep(0.2)
+    conn = d.shell("echo started; sleep 30; echo never", stream=True)
+    assert conn.conn.recv(100).startswith(b"started")  # the device is inside the command
     conn.close()
     big = os.urandom(4 << 20)
     sim.phone.fs.write("/sdcard/big.bin", big)

@@ -239,12 +239,12 @@ def test_file_tools(sh: Shell, phone: FakePhone) -> None:
 
 
 def test_sleep_honours_cancel(sh: Shell) -> None:
-    cancel = threading.Event()
+    cancel, inside = threading.Event(), threading.Event()
     result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(sh.run("sleep 30", lambda b: None, cancel=cancel)))
+    t = threading.Thread(target=lambda: result.append(sh.run("echo in; sleep 30", lambda b: inside.set(), cancel=cancel)))
     t0 = time.monotonic()
     t.start()
-    time.sleep(0.1)
+    assert inside.wait(5)  # the shell is at the sleep, not before it
     cancel.set()
     t.join(5)
     assert result and time.monotonic() - t0 < 3
