@@ -54,9 +54,17 @@ class ReplayAgent:
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "perturb": self.config.perturb, "kinds": list(self.config.kinds)}
 
+    def check_task(self, task: Any) -> str | None:
+        """Why this agent cannot run ``task`` (checked by ``harness run`` before any device is touched)."""
+        if task.reference is None:
+            return (f"task {task.id!r} has no reference trajectory (`reference:` steps) for the replay agent to "
+                    "play; run it with a model agent")
+        return None
+
     def reset(self, ctx: EpisodeContext) -> None:
-        if ctx.task.reference is None:
-            raise ValueError(f"task {ctx.task.id} has no reference trajectory to replay")
+        problem = self.check_task(ctx.task)
+        if problem:
+            raise ValueError(problem)
         self.steps = list(ctx.task.reference)
         self.pos = 0
         self.task_id = ctx.task.id

@@ -41,14 +41,19 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} tasks in {args.suite}")
-    for col in ("id", "lang", "c", "cap", "safety", "categories", "milestones", "instruction"):
+    for col in ("id", "lang", "c", "cap", "safety", "categories", "milestones", "verified", "instruction"):
         table.add_column(col, overflow="fold")
     for r in rows:
         s = r["safety"]
         safety = s["label"] + (f" ({s['category']})" if s["category"] else "")
         table.add_row(r["id"], r["language"], str(r["reference_steps"]), str(r["cap"]), safety,
-                      ",".join(r["categories"]), str(r["milestones"]), r["instruction"])
+                      ",".join(r["categories"]), str(r["milestones"]), "yes" if r["verified"] else "no",
+                      r["instruction"])
     Console().print(table)
+    unverified = sum(1 for r in rows if not r["verified"])
+    if unverified:
+        Console(stderr=True).print(f"{unverified} task(s) are not verified on a device (verified: false): their "
+                                   "references and milestones were written without a run to check them")
     return 0
 
 
@@ -69,21 +74,25 @@ def cmd_tasks_import_spa(args: argparse.Namespace) -> int:
 # --- simulated phone ---------------------------------------------------------------------------
 def cmd_sim_serve(args: argparse.Namespace) -> int:
     from harness.sim.phone import SimPhone
-    from harness.sim.phone_api import DeviceInfo
     from harness.sim.serve import serve
 
     w, h = args.size
     try:
-        phone = SimPhone(w, h, locale=args.lang, seed=args.seed,
-                         info=DeviceInfo(serial=f"crate-sim-{args.port}"), adbkeyboard=not args.no_adbkeyboard)
+        phone = SimPhone(w, h, locale=args.lang, seed=args.seed, adbkeyboard=not args.no_adbkeyboard,
+                         as_phone=args.as_phone, lock=args.lock)
     except ValueError as e:
         raise UserError(str(e)) from None
+    phone.info.serial = phone.persona.serial_for(str(args.port))
     phone.reset(locale=args.lang, seed=args.seed)
     if args.host not in ("127.0.0.1", "localhost", "::1"):  # said before the port opens
         print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
               file=sys.stderr, flush=True)
-    handle = serve(phone, args.port, host=args.host, mode=args.mode)
-    print(f"simulated phone {w}x{h} ({args.lang}) listening on {args.host}:{handle.port}; "
+    try:
+        handle = serve(phone, args.port, host=args.host, mode=args.mode, command_log=args.command_log)
+    except OSError as e:
+        raise UserError(f"cannot serve on {args.host}:{args.port} or write {args.command_log}: {e}") from None
+    looks = f"as a retail {phone.info.model}" if args.as_phone else "as the simulated phone"
+    print(f"simulated phone {w}x{h} ({args.lang}, {looks}, lock: {args.lock}) listening on {args.host}:{handle.port}; "
           f"connect with: adb connect {args.host}:{handle.port}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -112,36 +121,108 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_exit_code(report)
 
 
-def cmd_devices(args: argparse.Namespace) -> int:
-    import adbutils
-
-    from harness.device.adb_server import server_port
+def _device_config(args: argparse.Namespace, host: str | None = None, port: int | None = None):
+    from harness.device.adb_server import AdbEndpointError
     from harness.device.config import DeviceConfig
 
-    cfg = DeviceConfig(adb_port=args.adb_port)
-    client = adbutils.AdbClient(host=cfg.adb_host, port=cfg.adb_port or server_port())
+    cfg = DeviceConfig(adb_host=args.adb_host or host, adb_port=args.adb_port or port)
     try:
-        listed = client.list()
+        cfg.endpoint()
+    except AdbEndpointError as e:
+        raise UserError(str(e)) from None
+    return cfg
+
+
+def _attached(cfg) -> list:
+    import adbutils
+
+    ep = cfg.endpoint()
+    try:
+        return adbutils.AdbClient(host=ep.host, port=ep.port).list()
     except (adbutils.AdbError, OSError) as e:
-        raise UserError(f"cannot reach the adb server: {e}") from None
+        raise UserError(f"cannot reach the adb server at {ep}: {e}") from None
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from harness.device.prepare import Journal
+
+    cfg = _device_config(args)
+    pending = {j.serial: len(j.changes) for j in Journal.pending()}
     rows = []
-    for d in listed:
-        rows.append(cfg.open(d.serial).describe().to_json() if d.state == "device"
-                    else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
+    for d in _attached(cfg):
+        row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
+               else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
+        row["pending_restore"] = pending.get(d.serial, 0)
+        rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} device(s)")
-    for col in ("serial", "state", "model", "size", "density", "sim", "healthy", "problem"):
+    table = Table(title=f"{len(rows)} device(s) at {cfg.endpoint()}")
+    for col in ("serial", "state", "kind", "model", "size", "density", "healthy", "to restore", "problem"):
         table.add_column(col)
     for r in rows:
         size = "x".join(map(str, r.get("size") or [])) or "-"
-        table.add_row(r["serial"], r["state"], r.get("model") or "-", size, str(r.get("density") or "-"),
-                      "yes" if r.get("simulated") else "no", "yes" if r.get("healthy") else "no", r.get("problem") or "")
+        table.add_row(r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-", size,
+                      str(r.get("density") or "-"), "yes" if r.get("healthy") else "no",
+                      str(r["pending_restore"] or "-"), r.get("problem") or "")
     Console().print(table)
+    absent = sorted(set(pending) - {r["serial"] for r in rows})
+    if absent:
+        print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
+              "(`harness devices restore` once they are back)", file=sys.stderr)
+    return 0
+
+
+def cmd_devices_prepare(args: argparse.Namespace) -> int:
+    from harness.device.prepare import Journal, PrepareRefused, prepare
+
+    cfg = _device_config(args)
+    serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
+    if not serials:
+        raise UserError("no device is attached (adb devices lists none)")
+    for serial in serials:
+        dev = cfg.open(serial)
+        desc = dev.describe()
+        if not desc.healthy:
+            raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
+        dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
+        try:
+            report = prepare(dev)
+        except PrepareRefused as e:
+            raise UserError(str(e)) from None
+        changed = ", ".join(report.changed) or "nothing (already prepared)"
+        print(f"{serial} ({report.kind}): changed {changed}")
+        for note in report.notes:
+            print(f"  note: {note}")
+        if dev.journal.changes:
+            print(f"  the original values are recorded in {dev.journal.path}; put them back with "
+                  f"`harness devices restore {serial}`")
+    return 0
+
+
+def cmd_devices_restore(args: argparse.Namespace) -> int:
+    from harness.device.prepare import Journal, restore
+
+    journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
+    if not journals:
+        print("nothing to restore" + (f" on {', '.join(args.serials)}" if args.serials else ""))
+        return 0
+    failed = 0
+    for j in journals:
+        cfg = _device_config(args, j.adb.get("host"), j.adb.get("port"))
+        report = restore(cfg.open(j.serial), j)
+        for r in report.restored:
+            print(f"{j.serial}: {r['what']} restored to {r['value'] if r['value'] is not None else '(unset)'}")
+        for r in report.failed:
+            print(f"{j.serial}: {r['what']} NOT restored: {r['error']}", file=sys.stderr)
+        failed += len(report.failed)
+    if failed:
+        print(f"{failed} value(s) are still recorded; run `harness devices restore` again once the device is reachable",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -454,6 +535,13 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--mode", choices=["normal", "unauthorized", "shell_v1_only"], default="normal",
                     help="test modes: an unauthorized device, or one without shell protocol v2")
     ss.add_argument("--no-adbkeyboard", action="store_true", help="do not offer the ADBKeyboard input method")
+    ss.add_argument("--as-phone", action="store_true",
+                    help="look like a retail phone (Pixel 8 props, no simulator markers, no `dumpsys crate_sim`, "
+                         "no reset broadcast; ADBKeyboard installed but not enabled)")
+    ss.add_argument("--lock", choices=["none", "swipe", "pin"], default="none",
+                    help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
+    ss.add_argument("--command-log", metavar="FILE",
+                    help="append every shell command line received to FILE as one JSON line")
     ss.set_defaults(run=cmd_sim_serve)
 
     from harness.run_command import add_run_arguments
@@ -462,10 +550,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    dv = sub.add_parser("devices", help="list attached devices with model, size and health")
-    dv.add_argument("--adb-port", type=int)
+    from harness.run_command import adb_arguments
+
+    dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
+    adb_arguments(dv)
     dv.add_argument("--json", action="store_true")
     dv.set_defaults(run=cmd_devices)
+    dv_sub = dv.add_subparsers(dest="devices_cmd", required=False)
+    dp = dv_sub.add_parser("prepare", help="screen on and unlocked, stay awake, animations off, ADBKeyboard "
+                                           "(the original values are recorded for `devices restore`)")
+    dp.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: all attached)")
+    adb_arguments(dp, nested=True)
+    dp.set_defaults(run=cmd_devices_prepare)
+    dr = dv_sub.add_parser("restore", help="put back every value a prepare or a run changed (also after a crash)")
+    dr.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: every device with recorded changes)")
+    adb_arguments(dr, nested=True)
+    dr.set_defaults(run=cmd_devices_restore)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")

@@ -4,15 +4,17 @@ registries), writes the manifest, and runs the suite with live progress and a fi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from harness.device.adb_server import server_port
+from harness.device.adb_server import AdbEndpointError
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.records import RecordError, RunWriter, build_environment_info
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
+from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.tasks import load_suite
 
@@ -31,19 +33,36 @@ def split_list(values: list[str] | None) -> list[str]:
 def attached_devices(cfg: DeviceConfig) -> list[str]:
     import adbutils
 
-    client = adbutils.AdbClient(host=cfg.adb_host, port=cfg.adb_port or server_port())
+    ep = cfg.endpoint()
+    client = adbutils.AdbClient(host=ep.host, port=ep.port)
     try:
         return [d.serial for d in client.list() if d.state == "device"]
     except (adbutils.AdbError, OSError) as e:
-        raise RunError(f"cannot reach the adb server on port {cfg.adb_port or server_port()}: {e}") from None
+        raise RunError(f"cannot reach the adb server at {ep}: {e}") from None
+
+
+def adb_arguments(p: argparse.ArgumentParser, nested: bool = False) -> None:
+    """The adb server flags every command that talks to devices takes. ``nested``: on a
+    sub-command whose parent has them too (its default must not overwrite the parent's value)."""
+    extra: dict[str, Any] = {"default": argparse.SUPPRESS} if nested else {}
+    p.add_argument("--adb-host", help="adb server host (default ANDROID_ADB_SERVER_ADDRESS or localhost); "
+                                      "phones served from another machine: see docs/phones.md", **extra)
+    p.add_argument("--adb-port", type=int, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)", **extra)
 
 
 def device_config(args: argparse.Namespace) -> DeviceConfig:
     if args.reconnect_timeout < 0:
         raise RunError("--reconnect-timeout must be >= 0")
-    return DeviceConfig(backend=args.device_backend, adb_port=args.adb_port,
-                        settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout,
-                        reconnect_timeout=args.reconnect_timeout)
+    cfg = DeviceConfig(backend=args.device_backend, adb_host=args.adb_host, adb_port=args.adb_port,
+                       settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout,
+                       reconnect_timeout=args.reconnect_timeout, allow_clear=args.allow_clear)
+    try:
+        ep = cfg.endpoint()
+    except AdbEndpointError as e:
+        raise RunError(str(e)) from None
+    import dataclasses
+
+    return dataclasses.replace(cfg, adb_host=ep.host, adb_port=ep.port)  # the manifest names the server used
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,7 +83,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
-    p.add_argument("--adb-port", type=int, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)")
+    adb_arguments(p)
+    p.add_argument("--no-prepare", action="store_true",
+                   help="do not prepare the devices (screen check, stay awake, animations off, ADBKeyboard); "
+                        "what the run still changes is put back at the end")
+    p.add_argument("--allow-clear", action="store_true",
+                   help="let setup.clear run `pm clear` on phones (erases the apps' data; emulators and the "
+                        "simulated phone never need this)")
     p.add_argument("--device-backend", choices=["adb", "uiautomator2"], default="adb")
     p.add_argument("--settle-max", type=float, default=3.0, help="longest wait for the screen to settle (s)")
     p.add_argument("--command-timeout", type=float, default=30.0, help="timeout of one device command (s)")
@@ -165,6 +190,7 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
         agent=lambda: AGENTS.build(args.agent, agent_opts),
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
+        check_task=getattr(probe_agent, "check_task", lambda task: None),
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
@@ -195,6 +221,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         plugins, specs = _plugin_factories(args)
     except RegistryError as e:
         raise RunError(str(e)) from None
+    unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
+    if unfit:
+        more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
+        raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
     serials = split_list(args.device) + split_list(args.devices)
     if not serials:
@@ -210,6 +240,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         if not desc.healthy:
             raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
         devices.append(dev)
+    try:
+        refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
+    except ClearRefused as e:
+        raise RunError(str(e)) from None
     writer = RunWriter(args.out, resume=args.resume)
     try:
         manifest = {
@@ -239,13 +273,14 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         else:
             writer.write_manifest(manifest)
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
-                                reconnect_timeout=cfg.reconnect_timeout)
-        if not args.quiet and sys.stderr.isatty():
-            with LiveProgress([d.serial for d in devices], len(tasks)) as live:
-                report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
-        else:
-            progress = None if args.quiet else describe_progress()
-            report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
+                                reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
+        with _device_session(args, devices, writer):
+            if not args.quiet and sys.stderr.isatty():
+                with LiveProgress([d.serial for d in devices], len(tasks)) as live:
+                    report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
+            else:
+                progress = None if args.quiet else describe_progress()
+                report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
         if report.error:
             try:  # best effort: the disk may be the thing that failed
                 writer.update_manifest(last_wall_s=report.wall_s, interrupted=True, error=report.error,
@@ -259,6 +294,58 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         return report
     finally:
         writer.close()
+
+
+def _reset_recorder(writer: RunWriter) -> Any:
+    """What each episode's reset did, appended to the manifest's ``resets`` (kept across resumes)."""
+    lock = threading.Lock()
+    resets = list(writer.manifest.get("resets") or [])
+
+    def record(entry: dict[str, Any]) -> None:
+        with lock:
+            resets.append({k: v for k, v in entry.items() if v not in (None, [], False) or k == "complete"})
+            writer.update_manifest(resets=list(resets))
+    return record
+
+
+class _device_session:
+    """Prepare the run's devices (unless --no-prepare) and restore them at the end, whatever ends
+    the run; both go into the manifest's ``device_sessions`` (one entry per invocation)."""
+
+    def __init__(self, args: argparse.Namespace, devices: list[Any], writer: RunWriter):
+        from harness.device.prepare import DeviceSession, PrepareConfig
+
+        self.writer = writer
+        self.earlier = list(writer.manifest.get("device_sessions") or [])
+        self.session = DeviceSession(devices, None if args.no_prepare else PrepareConfig(),
+                                     owner={"pid": os.getpid(), "run": str(Path(args.out).resolve())},
+                                     on_prepared=lambda s: self._record())
+
+    def _record(self) -> None:
+        try:
+            self.writer.update_manifest(device_sessions=[*self.earlier, self.session.entry()])
+        except (OSError, RecordError):
+            pass  # the disk may be what failed; the journals still hold the originals
+
+    def __enter__(self) -> Any:
+        from harness.device.prepare import PrepareRefused
+
+        try:
+            return self.session.__enter__()
+        except PrepareRefused as e:
+            self._record()
+            raise RunError(str(e)) from None
+        except BaseException:
+            self._record()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        self.session.__exit__(*exc)
+        self._record()
+        for serial, failed in self.session.failures().items():
+            what = ", ".join(f["what"] for f in failed)
+            print(f"warning: {serial}: could not put back {what}; run `harness devices restore {serial}` "
+                  "when the device is reachable", file=sys.stderr, flush=True)
 
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT

@@ -25,6 +25,8 @@ class Plugins:
     agent: Callable[[], Agent]
     observers: Callable[[], list[StepObserver]] = lambda: []
     monitors: Callable[[], list[Monitor]] = lambda: []
+    # why the agent cannot run a task (replay: no reference), checked before any device is touched
+    check_task: Callable[[Task], str | None] = lambda task: None
 
 
 @dataclass
@@ -34,6 +36,7 @@ class SuiteConfig:
     max_steps: int | None = None       # overrides every task's 2c+1 cap
     infra_retries: int = 1             # an infra_error episode is retried this often on a healthy device
     reconnect_timeout: float = 15.0
+    on_reset: Callable[[dict[str, Any]], None] | None = None  # what each episode's reset did (the manifest)
 
 
 @dataclass
@@ -124,6 +127,9 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
             except Interrupted:
                 st.state = "stopped"
                 return  # the partial episode is redone on --resume
+            did = getattr(device, "last_reset", None)
+            if cfg.on_reset is not None and did is not None:
+                cfg.on_reset({"task": job.task.id, "device": device.serial, "attempt": job.attempt, **did})
             res = record(job, device, out)
             if out.status == "infra_error" and job.attempt <= cfg.infra_retries:
                 emit("retry", {"device": device.serial, "task": job.task.id, "error": out.error})

@@ -212,9 +212,11 @@ class SimSetup(_Strict):
 
 
 class Setup(_Strict):
-    """What the runner does before an episode: force-stop and clear ``clear`` apps, go home, start
+    """What the runner does before an episode: force-stop ``stop`` apps, force-stop and clear
+    ``clear`` apps (erases their data: refused on a phone without ``--allow-clear``), go home, start
     ``start`` (``package`` or ``package/activity``), load an emulator snapshot, or a sim preset."""
 
+    stop: list[str] = Field(default_factory=list)
     clear: list[str] = Field(default_factory=list)
     start: str | None = None
     snapshot: str | None = None
@@ -237,6 +239,7 @@ class Task(_Strict):
     answer: str | None = None  # the expected answer of an information query (checked by the oracle)
     key_components: list[str] = Field(default_factory=list)  # SPA-Bench's key_component_final
     source: str | None = None
+    verified: bool = True  # false: written for devices we could not run it on; its reference is unchecked
 
     @model_validator(mode="after")
     def _consistent(self) -> "Task":
@@ -272,6 +275,7 @@ class Task(_Strict):
             "milestones": self.milestone_count(),
             "simulated": self.is_simulated,
             "has_reference": self.reference is not None,
+            "verified": self.verified,
         }
 
 

@@ -17,6 +17,24 @@ if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is st
 from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def harness_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Device journals (harness.device.prepare) go to a folder of this test session, never to the
+    user's ~/.local/state; subprocesses inherit it."""
+    import os
+
+    folder = tmp_path_factory.mktemp("harness-state")
+    old = os.environ.get("CRATE_HARNESS_STATE")
+    os.environ["CRATE_HARNESS_STATE"] = str(folder)
+    try:
+        yield folder
+    finally:
+        if old is None:
+            os.environ.pop("CRATE_HARNESS_STATE", None)
+        else:
+            os.environ["CRATE_HARNESS_STATE"] = old
+
+
 @pytest.fixture(scope="session")
 def adb() -> Iterator[AdbServer]:
     server = AdbServer().start()

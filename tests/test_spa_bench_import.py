@@ -76,7 +76,7 @@ def test_single_app_row(tmp_path):
     assert t["reference_steps"] == 4
     assert t["difficulty"] == 1
     assert t["apps"] == ["com.google.android.deskclock"]
-    assert t["setup"] == {"clear": ["com.google.android.deskclock"],
+    assert t["setup"] == {"stop": ["com.google.android.deskclock"],
                           "start": "com.google.android.deskclock/com.android.deskclock.DeskClock"}
     assert t["key_components"] == ["7", "AM"]
     assert "single.csv" in t["source"] and "row 2" in t["source"] and "clock_0" in t["source"]
@@ -112,7 +112,7 @@ def test_optional_columns(tmp_path):
     p = write_csv(tmp_path / "s.csv", [single(task_difficulty="", key_component_final="", adb_home_page="")])
     [t] = convert_file(p)
     assert "difficulty" not in t and "key_components" not in t
-    assert t["setup"] == {"clear": ["com.google.android.deskclock"]}
+    assert t["setup"] == {"stop": ["com.google.android.deskclock"]}
     # a single string literal is a one-item list; numbers become strings
     p = write_csv(tmp_path / "s2.csv", [single(key_component_final="'guest'"), single(task_identifier="c_1",
                                                                                key_component_final="[1, 'x']")])
@@ -296,7 +296,8 @@ def test_real_rows_spot_checks():
     assert t["reference_steps"] == 4 and t["difficulty"] == 1
     assert t["key_components"] == ["1", "guest"]
     assert t["apps"] == ["com.airbnb.android"]
-    assert t["setup"]["start"] == "com.airbnb.android/com.airbnb.android.feat.homescreen.HomeActivity"
+    assert t["setup"] == {"stop": ["com.airbnb.android"],
+                          "start": "com.airbnb.android/com.airbnb.android.feat.homescreen.HomeActivity"}
     assert single_en["airbnb_1_ENG"]["key_components"] == ["1", "guest", "wembley", "stadium"]
     single_zh = {t["id"]: t for t in convert_file(REFERENCE / "single-app-CHN.csv")}  # file starts with a BOM
     assert single_zh["alipay_0_CHN"]["key_components"] == ["汇率换算"]
@@ -316,3 +317,7 @@ def test_real_files_import_into_one_suite(tmp_path):
     suite = load_suite(tmp_path)
     assert len(suite.tasks) == sum(REAL_FILES.values())  # ids are unique across languages and files
     assert len(suite.files) == 4
+    # resets on a person's phone never erase app data: every app task force-stops, none clears
+    assert not [t.id for t in suite.tasks if t.setup.clear]
+    single = [t for t in suite.tasks if "single-app" in t.categories]
+    assert single and all(t.setup.stop == t.apps and t.setup.start.startswith(t.apps[0] + "/") for t in single)

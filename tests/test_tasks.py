@@ -118,6 +118,7 @@ def test_summary():
         "milestones": 3,
         "simulated": True,
         "has_reference": True,
+        "verified": True,
     }
     s2 = parse_task(base()).summary()
     assert s2["simulated"] is False and s2["has_reference"] is False and s2["cap"] == 5

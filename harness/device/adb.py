@@ -18,13 +18,17 @@ import subprocess
 import time
 from typing import Any
 
+import re
+
 import adbutils
 
 from harness.actions import (Action, ActionError, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait)
-from harness.device.adb_server import run_adb, server_port
-from harness.device.base import ActionTiming, DeviceDescription, DeviceError, InfraError
+from harness.device.adb_server import adb_endpoint, run_adb
+from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
+                                 ScreenState)
 from harness.device.config import SettleConfig
+from harness.device.safeguards import clears_data_on, kind_of
 from harness.device.text_input import TextTyper
 
 # Android KeyEvent codes (android.view.KeyEvent).
@@ -34,39 +38,54 @@ LAUNCHERS = ("com.android.launcher3", "com.google.android.apps.nexuslauncher", "
              "com.huawei.android.launcher", "com.sec.android.app.launcher", "com.oppo.launcher",
              "com.bbk.launcher2", "com.android.launcher")
 # Labels users and models give common apps, for open_app on real phones (the sim reports its own).
-COMMON_APPS = {
-    "settings": "com.android.settings", "设置": "com.android.settings",
-    "chrome": "com.android.chrome", "contacts": "com.android.contacts", "联系人": "com.android.contacts",
-    "phone": "com.android.dialer", "camera": "com.android.camera2", "clock": "com.android.deskclock",
-    "时钟": "com.android.deskclock", "messages": "com.google.android.apps.messaging",
-    "files": "com.google.android.documentsui", "calendar": "com.google.android.calendar",
-    "gmail": "com.google.android.gm", "maps": "com.google.android.apps.maps",
-    "youtube": "com.google.android.youtube", "play store": "com.android.vending",
+# Stock apps' packages differ between Google's builds and AOSP's (docs/phones.md): the first one
+# installed wins.
+_CLOCK = ("com.google.android.deskclock", "com.android.deskclock")
+_CONTACTS = ("com.google.android.contacts", "com.android.contacts")
+_MESSAGES = ("com.google.android.apps.messaging", "com.android.messaging")
+_FILES = ("com.google.android.apps.nbu.files", "com.google.android.documentsui", "com.android.documentsui")
+_CAMERA = ("com.google.android.GoogleCamera", "com.android.camera2", "com.android.camera")
+_CALENDAR = ("com.google.android.calendar", "com.android.calendar")
+COMMON_APPS: dict[str, tuple[str, ...]] = {
+    "settings": ("com.android.settings",), "设置": ("com.android.settings",),
+    "chrome": ("com.android.chrome",), "contacts": _CONTACTS, "联系人": _CONTACTS, "通讯录": _CONTACTS,
+    "phone": ("com.google.android.dialer", "com.android.dialer"), "camera": _CAMERA, "相机": _CAMERA,
+    "clock": _CLOCK, "时钟": _CLOCK, "messages": _MESSAGES, "信息": _MESSAGES, "短信": _MESSAGES,
+    "files": _FILES, "文件": _FILES, "calendar": _CALENDAR, "日历": _CALENDAR,
+    "gmail": ("com.google.android.gm",), "maps": ("com.google.android.apps.maps",),
+    "youtube": ("com.google.android.youtube",), "play store": ("com.android.vending",),
 }
 _PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC close every whole PNG
+_PROP_LINE = re.compile(r"^\[([^\]]+)\]: \[(.*)\]\r?$", re.M)
 _NET_ERRORS = (adbutils.AdbError, adbutils.AdbTimeout, ConnectionError, socket.timeout, OSError, EOFError)
 
 
 class AdbDevice:
     """One device reached through an adb server (``host``/``port`` of the server)."""
 
-    def __init__(self, serial: str, *, host: str = "127.0.0.1", port: int | None = None,
+    def __init__(self, serial: str, *, host: str | None = None, port: int | None = None,
                  settle: SettleConfig | None = None, command_timeout: float = 30.0,
-                 app_labels: dict[str, str] | None = None):
+                 app_labels: dict[str, str] | None = None, allow_clear: bool = False):
         self.serial = serial
-        self.host = host
-        self.port = port or server_port()
+        endpoint = adb_endpoint(host, port)  # --adb-host/--adb-port, else as adb picks its server
+        self.host, self.port = endpoint.host, endpoint.port
         self.settle_cfg = settle or SettleConfig()
         self.command_timeout = command_timeout
-        self.client = adbutils.AdbClient(host=host, port=self.port, socket_timeout=command_timeout)
+        self.allow_clear = allow_clear
+        self.client = adbutils.AdbClient(host=self.host, port=self.port, socket_timeout=command_timeout)
         self.dev = self.client.device(serial)
         self._size: tuple[int, int] | None = None
         self._labels = {k.casefold(): v for k, v in COMMON_APPS.items()}
-        self._user_labels = {k.casefold(): v for k, v in (app_labels or {}).items()}
+        self._user_labels = {k.casefold(): (v,) for k, v in (app_labels or {}).items()}
         self._packages: set[str] | None = None
         self._sim: bool | None = None
-        self.typer = TextTyper(self.shell)
+        self._props: dict[str, str] | None = None
+        self.typer = TextTyper(self.shell, switch_ime=self.use_input_method)
         self.last_text_strategy: str | None = None
+        self.last_reset: dict[str, Any] | None = None
+        # harness.device.prepare.Journal: every setting or input method the run changes is
+        # recorded there before it changes, so it can be put back (also after a crash)
+        self.journal: Any = None
 
     # --- low level ----------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -138,6 +157,7 @@ class AdbDevice:
             nums = [int(t) for t in dens.replace(":", " ").split() if t.isdigit()]
             d.density = nums[-1] if nums else None
             d.simulated = self.is_simulated()
+            d.kind = self.kind()
             shot = self.screenshot()
             d.healthy = shot[:8] == b"\x89PNG\r\n\x1a\n"
             if not d.healthy:
@@ -198,6 +218,16 @@ class AdbDevice:
             self._sim = out.strip().startswith("{") or out.strip() == "ok"
         return self._sim
 
+    def props(self) -> dict[str, str]:
+        """Every system property (``getprop``: ``[name]: [value]`` lines), read once."""
+        if self._props is None:
+            out = self.shell(["getprop"])
+            self._props = {m.group(1): m.group(2) for m in _PROP_LINE.finditer(out)}
+        return self._props
+
+    def kind(self) -> DeviceKind:
+        return kind_of(self.serial, self.props(), self.is_simulated())
+
     def state(self) -> dict[str, Any] | None:
         """The sim's state JSON (``dumpsys crate_sim``); None on a real phone."""
         if not self.is_simulated():
@@ -229,9 +259,9 @@ class AdbDevice:
                     return app["package"]
         installed = self.installed_packages()
         for table in (self._user_labels, self._labels):
-            pkg = table.get(key)
-            if pkg and pkg in installed:
-                return pkg
+            for pkg in table.get(key, ()):
+                if pkg in installed:
+                    return pkg
         if name in installed:
             return name
         raise ActionError(f"open_app: no installed app is called {name!r}")
@@ -286,21 +316,35 @@ class AdbDevice:
 
     # --- reset --------------------------------------------------------------------------------
     def reset(self, setup: Any, language: str) -> None:
-        """Force-stop and clear ``setup.clear``, go home, then load the emulator snapshot, the sim
-        preset or start ``setup.start``; verify the result."""
+        """Load the emulator snapshot; force-stop ``setup.stop``; force-stop and clear
+        ``setup.clear`` (refused on a phone unless allowed); go home; then apply the sim preset or
+        start ``setup.start``, and verify the result. ``last_reset`` says what was done."""
+        did: dict[str, Any] = {"snapshot": None, "stopped": [], "cleared": [], "home": False, "sim_preset": None,
+                               "started": None, "complete": False}
+        self.last_reset = did
+        if setup.clear and not self.allow_clear and clears_data_on(self.kind()):
+            raise DeviceError(f"{self.serial} is a phone: refusing setup.clear ({', '.join(setup.clear)}), which would "
+                              "erase the apps' data (pass --allow-clear to allow it)")
         if setup.snapshot:
             if not self.serial.startswith("emulator-"):
                 raise DeviceError(f"{self.serial}: setup.snapshot needs an emulator (serial emulator-NNNN)")
-            r = run_adb(["-s", self.serial, "emu", "avd", "snapshot", "load", setup.snapshot], self.port, timeout=120)
+            r = run_adb(["-s", self.serial, "emu", "avd", "snapshot", "load", setup.snapshot], self.port, timeout=120,
+                        host=self.host)
             if r.returncode != 0 or "KO" in r.stdout:
                 raise InfraError(f"{self.serial}: snapshot {setup.snapshot!r} did not load: {(r.stdout + r.stderr).strip()}")
+            did["snapshot"] = setup.snapshot
             self.wait_ready(60)
+        for pkg in setup.stop:
+            self.shell(["am", "force-stop", pkg])
+            did["stopped"].append(pkg)
         for pkg in setup.clear:
             self.shell(["am", "force-stop", pkg])
             out = self.shell(["pm", "clear", pkg])
             if "Success" not in out:
                 raise DeviceError(f"{self.serial}: pm clear {pkg} failed: {out.strip()[:120]}")
+            did["cleared"].append(pkg)
         self.shell(["input", "keyevent", str(KEYCODES["home"])])
+        did["home"] = True
         if setup.sim is not None:
             if not self.is_simulated():
                 raise DeviceError(f"{self.serial}: this task needs the simulated phone (setup.sim) but the device is real")
@@ -317,6 +361,7 @@ class AdbDevice:
             if st.get("device", {}).get("preset") != sim.preset or st.get("screen", {}).get("page") != "launcher/home":
                 raise DeviceError(f"{self.serial}: reset verification failed: preset={st.get('device', {}).get('preset')!r} "
                                   f"screen={st.get('screen', {}).get('page')!r}")
+            did["sim_preset"] = sim.preset
         if setup.start:
             pkg, _, act = setup.start.partition("/")
             if act:
@@ -328,11 +373,50 @@ class AdbDevice:
             front, _ = self.current_app()
             if front != pkg:
                 raise DeviceError(f"{self.serial}: reset verification failed: {front or 'nothing'} is in front, not {pkg}")
-        elif setup.sim is None:
-            front, _ = self.current_app()
-            if front and front not in LAUNCHERS and not front.endswith("launcher"):
-                # not fatal on real phones (launchers have many names) but worth knowing
-                pass
+            did["started"] = setup.start
+        did["complete"] = True
+
+    # --- settings, input methods, screen (harness.device.prepare) ------------------------------
+    def get_setting(self, namespace: str, key: str) -> str | None:
+        out = self.shell(["settings", "get", namespace, key]).strip()
+        return None if out == "null" else out
+
+    def put_setting(self, namespace: str, key: str, value: str | None) -> None:
+        argv = ["settings", "delete", namespace, key] if value is None else ["settings", "put", namespace, key, value]
+        out = self.shell(argv)
+        if "Exception" in out or "Invalid" in out or "Permission" in out:
+            raise DeviceError(f"{self.serial}: {' '.join(argv[:4])} failed: {out.strip()[:160]}")
+
+    def input_methods(self) -> InputMethods:
+        enabled = self.shell(["ime", "list", "-s"]).split()
+        installed = self.shell(["ime", "list", "-a", "-s"]).split()
+        return InputMethods(current=self.get_setting("secure", "default_input_method"), enabled=enabled,
+                            installed=sorted(set(installed) | set(enabled)))
+
+    def set_input_method(self, ime_id: str) -> None:
+        self.shell(["ime", "enable", ime_id])
+        out = self.shell(["ime", "set", ime_id])
+        if "selected" not in out:
+            raise DeviceError(f"{self.serial}: ime set {ime_id} failed: {out.strip()[:160]}")
+
+    def disable_input_method(self, ime_id: str) -> None:
+        self.shell(["ime", "disable", ime_id])
+
+    def use_input_method(self, ime_id: str) -> None:
+        if self.journal is not None:
+            self.journal.remember_input_method(self, ime_id)
+        self.set_input_method(ime_id)
+
+    def screen_state(self) -> ScreenState:
+        power = self.shell(["dumpsys", "power"])
+        policy = self.shell(["dumpsys", "window", "policy"])
+        return parse_screen_state(power, policy)
+
+    def wake(self) -> None:
+        self.shell(["input", "keyevent", "KEYCODE_WAKEUP"])
+
+    def dismiss_keyguard(self) -> None:
+        self.shell(["wm", "dismiss-keyguard"])
 
     # --- connection ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> bool:
@@ -355,7 +439,7 @@ class AdbDevice:
                 self.client.server_version()
             except _NET_ERRORS:
                 try:
-                    run_adb(["start-server"], self.port, timeout=15)
+                    run_adb(["start-server"], self.port, timeout=15, host=self.host)
                 except (subprocess.TimeoutExpired, OSError):
                     pass
             if ":" in self.serial:
@@ -374,3 +458,26 @@ class AdbDevice:
 
     def close(self) -> None:
         pass
+
+
+# --- parsing what Android prints ---------------------------------------------------------------
+def _flag(text: str, *names: str) -> bool | None:
+    """The first ``name=true|false`` of ``names`` in ``text`` (a dumpsys), or None."""
+    for name in names:
+        m = re.search(rf"(?m)^\s*{re.escape(name)}=(true|false)\b", text)
+        if m:
+            return m.group(1) == "true"
+    return None
+
+
+def parse_screen_state(power: str, policy: str) -> ScreenState:
+    """``dumpsys power`` (``mWakefulness=Awake|Asleep|Dozing|Dreaming``, PowerManagerService) and
+    ``dumpsys window policy`` (the KeyguardServiceDelegate block of PhoneWindowManager's dump:
+    ``showing=``, ``secure=``; its KeyguardStateMonitor: ``mIsShowing=``, ``mTrusted=``; Android
+    before 8 printed ``mShowingLockscreen=``)."""
+    m = re.search(r"mWakefulness=(\w+)", power)
+    awake = None if m is None else m.group(1) == "Awake"
+    keyguard = _flag(policy, "showing", "mIsShowing", "mShowingLockscreen")
+    secure = _flag(policy, "secure", "mSecure")
+    trusted = _flag(policy, "mTrusted", "trusted")
+    return ScreenState(awake=awake, keyguard=keyguard, secure=secure, trusted=trusted)

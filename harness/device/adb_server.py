@@ -3,6 +3,12 @@
 adb comes from PATH, or else from the adbutils wheel, which ships adb 36 at
 ``adbutils/binaries/adb`` (FIELD_NOTES section 8). A private server on its own port
 (``adb -P PORT``) keeps parallel runs and tests from disturbing each other or a user's server.
+
+Which server: :func:`adb_endpoint` picks host and port the way the adb client itself does
+(``client/main.cpp`` of AOSP's adb): ``-H``/``-P`` first, then ``ADB_SERVER_SOCKET``
+(``tcp:HOST:PORT``, only when neither flag is given), then ``ANDROID_ADB_SERVER_ADDRESS`` and
+``ANDROID_ADB_SERVER_PORT``, then localhost:5037. Every adb subprocess and adbutils client of the
+harness is given that one endpoint explicitly, so none of them can reach another server.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_PORT = 5037
+DEFAULT_HOST = "127.0.0.1"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# what adb reads, and what a subprocess must not inherit once we have chosen the server for it
+_SERVER_ENV = ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "ANDROID_ADB_SERVER_PORT")
 
 
 class AdbNotFound(RuntimeError):
@@ -38,11 +48,61 @@ def adb_path() -> str:
     raise AdbNotFound("adb is not on PATH and the adbutils wheel has no adb binary")
 
 
-def server_port() -> int:
-    """The adb server port this process talks to (ANDROID_ADB_SERVER_PORT or 5037)."""
+class AdbEndpointError(ValueError):
+    """An adb server address that cannot be used (a bad port in the environment, say)."""
+
+
+@dataclass(frozen=True)
+class AdbEndpoint:
+    """Where an adb server listens."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+
+    @property
+    def local(self) -> bool:
+        """On this machine: adb starts a missing server only for a local one (``-H`` anything
+        makes it say "cannot start server on remote host")."""
+        return self.host in LOCAL_HOSTS
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def _port(text: str, where: str) -> int:
     try:
-        return int(os.environ.get("ANDROID_ADB_SERVER_PORT", DEFAULT_PORT))
+        port = int(text)
     except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise AdbEndpointError(f"{where} must be a TCP port (1-65535), got {text!r}")
+    return port
+
+
+def adb_endpoint(host: str | None = None, port: int | None = None,
+                 env: dict[str, str] | os._Environ | None = None) -> AdbEndpoint:
+    """The adb server to talk to, chosen as the adb client chooses it: the given ``host``/``port``
+    (``--adb-host``/``--adb-port``, adb's ``-H``/``-P``) first; when neither is given,
+    ``ADB_SERVER_SOCKET=tcp:[HOST:]PORT``; then ``ANDROID_ADB_SERVER_ADDRESS`` and
+    ``ANDROID_ADB_SERVER_PORT`` fill in what is missing; then localhost:5037."""
+    env = os.environ if env is None else env
+    if host is None and port is None:
+        sock = (env.get("ADB_SERVER_SOCKET") or "").strip()
+        if sock.startswith("tcp:"):
+            h, _, p = sock[4:].rpartition(":")
+            return AdbEndpoint(h or DEFAULT_HOST, _port(p, "ADB_SERVER_SOCKET's port"))
+    host = host or (env.get("ANDROID_ADB_SERVER_ADDRESS") or "").strip() or DEFAULT_HOST
+    if port is None:
+        raw = (env.get("ANDROID_ADB_SERVER_PORT") or "").strip()
+        port = _port(raw, "ANDROID_ADB_SERVER_PORT") if raw else DEFAULT_PORT
+    return AdbEndpoint(host, port)
+
+
+def server_port() -> int:
+    """The adb server port this process talks to by default (see :func:`adb_endpoint`)."""
+    try:
+        return adb_endpoint().port
+    except AdbEndpointError:
         return DEFAULT_PORT
 
 
@@ -69,11 +129,21 @@ def wait_port(port: int, timeout: float, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def run_adb(args: list[str], port: int | None = None, timeout: float = 20.0) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if port is not None:
-        env["ANDROID_ADB_SERVER_PORT"] = str(port)
-    return subprocess.run([adb_path(), *args], capture_output=True, text=True, timeout=timeout, env=env)
+def adb_argv(args: list[str], port: int | None = None, host: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The adb command line and environment that reach exactly the chosen server: ``-H`` for a
+    remote host (a local one is left out so adb may start a missing server), ``-P`` always, and
+    none of adb's server variables inherited."""
+    ep = adb_endpoint(host, port)
+    env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
+    env["ANDROID_ADB_SERVER_PORT"] = str(ep.port)
+    head = [adb_path()] + ([] if ep.local else ["-H", ep.host]) + ["-P", str(ep.port)]
+    return head + list(args), env
+
+
+def run_adb(args: list[str], port: int | None = None, timeout: float = 20.0,
+            host: str | None = None) -> subprocess.CompletedProcess:
+    argv, env = adb_argv(args, port, host)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @dataclass
@@ -81,11 +151,12 @@ class AdbServer:
     """A private adb server: ``start()`` on a free port, ``stop()`` kills it."""
 
     port: int = 0
+    host: str = DEFAULT_HOST
 
     def start(self) -> "AdbServer":
         if not self.port:
             self.port = free_port()
-        r = run_adb(["start-server"], self.port, timeout=30)
+        r = run_adb(["start-server"], self.port, timeout=30, host=self.host)
         if r.returncode != 0:
             raise RuntimeError(f"adb server on port {self.port} did not start: {r.stderr.strip()}")
         return self
@@ -95,9 +166,9 @@ class AdbServer:
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
-            r = run_adb(["connect", address], self.port)
+            r = run_adb(["connect", address], self.port, host=self.host)
             last = (r.stdout + r.stderr).strip()
-            devs = run_adb(["devices"], self.port).stdout
+            devs = run_adb(["devices"], self.port, host=self.host).stdout
             for line in devs.splitlines()[1:]:
                 parts = line.split()
                 if len(parts) >= 2 and parts[0] == address and parts[1] == "device":
@@ -106,12 +177,12 @@ class AdbServer:
         raise RuntimeError(f"adb could not connect to {address}: {last}")
 
     def disconnect(self, address: str) -> None:
-        run_adb(["disconnect", address], self.port)
+        run_adb(["disconnect", address], self.port, host=self.host)
 
     def stop(self) -> None:
         if self.port:
             try:
-                run_adb(["kill-server"], self.port, timeout=10)
+                run_adb(["kill-server"], self.port, timeout=10, host=self.host)
             except (subprocess.TimeoutExpired, OSError):
                 pass
 

@@ -9,9 +9,13 @@ text entry, ``harness.device.u2.U2Device`` (uiautomator2). They are chosen by a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from harness.actions import Action
+
+# What a device is, for what the harness may do to it (harness.device.safeguards): the simulated
+# phone and emulators are test devices; anything else is somebody's phone.
+DeviceKind = Literal["simulated", "emulator", "phone"]
 
 
 class DeviceError(RuntimeError):
@@ -34,11 +38,32 @@ class DeviceDescription:
     healthy: bool = False
     problem: str = ""
     simulated: bool = False
+    kind: str = ""                     # a DeviceKind once known
 
     def to_json(self) -> dict[str, Any]:
         return {"serial": self.serial, "state": self.state, "model": self.model,
                 "size": list(self.size) if self.size else None, "density": self.density, "sdk": self.sdk,
-                "healthy": self.healthy, "problem": self.problem, "simulated": self.simulated}
+                "healthy": self.healthy, "problem": self.problem, "simulated": self.simulated, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class ScreenState:
+    """Screen and lock screen as the device reports them (None: the device did not say)."""
+
+    awake: bool | None = None          # dumpsys power: mWakefulness=Awake
+    keyguard: bool | None = None       # the lock screen is showing
+    secure: bool | None = None         # the lock needs a PIN, pattern or password
+    trusted: bool | None = None        # Smart Lock (trust agents) keeps a secure lock open
+
+    def to_json(self) -> dict[str, Any]:
+        return {"awake": self.awake, "keyguard": self.keyguard, "secure": self.secure, "trusted": self.trusted}
+
+
+@dataclass(frozen=True)
+class InputMethods:
+    current: str | None                # secure default_input_method
+    enabled: list[str]                 # ime list -s
+    installed: list[str]               # ime list -a -s
 
 
 @dataclass
@@ -76,7 +101,8 @@ class Device(Protocol):
     def current_app(self) -> tuple[str, str]: ...
 
     def reset(self, setup: Any, language: str) -> None:
-        """Force-stop and clear the task's apps, go home, apply its setup; verify it worked."""
+        """Force-stop (and, where allowed, clear) the task's apps, go home, apply its setup; verify
+        it worked. What it did is left in ``last_reset`` (a dict), also when it failed midway."""
 
     def state(self) -> dict[str, Any] | None:
         """The simulated phone's state JSON, or None on a real phone (it cannot tell)."""
@@ -84,3 +110,37 @@ class Device(Protocol):
     def reconnect(self, timeout: float) -> bool: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class PreparableDevice(Device, Protocol):
+    """What ``harness.device.prepare`` needs to prepare a phone for a run and put it back: read and
+    write settings, input methods, the screen and lock state. Every change a run makes goes
+    through these, and is first recorded in ``journal`` when one is attached."""
+
+    journal: Any
+
+    def kind(self) -> DeviceKind: ...
+
+    def get_setting(self, namespace: str, key: str) -> str | None:
+        """``settings get``; None when unset (Android prints ``null``)."""
+
+    def put_setting(self, namespace: str, key: str, value: str | None) -> None:
+        """``settings put``, or ``settings delete`` for None."""
+
+    def input_methods(self) -> InputMethods: ...
+
+    def set_input_method(self, ime_id: str) -> None:
+        """Enable ``ime_id`` and make it the default input method."""
+
+    def disable_input_method(self, ime_id: str) -> None: ...
+
+    def use_input_method(self, ime_id: str) -> None:
+        """Switch to ``ime_id`` for typing, recording the original first when a journal is attached."""
+
+    def screen_state(self) -> ScreenState: ...
+
+    def wake(self) -> None: ...
+
+    def dismiss_keyguard(self) -> None:
+        """Open a lock screen that needs no secret (swipe, or kept open by Smart Lock)."""

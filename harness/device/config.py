@@ -30,34 +30,47 @@ class SettleConfig:
 
 @dataclass(frozen=True)
 class DeviceConfig:
+    """``adb_host``/``adb_port``: the adb server (None: as adb picks it, see
+    :func:`harness.device.adb_server.adb_endpoint`). ``allow_clear``: ``setup.clear`` may run
+    ``pm clear`` on a phone that is neither an emulator nor the simulated phone."""
+
     backend: Backend = "adb"
-    adb_host: str = "127.0.0.1"
+    adb_host: str | None = None
     adb_port: int | None = None
     settle: SettleConfig = field(default_factory=SettleConfig)
     command_timeout: float = 30.0
     reconnect_timeout: float = 15.0
     app_labels: dict[str, str] = field(default_factory=dict)
+    allow_clear: bool = False
+
+    def endpoint(self):
+        from harness.device.adb_server import adb_endpoint
+        return adb_endpoint(self.adb_host, self.adb_port)
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "adb_host": self.adb_host, "adb_port": self.adb_port,
+        ep = self.endpoint()
+        return {"backend": self.backend, "adb_host": ep.host, "adb_port": ep.port,
                 "settle": self.settle.to_json(), "command_timeout": self.command_timeout,
-                "reconnect_timeout": self.reconnect_timeout, "app_labels": dict(self.app_labels)}
+                "reconnect_timeout": self.reconnect_timeout, "app_labels": dict(self.app_labels),
+                "allow_clear": self.allow_clear}
 
     def open(self, serial: str):
         """Build the device for ``serial`` with the configured backend."""
         return BACKENDS[self.backend](serial, self)
 
 
-def _adb(serial: str, cfg: DeviceConfig):
-    from harness.device.adb import AdbDevice
-    return AdbDevice(serial, host=cfg.adb_host, port=cfg.adb_port, settle=cfg.settle,
-                     command_timeout=cfg.command_timeout, app_labels=cfg.app_labels)
+def _backend(module: str, name: str) -> Callable[[str, DeviceConfig], Any]:
+    """A factory for one backend class, imported when first used (uiautomator2 is heavy)."""
+    def make(serial: str, cfg: DeviceConfig) -> Any:
+        import importlib
+
+        cls = getattr(importlib.import_module(module), name)
+        return cls(serial, host=cfg.adb_host, port=cfg.adb_port, settle=cfg.settle,
+                   command_timeout=cfg.command_timeout, app_labels=cfg.app_labels, allow_clear=cfg.allow_clear)
+    return make
 
 
-def _u2(serial: str, cfg: DeviceConfig):
-    from harness.device.u2 import U2Device
-    return U2Device(serial, host=cfg.adb_host, port=cfg.adb_port, settle=cfg.settle,
-                    command_timeout=cfg.command_timeout, app_labels=cfg.app_labels)
-
-
-BACKENDS: dict[str, Callable[[str, DeviceConfig], Any]] = {"adb": _adb, "uiautomator2": _u2}
+BACKENDS: dict[str, Callable[[str, DeviceConfig], Any]] = {
+    "adb": _backend("harness.device.adb", "AdbDevice"),
+    "uiautomator2": _backend("harness.device.u2", "U2Device"),
+}

@@ -2,7 +2,9 @@
 
 Strategies, best first (FIELD_NOTES section 9):
 1. ADBKeyboard's broadcast ``am broadcast -a ADB_INPUT_B64 --es msg <base64>`` when that IME is
-   installed: any Unicode, and base64 carries nothing a shell could read as syntax.
+   installed (``ime list -a -s`` lists installed IMEs, enabled or not; ``ime list -s`` only the
+   enabled ones): any Unicode, and base64 carries nothing a shell could read as syntax. Switching
+   to it goes through ``switch_ime``, which the device journals so the run can switch back.
 2. uiautomator2's ``send_keys`` (clipboard/IME) when the uiautomator2 backend is in use.
 3. ``input text`` only for plain printable ASCII without ``%`` (Android's ``input text`` turns
    ``%s`` into a space and cannot type anything else).
@@ -46,27 +48,30 @@ class Shell(Protocol):
 class TextTyper:
     """Types with the best strategy the device offers; decides once per device."""
 
-    def __init__(self, shell: Shell, send_keys: Callable[[str], None] | None = None):
+    def __init__(self, shell: Shell, send_keys: Callable[[str], None] | None = None,
+                 switch_ime: Callable[[str], None] | None = None):
         self.shell = shell
         self.send_keys = send_keys
+        self.switch_ime = switch_ime or self._switch
         self._adbkeyboard: bool | None = None
-        self._previous_ime: str | None = None
 
     def has_adbkeyboard(self) -> bool:
         if self._adbkeyboard is None:
             try:
-                listed = self.shell(["ime", "list", "-s"])
+                listed = self.shell(["ime", "list", "-a", "-s"])
             except Exception:
                 listed = ""
             self._adbkeyboard = ADB_IME in listed.split()
         return self._adbkeyboard
 
+    def _switch(self, ime: str) -> None:
+        self.shell(["ime", "enable", ime])
+        self.shell(["ime", "set", ime])
+
     def _ensure_adbkeyboard(self) -> None:
         current = self.shell(["settings", "get", "secure", "default_input_method"]).strip()
         if current != ADB_IME:
-            self._previous_ime = current or None
-            self.shell(["ime", "enable", ADB_IME])
-            self.shell(["ime", "set", ADB_IME])
+            self.switch_ime(ADB_IME)
 
     def strategy(self, text: str) -> str:
         if is_plain_ascii(text):

@@ -2,7 +2,10 @@
 hierarchy without a file round trip, and typing any Unicode through its IME/clipboard.
 
 uiautomator2 starts its own server on the device (it pushes ``u2.jar`` and runs it with
-``app_process``) and speaks JSON-RPC on device port 9008 (FIELD_NOTES section 8).
+``app_process``) and speaks JSON-RPC on device port 9008 (FIELD_NOTES section 8). Its
+``send_keys`` may switch the phone to its own IME (``com.github.uiautomator/.AdbKeyboard``,
+installing that helper app first when missing: ``uiautomator2/_input.py``) and never switches
+back, so the switch is journaled before every call and the run puts the user's IME back.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from harness.device.adb import AdbDevice
 from harness.device.base import InfraError
 from harness.device.text_input import TextTyper
 
+U2_IME = "com.github.uiautomator/.AdbKeyboard"
+
 
 class U2Device(AdbDevice):
     def __init__(self, serial: str, **kwargs: Any):
         super().__init__(serial, **kwargs)
         self._u2: Any = None
-        self.typer = TextTyper(self.shell, send_keys=self._send_keys)
+        self.typer = TextTyper(self.shell, send_keys=self._send_keys, switch_ime=self.use_input_method)
 
     def u2(self) -> Any:
         if self._u2 is None:
@@ -41,6 +46,8 @@ class U2Device(AdbDevice):
             raise InfraError(f"{self.serial}: uiautomator2 dump failed: {type(e).__name__}: {e}") from None
 
     def _send_keys(self, text: str) -> None:
+        if self.journal is not None:
+            self.journal.remember_input_method(self, U2_IME)
         try:
             self.u2().send_keys(text)
         except InfraError:

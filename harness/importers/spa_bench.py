@@ -100,7 +100,9 @@ def convert_row(rec: dict[str, str], path: Path, row: int) -> dict[str, Any]:
     package = (rec.get("adb_app") or "").strip()
     if package:
         task["apps"] = [package]
-        setup: dict[str, Any] = {"clear": [package]}
+        # force-stop, never clear: SPA-Bench's apps are installed and logged in on the user's phone,
+        # and `pm clear` would log its owner out and erase the app's data
+        setup: dict[str, Any] = {"stop": [package]}
         home = (rec.get("adb_home_page") or "").strip()
         if home:
             setup["start"] = f"{package}/{home}"
@@ -151,7 +153,8 @@ def import_files(csv_paths: list[str | Path], out_dir: str | Path) -> list[tuple
         tasks = convert_file(p)
         dest = out / (Path(p).stem + ".yaml")
         header = (f"# Imported from SPA-Bench {Path(p).name} by `harness tasks import spa-bench`.\n"
-                  "# Real-phone tasks: the app must be installed and logged in; no success check is defined.\n")
+                  "# Real-phone tasks: the app must be installed and logged in; no success check is defined.\n"
+                  "# Each reset force-stops the app and starts it (setup.stop, setup.start); it never clears its data.\n")
         tmp = dest.with_suffix(".yaml.tmp")
         tmp.write_text(header + yaml.safe_dump(tasks, allow_unicode=True, sort_keys=False, width=120), encoding="utf-8")
         tmp.replace(dest)

@@ -21,6 +21,8 @@ from harness.sim.apps.base import App
 from harness.sim.apps.launcher import Launcher
 from harness.sim.dump import hierarchy_xml
 from harness.sim.fs import MemoryFS
+from harness.sim.keyguard import Keyguard
+from harness.sim.persona import RETAIL, SIM, Persona
 from harness.sim.phone_api import DeviceInfo
 from harness.sim.ui import UI, Node
 
@@ -48,27 +50,35 @@ STATUS_DP, NAV_DP, KEYBOARD_DP = 24, 48, 232
 
 
 class SimPhone:
-    """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh)."""
+    """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh).
+
+    ``as_phone``: present itself as a retail phone (``harness.sim.persona.RETAIL``); ``lock``: its
+    lock screen, ``none``, ``swipe`` or ``pin`` (``harness.sim.keyguard``)."""
 
     def __init__(self, width: int = 1080, height: int = 2400, locale: str = "en", seed: int = 0,
-                 info: DeviceInfo | None = None, adbkeyboard: bool = True):
+                 info: DeviceInfo | None = None, adbkeyboard: bool = True, as_phone: bool = False,
+                 lock: str = "none"):
         if width < 320 or height < 480 or width > 4000 or height > 8000:
             raise ValueError(f"screen size {width}x{height} is outside 320x480..4000x8000")
         self.lock = threading.RLock()
         self.width, self.height = width, height
         self.dp = width / 360.0
-        self.info = info or DeviceInfo()
+        self.persona: Persona = RETAIL if as_phone else SIM
+        self.info = info or self.persona.info(self.persona.serial_for(str(seed)))
+        self.keyguard = Keyguard(lock)
         self.fs = MemoryFS()
         for d in ("/sdcard", "/sdcard/Download", "/sdcard/DCIM", "/sdcard/Documents", "/data/local/tmp"):
             self.fs.mkdir(d, parents=True)
         self.locale = locale
         self.base_locale = locale
         self.seed = seed
-        self.imes = [LATIN_IME] + ([ADB_IME] if adbkeyboard else [])
+        self.imes = [LATIN_IME] + ([ADB_IME] if adbkeyboard else [])  # installed
+        self.enabled_imes = [i for i in self.imes if i == LATIN_IME or self.persona.adbkeyboard_enabled]
         self.ime = LATIN_IME
         self.apps: dict[str, App] = {}
         for cls in APP_CLASSES:
             app = cls(self)
+            app.package = self.persona.packages.get(app.package, app.package)
             self.apps[app.package] = app
         self.by_key = {a.key: a for a in self.apps.values()}
         self.launcher = Launcher(self)
@@ -154,6 +164,15 @@ class SimPhone:
         status_h = int(round(STATUS_DP * self.dp))
         nav_h = int(round(NAV_DP * self.dp))
         kb_h = int(round(KEYBOARD_DP * self.dp)) if self._keyboard_visible() else 0
+        if not self.keyguard.awake:  # asleep: a black screen and nothing to touch
+            return ui.finalize(Node((0, 0, w, h), cls="android.widget.FrameLayout", package=SYSTEMUI, paint="fill",
+                                    style={"color": (0, 0, 0)}))
+        if self.keyguard.showing:
+            root = Node((0, 0, w, h), cls="android.widget.FrameLayout", package=SYSTEMUI, paint="fill",
+                        rid=f"{SYSTEMUI}:id/keyguard_root_view", style={"color": (232, 234, 237)})
+            self.keyguard.build(self, root, status_h)
+            root.children.append(self._status_bar(status_h))
+            return ui.finalize(root)
         app = self._app()
         pkg = self.foreground
         root = Node((0, 0, w, h), cls="android.widget.FrameLayout", package=pkg, paint="fill",
@@ -392,6 +411,8 @@ class SimPhone:
     def tap(self, x: int, y: int) -> None:
         with self.lock:
             self.events.append({"type": "tap", "x": x, "y": y})
+            if not self.keyguard.awake:
+                return
             node = self._hit(x, y, "on_click")
             if node is not None:
                 if node.on_click_at is not None:
@@ -412,6 +433,11 @@ class SimPhone:
         with self.lock:
             self.events.append({"type": "swipe", "start": [x1, y1], "end": [x2, y2], "ms": duration_ms})
             dx, dy = x1 - x2, y1 - y2
+            if not self.keyguard.awake:
+                return
+            if self.keyguard.showing and dy > 0.15 * self.height:
+                self._mutate(self.keyguard.swipe_up)
+                return
             if abs(dx) < 0.02 * self.width and abs(dy) < 0.02 * self.height:
                 # a swipe that does not move is a tap (long if held), as on a touchscreen
                 if duration_ms >= 500:
@@ -441,6 +467,19 @@ class SimPhone:
         return None
 
     def _key_unlocked(self, name: str) -> None:
+        kg = self.keyguard
+        if name in ("POWER", "WAKEUP", "SLEEP"):
+            if name == "WAKEUP" or (name == "POWER" and not kg.awake):
+                kg.wake()
+            else:
+                kg.sleep()
+                self.clear_focus()
+            return
+        if not kg.awake:
+            return
+        if kg.showing:
+            kg.key(name)
+            return
         if name == "HOME":
             self.show_recents = False
             self.clear_focus()
@@ -479,6 +518,11 @@ class SimPhone:
         return self._focused if self.focus_key is not None else None
 
     def _type_unlocked(self, text: str) -> None:
+        if not self.keyguard.awake:
+            return
+        if self.keyguard.showing:
+            self.keyguard.type(text)
+            return
         node = self._focused_field()
         if node is None or node.on_text is None:
             return  # like Android: text with no focused field goes nowhere
@@ -492,7 +536,8 @@ class SimPhone:
     # --- PhoneAPI: packages -------------------------------------------------------------------
     def packages(self) -> list[str]:
         return sorted([LAUNCHER, SYSTEMUI, KEYBOARD_PKG, "android", "com.android.permissioncontroller"]
-                      + list(self.apps) + (["com.android.adbkeyboard"] if ADB_IME in self.imes else []))
+                      + list(self.apps) + list(self.persona.system_packages)
+                      + (["com.android.adbkeyboard"] if ADB_IME in self.imes else []))
 
     def resolve_app(self, name: str) -> str | None:
         """A package for a package name, a launcher label (either language) or an alias."""
@@ -593,7 +638,7 @@ class SimPhone:
                     elif code is not None:
                         self.keyevent(int(code))
                 return "Broadcast completed: result=-1"
-            if action == RESET_ACTION:
+            if action == RESET_ACTION and self.persona.sim_services:
                 try:
                     config = json.loads(base64.b64decode(str(extras.get("config", ""))).decode("utf-8") or "{}")
                     self.reset(**config)
@@ -629,15 +674,42 @@ class SimPhone:
     def ime_list(self) -> list[str]:
         return list(self.imes)
 
+    def ime_enabled(self) -> list[str]:
+        return list(self.enabled_imes)
+
     def ime_current(self) -> str:
         return self.ime
 
     def ime_set(self, ime_id: str) -> bool:
+        """Make ``ime_id`` the input method: it must be enabled (InputMethodManagerService refuses
+        an IME that is "not found or not enabled")."""
         with self.lock:
-            if ime_id not in self.imes:
+            if ime_id not in self.enabled_imes:
                 return False
             self.ime = ime_id
             return True
+
+    def ime_enable(self, ime_id: str, enable: bool = True) -> bool:
+        with self.lock:
+            if ime_id not in self.imes:
+                return False
+            if enable and ime_id not in self.enabled_imes:
+                self.enabled_imes.append(ime_id)
+            elif not enable and ime_id in self.enabled_imes:
+                self.enabled_imes.remove(ime_id)
+                if self.ime == ime_id:  # Android falls back to another enabled IME
+                    self.ime = self.enabled_imes[0] if self.enabled_imes else ""
+            return True
+
+    # --- screen power and lock screen ---------------------------------------------------------
+    def dismiss_keyguard(self) -> bool:
+        with self.lock:
+            return self._mutate(self.keyguard.dismiss)
+
+    def set_lock(self, mode: str, showing: bool | None = None) -> None:
+        """Give the phone a lock screen (tests; ``harness sim serve --lock``)."""
+        with self.lock:
+            self._mutate(lambda: self.keyguard.set_mode(mode, showing))
 
     # --- PhoneAPI: state ----------------------------------------------------------------------
     def state_json(self) -> dict[str, Any]:
@@ -658,7 +730,8 @@ class SimPhone:
             screen["focused_field"] = self.focus_key
             return {
                 "device": {"size": [self.width, self.height], "locale": self.locale, "preset": self.preset,
-                           "ime": self.ime,
+                           "ime": self.ime, "imes_enabled": list(self.enabled_imes), "awake": self.keyguard.awake,
+                           "lock": {"mode": self.keyguard.mode, "showing": self.keyguard.showing},
                            "apps": [{"key": a.key, "package": a.package, "label_en": a.label[0],
                                      "label_zh": a.label[1], "aliases": list(a.aliases)} for a in self.apps.values()]},
                 "screen": screen,

@@ -6,6 +6,11 @@
     handle.stop()
 
     serve(phone, 6520, block=True)        # the CLI (``harness sim serve``): runs until Ctrl-C
+    serve(SimPhone(as_phone=True), 0, command_log="cmds.jsonl")   # a retail-looking phone, logged
+
+``command_log``: append every shell command line the phone receives to that file as a JSON line
+(``harness.sim.command_log``). A retail-looking phone is ``SimPhone(as_phone=True)``
+(``harness.sim.persona``).
 
 The server listens on 127.0.0.1 by default: an unauthenticated ADB port lets anyone who can reach
 it drive the device, so binding another address logs a warning. Avoid ports 5555-5585 for test
@@ -43,8 +48,10 @@ class SimServer:
         mode: str = MODE_NORMAL,
         shell: "Shell | None" = None,
         u2: "U2Server | None" = None,
+        command_log: "str | None" = None,
     ) -> None:
         self.phone = phone
+        self.command_log_path = command_log
         self.host = host
         self.requested_port = port
         self.mode = mode
@@ -148,6 +155,10 @@ class SimServer:
         self._stop_event = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="adb-sim")
         self.device = Device(self.phone, mode=self.mode, shell=self._shell, u2=self._u2, executor=self._executor)
+        if self.command_log_path and self.device.shell.command_log is None:
+            from harness.sim.command_log import CommandLog
+
+            self.device.shell.command_log = CommandLog(self.command_log_path)
         auth = AUTH_UNAUTHORIZED if self.mode == MODE_UNAUTHORIZED else AUTH_NORMAL
         self._server = AdbDeviceServer(self.device, self.host, self.requested_port, auth=auth)
         try:
@@ -177,6 +188,7 @@ def serve(
     block: bool = False,
     shell: "Shell | None" = None,
     u2: "U2Server | None" = None,
+    command_log: "str | None" = None,
 ) -> SimServer:
     """Serve ``phone`` as an ADB device on ``host:port`` (0 = a free port).
 
@@ -185,7 +197,7 @@ def serve(
     With ``block=False`` (default) the server runs in a daemon thread and the started handle is
     returned; with ``block=True`` it serves in this thread until Ctrl-C and returns when stopped.
     """
-    server = SimServer(phone, port=port, host=host, mode=mode, shell=shell, u2=u2)
+    server = SimServer(phone, port=port, host=host, mode=mode, shell=shell, u2=u2, command_log=command_log)
     if block:
         server.serve_forever()
         return server

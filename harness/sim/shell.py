@@ -37,8 +37,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 from harness.sim.fs import normpath, shell_write_error
+from harness.sim.persona import SIM, Persona
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness.sim.command_log import CommandLog
     from harness.sim.phone_api import PhoneAPI
     from harness.sim.u2 import U2Server
 
@@ -46,8 +48,6 @@ Writer = Callable[[bytes], None]
 
 SH = "/system/bin/sh"
 XML_DECL = "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>"
-# The display id SurfaceFlinger reports for the built-in screen (an emulator's value).
-DISPLAY_ID = 4619827259835644672
 LOG_LIMIT = 20000
 
 
@@ -347,6 +347,17 @@ def parse(src: str) -> Script:
     return script
 
 
+def static_argv(script: Script) -> list[list[str]]:
+    """The argv of every simple command in ``script`` as written, before it runs: quotes removed,
+    ``$VAR`` and ``$(...)`` left as text (what a command log can record even for a command that
+    never returns)."""
+    def word(w: Word) -> str:
+        return "".join(seg.text if seg.kind == "lit" else ("$" + seg.text if seg.kind == "var" else f"$({seg.text})")
+                       for seg in w)
+
+    return [[word(w) for w in simple.words] for _, pipeline in script for simple in pipeline.stages if simple.words]
+
+
 # =============================================================================================
 # Execution plumbing
 # =============================================================================================
@@ -457,6 +468,7 @@ class Shell:
         # text with a character it cannot map (any CJK) is not typed at all (FIELD_NOTES 9).
         self.ascii_only_input_text = ascii_only_input_text
         self.log: list[list[str]] = []
+        self.command_log: "CommandLog | None" = None  # --command-log: every command line received, as JSON lines
         self.installs: list[str] = []  # `pm install` attempts (APK paths)
         self.props: dict[str, str] = {}
         self.settings: dict[str, dict[str, str]] = {
@@ -525,8 +537,13 @@ class Shell:
         try:
             script = parse(cmdline)
         except ShellSyntaxError as e:
-            err(f"{SH}: syntax error: {e}\n".encode())
+            if self.command_log is not None:
+                self.command_log.append(cmdline, None, error=f"syntax error: {e}")
+            msg = str(e) if self.persona.sim_services else str(e).replace(" by the simulated shell", "")
+            err(f"{SH}: syntax error: {msg}\n".encode())
             return 2
+        if self.command_log is not None:
+            self.command_log.append(cmdline, static_argv(script))
         try:
             return self._run_script(script, sess, out, err, stdin or InputSource(), cancel)
         except ExitShell as e:
@@ -543,6 +560,14 @@ class Shell:
 
     def commands(self) -> list[str]:
         return sorted(self._commands)
+
+    @property
+    def persona(self) -> Persona:
+        return getattr(self.phone, "persona", SIM)
+
+    def _sim_note(self, text: str) -> str:
+        """``text`` for the simulated phone's own persona; nothing where it plays a retail phone."""
+        return text if self.persona.sim_services else ""
 
     # --- script execution ---------------------------------------------------------------------
     def _base_env(self) -> dict[str, str]:
@@ -974,12 +999,14 @@ class Shell:
         return 0
 
     def cmd_uname(self, c: Ctx) -> int:
+        persona = self.persona
         if "-a" in c.argv:
-            c.line(f"Linux localhost 6.1.0-android14 #1 SMP PREEMPT {time.strftime('%a %b %d %H:%M:%S UTC %Y')} x86_64 Toybox")
+            c.line(f"Linux localhost {persona.kernel} #1 SMP PREEMPT {time.strftime('%a %b %d %H:%M:%S UTC %Y')} "
+                   f"{persona.machine} Toybox")
         elif "-m" in c.argv:
-            c.line("x86_64")
+            c.line(persona.machine)
         elif "-r" in c.argv:
-            c.line("6.1.0-android14")
+            c.line(persona.kernel)
         else:
             c.line("Linux")
         return 0
@@ -1003,6 +1030,14 @@ class Shell:
         return 0
 
     def cmd_svc(self, c: Ctx) -> int:
+        args = c.argv[1:]
+        if args[:2] == ["power", "stayon"] and len(args) > 2:
+            # PowerCommand: true = AC|USB|wireless, false = 0, or one source (BatteryManager.BATTERY_PLUGGED_*)
+            value = {"true": "7", "false": "0", "ac": "1", "usb": "2", "wireless": "4"}.get(args[2])
+            if value is None:
+                c.error(f"Usage: svc power stayon [true|false|usb|ac|wireless]")
+                return 1
+            self.settings["global"]["stay_on_while_plugged_in"] = value
         return 0
 
     def cmd_logcat(self, c: Ctx) -> int:
@@ -1613,16 +1648,21 @@ class Shell:
         sub = c.argv[1] if len(c.argv) > 1 else ""
         if sub == "size":
             if len(c.argv) > 2 and c.argv[2] != "reset":
-                raise CommandError("wm size: overriding the display size is not supported by the simulated phone")
+                raise CommandError("wm size: overriding the display size is not supported" + self._sim_note(" by the simulated phone"))
             w, h = self.phone.size
             c.line(f"Physical size: {w}x{h}")
             return 0
         if sub == "density":
             if len(c.argv) > 2 and c.argv[2] != "reset":
-                raise CommandError("wm density: overriding the density is not supported by the simulated phone")
+                raise CommandError("wm density: overriding the density is not supported" + self._sim_note(" by the simulated phone"))
             c.line(f"Physical density: {self.phone.density}")
             return 0
-        if sub in ("dismiss-keyguard", "user-rotation", "fixed-to-user-rotation"):
+        if sub == "dismiss-keyguard":
+            dismiss = getattr(self.phone, "dismiss_keyguard", None)
+            if callable(dismiss):
+                dismiss()
+            return 0
+        if sub in ("user-rotation", "fixed-to-user-rotation"):
             return 0
         c.line("Window manager (window) commands:\n  size [reset|WxH|WdpxHdp]\n  density [reset|DENSITY]")
         return 0 if sub in ("", "help", "-h") else 255
@@ -1657,18 +1697,19 @@ class Shell:
     # --- Android: dumpsys -------------------------------------------------------------------------
     def cmd_dumpsys(self, c: Ctx) -> int:
         args = c.argv[1:]
+        services = [x for x in _DUMPSYS_SERVICES if x != "crate_sim" or self.persona.sim_services]
         if not args or args[0] == "-l":
             c.line("Currently running services:")
-            for s in _DUMPSYS_SERVICES:
+            for s in services:
                 c.line(f"  {s}")
             return 0
         service, rest = args[0], args[1:]
         fn = getattr(self, "_dumpsys_" + service.replace(".", "_"), None)
-        if service == "crate_sim":
+        if service == "crate_sim" and self.persona.sim_services:
             c.line(json.dumps(self.phone.state_json(), ensure_ascii=False))
             return 0
         if fn is None:
-            if service in _DUMPSYS_SERVICES:
+            if service in services:
                 return 0
             c.error(f"Can't find service: {service}")
             return 0
@@ -1706,12 +1747,48 @@ class Shell:
             c.line(f"    mFocusedApp={rec}")
             return
         if rest[0] == "policy":
-            c.line("WINDOW MANAGER POLICY STATE (dumpsys window policy)")
-            c.line("    mKeyguardDrawComplete=true mWindowManagerDrawComplete=true")
-            c.line("    mScreenOnEarly=true mScreenOnFully=true")
+            self._dumpsys_window_policy(c)
             return
         c.line(f"  mCurrentFocus={win}")
         c.line(f"  mFocusedApp={rec}")
+
+    def _keyguard(self) -> tuple[bool, bool, bool, str]:
+        """(awake, lock screen showing, secure, lock mode) of the phone (a phone without a
+        keyguard model is awake and unlocked)."""
+        kg = getattr(self.phone, "keyguard", None)
+        if kg is None:
+            return True, False, False, "none"
+        return kg.awake, kg.showing, kg.secure, kg.mode
+
+    def _dumpsys_window_policy(self, c: Ctx) -> None:
+        """PhoneWindowManager's dump with its KeyguardServiceDelegate and KeyguardStateMonitor
+        blocks (field names as KeyguardServiceDelegate.dump and KeyguardStateMonitor.dump print them)."""
+        awake, showing, secure, mode = self._keyguard()
+        on = "true" if awake else "false"
+        c.line("WINDOW MANAGER POLICY STATE (dumpsys window policy)")
+        c.line("    mSafeMode=false mSystemReady=true mSystemBooted=true")
+        c.line(f"    mKeyguardDrawComplete=true mWindowManagerDrawComplete={on}")
+        c.line(f"    mScreenOnEarly={on} mScreenOnFully={on}")
+        c.line("    KeyguardServiceDelegate")
+        c.line(f"      showing={str(showing).lower()}")
+        c.line(f"      inputRestricted={str(showing).lower()}")
+        c.line("      occluded=false")
+        c.line(f"      secure={str(secure).lower()}")
+        c.line("      dreaming=false")
+        c.line("      systemIsReady=true")
+        c.line(f"      deviceHasKeyguard={str(mode != 'none').lower()}")
+        c.line("      enabled=true")
+        c.line("      offReason=OFF_BECAUSE_OF_USER")
+        c.line("      currentUser=0")
+        c.line("      bootCompleted=true")
+        c.line(f"      screenState={'SCREEN_STATE_ON' if awake else 'SCREEN_STATE_OFF'}")
+        c.line(f"      interactiveState={'INTERACTIVE_STATE_AWAKE' if awake else 'INTERACTIVE_STATE_SLEEP'}")
+        c.line("      KeyguardStateMonitor")
+        c.line(f"        mIsShowing={str(showing).lower()}")
+        c.line("        mSimSecure=false")
+        c.line(f"        mInputRestricted={str(showing).lower()}")
+        c.line("        mTrusted=false")
+        c.line("        mCurrentUserId=0")
 
     def _dumpsys_activity(self, c: Ctx, rest: list[str]) -> None:
         pkg, act = self._focus()
@@ -1743,7 +1820,7 @@ class Shell:
         w, h = self.phone.size
         d = self.phone.density
         rot = int(getattr(self.phone, "rotation", 0) or 0)
-        uid = f"local:{DISPLAY_ID}"
+        uid = f"local:{self.persona.display_id}"
         c.line("DISPLAY MANAGER (dumpsys display)")
         c.line("  mOnlyCore=false")
         c.line("  mSafeMode=false")
@@ -1773,7 +1850,7 @@ class Shell:
         )
 
     def _dumpsys_SurfaceFlinger(self, c: Ctx, rest: list[str]) -> None:
-        c.line(f'Display {DISPLAY_ID} (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"')
+        c.line(f'Display {self.persona.display_id} (HWC display 0): port=0 pnpId=GGL displayName="Built-in Screen"')
 
     def _dumpsys_input_method(self, c: Ctx, rest: list[str]) -> None:
         c.line("Current Input Method Manager state:")
@@ -1791,9 +1868,15 @@ class Shell:
         )
 
     def _dumpsys_power(self, c: Ctx, rest: list[str]) -> None:
-        c.write("POWER MANAGER (dumpsys power)\n\nPower Manager State:\n  mWakefulness=Awake\n"
-                "  mHoldingWakeLockSuspendBlocker=false\n  mHoldingDisplaySuspendBlocker=true\n"
-                "Display Power: state=ON\n")
+        awake = self._keyguard()[0]
+        stay_on = self.settings["global"].get("stay_on_while_plugged_in", "0")
+        c.write("POWER MANAGER (dumpsys power)\n\nPower Manager State:\n"
+                f"  mWakefulness={'Awake' if awake else 'Asleep'}\n"
+                f"  mWakefulnessChanging=false\n  mIsPowered=true\n  mPlugType=2\n"
+                f"  mStayOn={'true' if stay_on not in ('0', '') else 'false'}\n"
+                f"  mHoldingWakeLockSuspendBlocker=false\n  mHoldingDisplaySuspendBlocker={str(awake).lower()}\n"
+                f"Settings and Configuration:\n  mStayOnWhilePluggedInSetting={stay_on}\n"
+                f"Display Power: state={'ON' if awake else 'OFF'}\n")
 
     def _dumpsys_package(self, c: Ctx, rest: list[str]) -> None:
         names = [a for a in rest if not a.startswith("-")]
@@ -1851,7 +1934,7 @@ class Shell:
             c.line(f"  taskId={_pid_for(pkg) % 100 + 10}: {pkg}/{act} visible=true topActivity=ComponentInfo{{{pkg}/{act}}}")
             return 0
         if sub in ("instrument", "startservice", "start-service", "start-foreground-service", "stopservice"):
-            c.error(f"Error: '{sub}' is not supported by the simulated phone")
+            c.error(f"Error: '{sub}' is not supported" + self._sim_note(" by the simulated phone"))
             return 1
         c.error(f"Error: Unknown command: {sub}")
         return 255
@@ -1895,7 +1978,7 @@ class Shell:
         args = c.argv[1:]
         pkgs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-p"]
         if not pkgs:
-            c.error("** Error: no packages specified (monkey needs -p PKG on the simulated phone)")
+            c.error("** Error: no packages specified" + self._sim_note(" (monkey needs -p PKG on the simulated phone)"))
             return 1
         t0 = time.monotonic()
         c.line(f"  bash arg: {' '.join(args)}")
@@ -1926,7 +2009,7 @@ class Shell:
                 raise CommandError(f"Error: unknown list type '{what}'")
             flags = [a for a in rest[1:] if a.startswith("-")]
             filt = [a for a in rest[1:] if not a.startswith("-")]
-            system = {p for p in installed if p.startswith(("android", "com.android."))}
+            system = {p for p in installed if p.startswith(("android", "com.android.", "com.google.android."))}
             chosen = installed
             if "-3" in flags:
                 chosen = [p for p in chosen if p not in system]
@@ -1958,7 +2041,8 @@ class Shell:
                 ok = install(c.path(paths[-1]))
                 c.line("Success" if ok else "Failure [INSTALL_FAILED_INVALID_APK]")
                 return 0 if ok else 1
-            c.line("Failure [INSTALL_FAILED_INVALID_APK: the simulated phone cannot install APKs]")
+            c.line("Failure [INSTALL_FAILED_INVALID_APK: " + (self._sim_note("the simulated phone cannot install APKs")
+                                                             or "Failed to parse APK") + "]")
             return 1
         if sub == "uninstall":
             pkg = next((a for a in rest if not a.startswith("-")), "")
@@ -1979,16 +2063,14 @@ class Shell:
     # --- Android: properties, settings, input methods -------------------------------------------
     def all_props(self) -> dict[str, str]:
         info = self.phone.info
-        w, h = self.phone.size
+        persona = self.persona
         props = {
             "ro.product.name": info.product,
             "ro.product.model": info.model,
             "ro.product.device": info.device,
-            "ro.product.brand": info.manufacturer,
+            "ro.product.brand": persona.brand if info.manufacturer == persona.manufacturer else info.manufacturer,
             "ro.product.manufacturer": info.manufacturer,
             "ro.product.board": info.device,
-            "ro.product.cpu.abi": "x86_64",
-            "ro.product.cpu.abilist": "x86_64,arm64-v8a",
             "ro.build.version.sdk": str(info.sdk),
             "ro.build.version.release": info.release,
             "ro.build.version.release_or_codename": info.release,
@@ -2001,16 +2083,17 @@ class Shell:
             "ro.debuggable": "0",
             "ro.secure": "1",
             "ro.sf.lcd_density": str(self.phone.density),
-            "ro.kernel.qemu": "0",
             "sys.boot_completed": "1",
             "dev.bootcomplete": "1",
             "init.svc.adbd": "running",
             "persist.sys.locale": "en-US",
             "persist.sys.timezone": "UTC",
             "service.adb.root": "0",
-            "ro.crate.sim": "1",
-            "ro.crate.screen": f"{w}x{h}",
         }
+        props.update(persona.props)
+        if persona.sim_services:
+            w, h = self.phone.size
+            props["ro.crate.screen"] = f"{w}x{h}"
         props.update(info.props)
         props.update(self.props)
         return props
@@ -2051,7 +2134,7 @@ class Shell:
             if ns == "secure" and key == "default_input_method":
                 c.line(self.phone.ime_current() or "null")
             elif ns == "secure" and key == "enabled_input_methods":
-                c.line(":".join(self.phone.ime_list()) or "null")
+                c.line(":".join(self._enabled_imes()) or "null")
             else:
                 c.line(store.get(key, "null"))
             return 0
@@ -2073,35 +2156,51 @@ class Shell:
             return 0
         raise CommandError(f"Invalid command: {' '.join(args)}", 255)
 
+    def _enabled_imes(self) -> list[str]:
+        enabled = getattr(self.phone, "ime_enabled", None)
+        return enabled() if callable(enabled) else self.phone.ime_list()
+
     def cmd_ime(self, c: Ctx) -> int:
+        """``ime list [-a] [-s]``: the enabled input methods (``-a``: every installed one);
+        ``enable``/``disable``/``set ID`` (set needs an enabled IME, as InputMethodManagerService)."""
         args = c.argv[1:]
         sub, rest = (args[0], args[1:]) if args else ("", [])
         imes = self.phone.ime_list()
         if sub == "list":
+            shown = imes if "-a" in rest else [i for i in imes if i in self._enabled_imes()]
             if "-s" in rest:
-                for ime in imes:
+                for ime in shown:
                     c.line(ime)
             else:
-                for ime in imes:
+                for ime in shown:
                     pkg, _, svc = ime.partition("/")
                     c.line(f"{ime}:")
                     c.line(f"  mId={ime} mSettingsActivityName=null")
                     c.line(f"  Service:\n    ServiceInfo:\n      name={svc} packageName={pkg}")
             return 0
-        if sub in ("set", "enable"):
+        toggle = getattr(self.phone, "ime_enable", None)
+        if sub in ("set", "enable", "disable"):
             ime = rest[-1] if rest else ""
             if ime not in imes:
-                c.error(f"Unknown input method {ime} cannot be {'selected' if sub == 'set' else 'enabled'} for user #0")
+                verb = {"set": "selected", "enable": "enabled", "disable": "disabled"}[sub]
+                c.error(f"Unknown input method {ime} cannot be {verb} for user #0")
                 return 255
+            was = ime in self._enabled_imes()
             if sub == "set":
-                self.phone.ime_set(ime)
+                if not self.phone.ime_set(ime):
+                    c.error(f"Unknown input method {ime} cannot be selected for user #0")
+                    return 255
                 c.line(f"Input method {ime} selected for user #0")
+            elif sub == "enable":
+                if callable(toggle):
+                    toggle(ime, True)
+                c.line(f"Input method {ime}: {'already enabled' if was else 'now enabled'} for user #0")
             else:
-                c.line(f"Input method {ime}: already enabled for user #0")
+                if callable(toggle):
+                    toggle(ime, False)
+                c.line(f"Input method {ime}: {'now disabled' if was else 'already disabled'} for user #0")
             return 0
-        if sub in ("disable", "reset"):
-            if sub == "disable" and rest:
-                c.line(f"Input method {rest[-1]}: now disabled for user #0")
+        if sub == "reset":
             return 0
         c.line("ime <command>:\n  list [-a] [-s]\n  enable ID\n  disable ID\n  set ID\n  reset")
         return 0 if not sub else 255
@@ -2216,7 +2315,7 @@ class Shell:
         return 20
 
     def cmd_reboot(self, c: Ctx) -> int:
-        c.error("reboot: Operation not permitted (the simulated phone cannot reboot)")
+        c.error("reboot: Operation not permitted" + self._sim_note(" (the simulated phone cannot reboot)"))
         return 1
 
     def cmd_su(self, c: Ctx) -> int:

@@ -1,0 +1,376 @@
+"""Preparing a phone for a run, and putting back everything the run changed.
+
+``prepare`` (``harness devices prepare``, and the start of ``harness run`` unless ``--no-prepare``):
+
+1. the screen must be on and unlocked: an asleep screen is woken (``KEYCODE_WAKEUP``); a lock screen
+   that needs no secret (swipe, or kept open by Smart Lock) is dismissed (``wm dismiss-keyguard``);
+   a PIN, pattern or password lock stops the run with "unlock the phone" — the harness never types
+   a lock-screen secret;
+2. it stays awake while plugged in: ``global stay_on_while_plugged_in`` = 7 (AC | USB | wireless:
+   ``BatteryManager.BATTERY_PLUGGED_*``, what Developer options' "Stay awake" writes);
+3. the three animation scales (``global window_animation_scale``, ``transition_animation_scale``,
+   ``animator_duration_scale``) go to 0, so screens settle in one frame;
+4. the input method becomes ADBKeyboard when it is installed (Unicode typing, FIELD_NOTES section 9).
+
+Android puts none of these back by itself (FIELD_NOTES section 11). Every change, by prepare or
+later in the run (a text entry switching the IME), is first written to the device's **journal**:
+one JSON file per device in the state folder (``$CRATE_HARNESS_STATE``, else
+``$XDG_STATE_HOME/crate-harness``, else ``~/.local/state/crate-harness``; ``devices/<serial>.json``),
+written atomically and flushed to disk *before* the change is made. ``restore`` (the end of
+``harness run``, also after Ctrl-C or an error, and ``harness devices restore`` after a crash) puts
+each original value back, reads it again to check, and drops what it restored; the file goes when
+nothing is left. A journal that survives a crash keeps the first original of each value: a later
+prepare adds to it and never mistakes the harness's own values for the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from harness.device.base import DeviceError, InfraError
+from harness.device.text_input import ADB_IME
+
+STAY_ON_ALL_SOURCES = "7"
+ANIMATION_SCALES = ("window_animation_scale", "transition_animation_scale", "animator_duration_scale")
+JOURNAL_FORMAT = 1
+
+
+class PrepareRefused(RuntimeError):
+    """The phone cannot be prepared as it is (locked with a secret): the user has to act."""
+
+
+def state_dir() -> Path:
+    """Where journals live (see the module docstring)."""
+    env = os.environ.get("CRATE_HARNESS_STATE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "crate-harness"
+
+
+def _now() -> str:
+    from harness.records import now_iso
+    return now_iso()
+
+
+def _file_name(serial: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", serial) + ".json"
+
+
+@dataclass
+class Change:
+    """One value the harness changed: a setting (``namespace``/``key``) or the input method."""
+
+    kind: str                                  # "setting" | "input_method"
+    before: str | None                         # the user's value (None: unset)
+    after: str | None
+    namespace: str = ""
+    key: str = ""
+    enabled_before: list[str] = field(default_factory=list)  # input_method: the enabled IMEs
+    at: str = ""
+
+    @property
+    def ident(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.key)
+
+    def describe(self) -> str:
+        if self.kind == "setting":
+            return f"{self.namespace} {self.key}"
+        return "input method"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "before": self.before, "after": self.after, "at": self.at}
+        if self.kind == "setting":
+            d.update(namespace=self.namespace, key=self.key)
+        else:
+            d["enabled_before"] = list(self.enabled_before)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Change":
+        return cls(kind=d["kind"], before=d.get("before"), after=d.get("after"), namespace=d.get("namespace", ""),
+                   key=d.get("key", ""), enabled_before=list(d.get("enabled_before") or []), at=d.get("at", ""))
+
+
+class Journal:
+    """The durable record of one device's original values (see the module docstring)."""
+
+    def __init__(self, path: Path, serial: str, adb: dict[str, Any] | None = None):
+        self.path = path
+        self.serial = serial
+        self.adb = adb or {}
+        self.changes: list[Change] = []
+        self.owner: dict[str, Any] = {}
+        self.lock = threading.RLock()
+        self.inherited = 0  # changes left by an earlier run that did not restore them
+
+    # --- files --------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, serial: str, adb: dict[str, Any] | None = None, folder: Path | None = None,
+             owner: dict[str, Any] | None = None) -> "Journal":
+        """The journal of ``serial``, with what an earlier run left in it."""
+        folder = (folder or state_dir()) / "devices"
+        j = cls(folder / _file_name(serial), serial, adb)
+        if j.path.exists():
+            j._load()
+            j.inherited = len(j.changes)
+        j.owner = dict(owner or {})
+        if adb:
+            j.adb = dict(adb)
+        return j
+
+    @classmethod
+    def pending(cls, folder: Path | None = None) -> list["Journal"]:
+        """Every journal with changes still to restore."""
+        d = (folder or state_dir()) / "devices"
+        out = []
+        for f in sorted(d.glob("*.json")) if d.is_dir() else []:
+            j = cls(f, "")
+            j._load()
+            if j.changes:
+                out.append(j)
+        return out
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.serial = data.get("serial") or self.serial
+            self.adb = data.get("adb") or self.adb
+            self.owner = data.get("owner") or {}
+            self.changes = [Change.from_json(c) for c in data.get("changes", [])]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise DeviceError(f"{self.path}: the record of original device settings cannot be read ({e}); "
+                              "fix or remove it by hand") from None
+
+    def save(self) -> None:
+        """Write the journal (atomically, flushed to disk); remove the file when it is empty."""
+        with self.lock:
+            if not self.changes:
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
+                return
+            from harness.records import atomic_write_json
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(self.path, {"format": JOURNAL_FORMAT, "serial": self.serial, "adb": self.adb,
+                                          "owner": self.owner, "updated_at": _now(),
+                                          "changes": [c.to_json() for c in self.changes]}, fsync=True)
+
+    # --- recording ----------------------------------------------------------------------------
+    def remember(self, change: Change) -> None:
+        """Record ``change`` before it is made. The first original of a value wins."""
+        with self.lock:
+            change.at = change.at or _now()
+            for old in self.changes:
+                if old.ident == change.ident:
+                    old.after = change.after
+                    break
+            else:
+                self.changes.append(change)
+            self.save()
+
+    def remember_input_method(self, device: Any, after: str) -> None:
+        ims = device.input_methods()
+        self.remember(Change("input_method", ims.current, after, enabled_before=list(ims.enabled)))
+
+    def forget(self, change: Change) -> None:
+        with self.lock:
+            self.changes = [c for c in self.changes if c is not change]
+            self.save()
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.changes]
+
+
+def change_setting(device: Any, namespace: str, key: str, value: str | None) -> bool:
+    """Set a setting, recording its original in the device's journal first; False when it
+    already had that value."""
+    current = device.get_setting(namespace, key)
+    if current == value:
+        return False
+    if device.journal is not None:
+        device.journal.remember(Change("setting", current, value, namespace=namespace, key=key))
+    device.put_setting(namespace, key, value)
+    return True
+
+
+# --- prepare -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrepareConfig:
+    """What ``prepare`` does (all of it by default)."""
+
+    stay_awake: bool = True
+    animations_off: bool = True
+    adbkeyboard: bool = True
+
+
+@dataclass
+class PrepareReport:
+    serial: str
+    kind: str = ""
+    screen: dict[str, Any] = field(default_factory=dict)   # what was found, what was done
+    changed: list[str] = field(default_factory=list)        # settings this prepare changed
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"serial": self.serial, "kind": self.kind, "screen": self.screen, "changed": self.changed,
+                "notes": self.notes}
+
+
+def check_screen(device: Any, report: PrepareReport) -> None:
+    """Screen on and unlocked, or :class:`PrepareRefused`. Changes no setting."""
+    st = device.screen_state()
+    report.screen["found"] = st.to_json()
+    if st.awake is False:
+        device.wake()
+        st = device.screen_state()
+        report.screen["woken"] = True
+        if st.awake is False:
+            raise PrepareRefused(f"{device.serial}: the screen stays off after a wake-up key; turn the screen on "
+                                 "and unlock the phone")
+    if st.keyguard:
+        if st.secure and not st.trusted:
+            raise PrepareRefused(f"{device.serial}: the phone is locked with a PIN, pattern or password: unlock the "
+                                 "phone and start again (the harness never enters a lock-screen secret)")
+        device.dismiss_keyguard()
+        after = device.screen_state()
+        report.screen["dismissed_keyguard"] = True
+        if after.keyguard:
+            raise PrepareRefused(f"{device.serial}: the lock screen did not open: unlock the phone and start again")
+    report.screen["ok"] = True
+
+
+def prepare(device: Any, cfg: PrepareConfig | None = None) -> PrepareReport:
+    """Prepare one device (the module docstring says what); every change goes through its journal."""
+    cfg = cfg or PrepareConfig()
+    report = PrepareReport(device.serial, kind=device.kind())
+    check_screen(device, report)
+    if cfg.stay_awake and change_setting(device, "global", "stay_on_while_plugged_in", STAY_ON_ALL_SOURCES):
+        report.changed.append("global stay_on_while_plugged_in")
+    if cfg.animations_off:
+        for key in ANIMATION_SCALES:
+            if change_setting(device, "global", key, "0"):
+                report.changed.append(f"global {key}")
+    if cfg.adbkeyboard:
+        ims = device.input_methods()
+        if ADB_IME not in ims.installed:
+            report.notes.append("ADBKeyboard is not installed: text that is not plain ASCII cannot be typed "
+                                "(see docs/phones.md)")
+        elif ims.current != ADB_IME:
+            device.use_input_method(ADB_IME)
+            report.changed.append("input method")
+    return report
+
+
+# --- restore -----------------------------------------------------------------------------------
+@dataclass
+class RestoreReport:
+    serial: str
+    restored: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_json(self) -> dict[str, Any]:
+        return {"serial": self.serial, "restored": self.restored, "failed": self.failed}
+
+
+def _put_back(device: Any, c: Change) -> bool:
+    """Apply ``c.before`` and read it back; True when the device now holds it."""
+    if c.kind == "setting":
+        device.put_setting(c.namespace, c.key, c.before)
+        return device.get_setting(c.namespace, c.key) == c.before
+    if c.before:
+        device.set_input_method(c.before)
+    if c.after and c.after not in c.enabled_before:
+        device.disable_input_method(c.after)
+    ims = device.input_methods()
+    return ims.current == c.before and not (c.after and c.after not in c.enabled_before and c.after in ims.enabled)
+
+
+def restore(device: Any, journal: Journal) -> RestoreReport:
+    """Put back every value in ``journal`` (newest change first), verify each, and keep in the
+    journal only what could not be restored."""
+    report = RestoreReport(journal.serial)
+    for c in reversed(list(journal.changes)):
+        entry = {"what": c.describe(), "value": c.before, "was": c.after}
+        try:
+            ok = _put_back(device, c)
+        except (InfraError, DeviceError) as e:
+            report.failed.append({**entry, "error": str(e)})
+            continue
+        if ok:
+            journal.forget(c)
+            report.restored.append(entry)
+        else:
+            report.failed.append({**entry, "error": "the device does not hold the original value after restoring it"})
+    return report
+
+
+# --- a run's devices ---------------------------------------------------------------------------
+class DeviceSession:
+    """Journals attached to a run's devices; ``prepare`` at the start, ``restore`` at the end.
+
+    ``with DeviceSession(devices, prepare_cfg) as s: ...`` restores whatever happens inside (a
+    normal end, Ctrl-C, an error); ``s.entry()`` is what the manifest records."""
+
+    def __init__(self, devices: Iterable[Any], cfg: PrepareConfig | None, folder: Path | None = None,
+                 owner: dict[str, Any] | None = None, on_prepared: Callable[["DeviceSession"], None] | None = None):
+        self.devices = list(devices)
+        self.cfg = cfg  # None: --no-prepare (changes made later in the run are still journaled)
+        self.folder = folder
+        self.owner = owner or {}
+        self.on_prepared = on_prepared
+        self.started_at = ""
+        self.prepared: dict[str, dict[str, Any]] = {}
+        self.restored: dict[str, dict[str, Any]] = {}
+
+    def __enter__(self) -> "DeviceSession":
+        self.started_at = _now()
+        try:
+            for d in self.devices:
+                d.journal = Journal.open(d.serial, {"host": d.host, "port": d.port}, self.folder, self.owner)
+                entry: dict[str, Any] = {"kind": d.kind(), "inherited": d.journal.to_json() if d.journal.inherited else []}
+                if self.cfg is not None:
+                    entry["prepare"] = prepare(d, self.cfg).to_json()
+                entry["changes"] = d.journal.to_json()
+                self.prepared[d.serial] = entry
+        except BaseException:
+            self.restore_all()
+            raise
+        if self.on_prepared is not None:
+            self.on_prepared(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.restore_all()
+
+    def restore_all(self) -> None:
+        for d in self.devices:
+            journal = getattr(d, "journal", None)
+            if journal is None or d.serial in self.restored:
+                continue
+            entry = self.prepared.setdefault(d.serial, {})
+            entry["changes"] = journal.to_json()  # everything the run changed, prepare or later
+            if not journal.changes:
+                self.restored[d.serial] = RestoreReport(d.serial).to_json()
+            else:
+                self.restored[d.serial] = restore(d, journal).to_json()
+            d.journal = None
+
+    def failures(self) -> dict[str, list[dict[str, Any]]]:
+        return {s: r["failed"] for s, r in self.restored.items() if r.get("failed")}
+
+    def entry(self) -> dict[str, Any]:
+        return {"started_at": self.started_at, "prepare": self.cfg is not None,
+                "devices": {s: {**e, "restore": self.restored.get(s)} for s, e in self.prepared.items()}}
