@@ -155,16 +155,20 @@ class SimServer:
         self._stop_event = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="adb-sim")
         self.device = Device(self.phone, mode=self.mode, shell=self._shell, u2=self._u2, executor=self._executor)
+        own_log = None
         if self.command_log_path and self.device.shell.command_log is None:
             from harness.sim.command_log import CommandLog
 
-            self.device.shell.command_log = CommandLog(self.command_log_path)
+            own_log = self.device.shell.command_log = CommandLog(self.command_log_path)
         auth = AUTH_UNAUTHORIZED if self.mode == MODE_UNAUTHORIZED else AUTH_NORMAL
         self._server = AdbDeviceServer(self.device, self.host, self.requested_port, auth=auth)
         try:
             await self._server.start()
         except BaseException as e:
             self._error = e
+            if own_log is not None:
+                self.device.shell.command_log = None
+                own_log.close()
             self._ready.set()
             self._stopped.set()
             return
@@ -175,6 +179,9 @@ class SimServer:
         finally:
             await self._server.stop()
             self._executor.shutdown(wait=False, cancel_futures=True)
+            if own_log is not None:
+                self.device.shell.command_log = None
+                own_log.close()
             self._stopped.set()
             self._loop = None
 

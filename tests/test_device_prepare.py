@@ -1,0 +1,140 @@
+"""Device preparation and restore over real adb, on simulated phones that look like retail phones
+(``as_phone``) and log every shell command they receive: what prepare changes, that the originals
+are journaled before each change and put back, that a securely locked phone is refused before
+anything changes, that a journal left by a crash keeps the user's values, and that typing that
+switches the IME on its own is journaled too."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.actions import TypeText
+from harness.device.adb import parse_screen_state
+from harness.device.prepare import (ANIMATION_SCALES, Journal, PrepareRefused, prepare, restore, state_dir)
+from harness.device.text_input import ADB_IME
+from harness.sim.command_log import read_command_log, ran
+from harness.sim.phone import LATIN_IME
+
+SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
+
+
+def _globals(sim) -> dict[str, str]:
+    return {k: sim.handle.shell.settings["global"][k] for k in SETTINGS}
+
+
+def _phone(serve_sim, tmp_path, **kw):
+    log = tmp_path / "commands.jsonl"
+    sim = serve_sim(as_phone=True, command_log=log, **kw)
+    dev = sim.device()
+    dev.journal = Journal.open(dev.serial, {"host": dev.host, "port": dev.port})
+    return sim, dev, log
+
+
+def test_prepare_changes_are_journaled_then_restored(serve_sim, tmp_path):
+    sim, dev, log = _phone(serve_sim, tmp_path)
+    before = _globals(sim)
+    assert dev.kind() == "phone" and sim.phone.ime == LATIN_IME and ADB_IME not in sim.phone.enabled_imes
+
+    report = prepare(dev)
+    assert _globals(sim) == {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
+    assert sim.phone.ime == ADB_IME
+    assert report.changed == [f"global {k}" for k in SETTINGS] + ["input method"]
+    # the originals are on disk before anything is put back
+    on_disk = json.loads(dev.journal.path.read_text())
+    assert dev.journal.path.parent == state_dir() / "devices"
+    assert {c["key"]: c["before"] for c in on_disk["changes"] if c["kind"] == "setting"} == before
+    assert [c for c in on_disk["changes"] if c["kind"] == "input_method"][0]["before"] == LATIN_IME
+    cmds = read_command_log(log)
+    assert ran(cmds, "settings", "put", "global", "window_animation_scale") == [
+        ["settings", "put", "global", "window_animation_scale", "0"]]
+    assert ran(cmds, "ime", "set") == [["ime", "set", ADB_IME]]
+    # each value was read (journaled) before it was written
+    lines = [r["line"] for r in cmds]
+    for k in SETTINGS:
+        assert lines.index(f"settings get global {k}") < lines.index(f"settings put global {k} " + ("7" if k.startswith("stay") else "0"))
+
+    result = restore(dev, dev.journal)
+    assert result.ok and len(result.restored) == 5
+    assert _globals(sim) == before
+    assert sim.phone.ime == LATIN_IME and ADB_IME not in sim.phone.enabled_imes  # disabled again, as it was
+    assert not dev.journal.path.exists()
+    assert ran(read_command_log(log), "ime", "disable") == [["ime", "disable", ADB_IME]]
+
+
+def test_securely_locked_phone_is_refused_before_anything_changes(serve_sim, tmp_path):
+    sim, dev, log = _phone(serve_sim, tmp_path, lock="pin")
+    sim.phone.keyevent("SLEEP")
+    with pytest.raises(PrepareRefused, match="unlock the phone"):
+        prepare(dev)
+    cmds = read_command_log(log)
+    assert ran(cmds, "input", "keyevent", "KEYCODE_WAKEUP")  # woken to look at the lock screen
+    assert not ran(cmds, "settings", "put") and not ran(cmds, "ime", "set") and not ran(cmds, "wm", "dismiss-keyguard")
+    assert not dev.journal.changes and not dev.journal.path.exists()
+    assert sim.phone.keyguard.showing  # still locked: the harness never enters a secret
+
+
+def test_swipe_lock_is_opened_and_the_screen_woken(serve_sim, tmp_path):
+    sim, dev, log = _phone(serve_sim, tmp_path, lock="swipe")
+    sim.phone.keyevent("POWER")  # asleep (and locked, as a phone that has a lock is when it sleeps)
+    assert not sim.phone.keyguard.awake
+    assert dev.screen_state().awake is False
+    report = prepare(dev)
+    assert report.screen["woken"] and report.screen["dismissed_keyguard"]
+    assert sim.phone.keyguard.awake and not sim.phone.keyguard.showing
+    assert sim.phone.state_json()["screen"]["page"] == "launcher/home"
+    restore(dev, dev.journal)
+
+
+def test_a_crashed_runs_journal_keeps_the_users_values(serve_sim, tmp_path):
+    sim, dev, _ = _phone(serve_sim, tmp_path)
+    before = _globals(sim)
+    prepare(dev)  # ... and the run dies here: nothing restored
+    again = sim.device()
+    again.journal = Journal.open(again.serial, {"host": again.host, "port": again.port})
+    assert again.journal.inherited == 5
+    second = prepare(again)
+    assert second.changed == []  # the values are already the harness's: nothing new is recorded
+    assert [c.before for c in again.journal.changes if c.kind == "setting"] == list(before.values())
+    assert restore(again, again.journal).ok
+    assert _globals(sim) == before and sim.phone.ime == LATIN_IME
+
+
+def test_typing_switches_the_ime_through_the_journal(serve_sim, tmp_path):
+    """Without prepare (--no-prepare), the first non-ASCII text switches to ADBKeyboard: that
+    switch is journaled and put back like prepare's."""
+    sim, dev, log = _phone(serve_sim, tmp_path, locale="zh")
+    sim.phone.launch("com.android.contacts")
+    sim.phone.tap(*_centre(sim, "fab"))
+    sim.phone.tap(*_centre(sim, "name"))
+    dev.execute(TypeText(text="陈晓明"))
+    assert dev.last_text_strategy == "adbkeyboard"
+    assert "陈晓明" in sim.phone.hierarchy_xml()  # typed into the field through ADBKeyboard
+    assert [c.kind for c in dev.journal.changes] == ["input_method"]
+    assert ran(read_command_log(log), "am", "broadcast", "-a", "ADB_INPUT_B64")
+    assert restore(dev, dev.journal).ok
+    assert sim.phone.ime == LATIN_IME and ADB_IME not in sim.phone.enabled_imes
+
+
+def _centre(sim, rid: str) -> tuple[int, int]:
+    from harness import hierarchy
+    from harness.tasks import Selector
+
+    node = hierarchy.find(hierarchy.parse(sim.phone.hierarchy_xml()), Selector(rid=rid))
+    assert node is not None, rid
+    return node.center
+
+
+def test_screen_state_from_real_dumps():
+    """dumpsys text as Android prints it (PowerManagerService, KeyguardServiceDelegate, and
+    PhoneWindowManager before Android 8)."""
+    power = "POWER MANAGER (dumpsys power)\nPower Manager State:\n  mDirty=0x0\n  mWakefulness=Asleep\n"
+    policy = ("    KeyguardServiceDelegate\n      showing=true\n      inputRestricted=true\n      occluded=false\n"
+              "      secure=true\n      dreaming=false\n      KeyguardStateMonitor\n        mIsShowing=true\n"
+              "        mSimSecure=false\n        mTrusted=false\n")
+    st = parse_screen_state(power, policy)
+    assert (st.awake, st.keyguard, st.secure, st.trusted) == (False, True, True, False)
+    old = parse_screen_state("  mWakefulness=Awake\n", "    mShowingLockscreen=false mShowingDream=false\n")
+    assert (old.awake, old.keyguard, old.secure) == (True, False, None)
+    assert parse_screen_state("", "").awake is None

@@ -1,0 +1,237 @@
+"""`harness run` on simulated phones that look like retail phones (``as_phone``: Pixel props, no
+simulator markers, no `dumpsys crate_sim`, no reset broadcast), each logging every shell command
+it receives, so the tests prove what was and was not run on the device:
+
+* an imported SPA-Bench task runs with no `pm clear`: its reset force-stops and starts the app, the
+  agent types Chinese through ADBKeyboard, CRATE judges from the screens alone (the scripted model
+  server), and every value prepare changed is back afterwards;
+* a task with `setup.clear` is refused before anything runs unless `--allow-clear`;
+* the originals come back after Ctrl-C, and after a SIGKILL with `harness devices restore`;
+* a securely locked phone is refused with "unlock the phone";
+* a run through `--adb-host`/`--adb-port` (and `ANDROID_ADB_SERVER_ADDRESS`) to a second adb
+  server works as through the default one.
+
+Kill points are states, not moments: phones in this process hold a chosen command until the test
+has signalled the runner (tests/fakes/held_commands.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.device.adb_server import AdbServer
+from harness.device.prepare import ANIMATION_SCALES, Journal
+from harness.device.text_input import ADB_IME
+from harness.records import read_manifest, read_results
+from harness.sim.command_log import read_command_log, ran
+from harness.sim.phone import LATIN_IME
+from tests.fakes.held_commands import HeldCommands
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.tcp_forward import TcpForward
+from tests.judges.helpers import good_reply
+
+ROOT = Path(__file__).resolve().parent.parent
+SPA_ENG = ROOT.parent / "shared" / "reference" / "spa-bench" / "single-app-ENG.csv"
+if not SPA_ENG.exists():  # CI lays the shared data out beside the repository; a dev machine at /work/shared
+    SPA_ENG = Path("/work/shared/reference/spa-bench/single-app-ENG.csv")
+SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
+PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
+
+
+def _harness(args: list[str], adb_port: int | None, **env: str) -> subprocess.Popen:
+    e = dict(os.environ, **env)
+    if adb_port is not None:
+        e["ANDROID_ADB_SERVER_PORT"] = str(adb_port)
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=e, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _done(p: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def _globals(sim) -> dict[str, str]:
+    return {k: sim.handle.shell.settings["global"][k] for k in SETTINGS}
+
+
+def _suite(tmp_path: Path, tasks: list[dict]) -> Path:
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(tasks, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list.", "apps": ["com.android.contacts"],
+                 "reference_steps": 1, "setup": {"stop": ["com.android.contacts"], "start": "com.android.contacts"}}
+
+
+@pytest.mark.slow
+def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim, tmp_path):
+    if not SPA_ENG.exists():
+        pytest.skip("SPA-Bench reference CSVs are not available")
+    log = tmp_path / "commands.jsonl"
+    sim = serve_sim(as_phone=True, command_log=log)
+    originals = _globals(sim)
+    suite = tmp_path / "spa"
+    p = _harness(["tasks", "import", "spa-bench", str(SPA_ENG), "--out", str(suite)], None)
+    assert _done(p)[0] == 0
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"contacts_0_ENG": [
+        {"type": "click", "target": {"rid": "fab"}},
+        {"type": "click", "target": {"rid": "name"}},
+        {"type": "type", "text": "代理 Agent"},          # not ASCII: only ADBKeyboard can type it
+        {"type": "click", "target": {"rid": "phone"}},
+        {"type": "type", "text": "+44 1234 567 890"},
+        {"type": "click", "target": {"rid": "save"}},
+        {"type": "finish", "status": "complete"}]}, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / "run"
+    with ScriptedModelServer(lambda req: Reply(good_reply(req))) as model:
+        p = _harness(["run", "--suite", str(suite), "--tasks", "contacts_0_ENG", "--device", sim.serial,
+                      "--agent", "script", "--agent-opt", f"file={script}", "--judge", "crate",
+                      "--judge-base-url", model.base_url, "--judge-model", "judge-m", "--judge-retries", "1",
+                      "--out", str(out), "--quiet"], adb.port)
+        rc, stdout, stderr = _done(p)
+        assert rc == 0, stdout + stderr
+        assert model.requests  # CRATE judged from the screens: a phone has no state to read
+    (row,) = read_results(out)
+    assert row.status == "finished" and row.verdicts["crate"] is True
+
+    cmds = read_command_log(log)
+    lines = [r["line"] for r in cmds]
+    assert not ran(cmds, "pm", "clear") and not any("pm clear" in line for line in lines)
+    assert ran(cmds, "am", "force-stop") == [["am", "force-stop", "com.android.contacts"]]
+    assert ["am", "start", "-W", "-n", "com.android.contacts/com.android.contacts.activities.PeopleActivity"] in \
+        ran(cmds, "am", "start")
+    assert not any("dumpsys crate_sim" == line for line in lines[1:]) and not any("RESET" in line for line in lines)
+    # prepare's changes come before the episode, their restores after it
+    first_reset = lines.index("am force-stop com.android.contacts")
+    for k, v in PREPARED.items():
+        assert lines.index(f"settings put global {k} {v}") < first_reset
+        assert lines.index(f"settings put global {k} {originals[k]}") > first_reset
+    assert lines.index(f"ime set {ADB_IME}") < first_reset < lines.index(f"ime set {LATIN_IME}")
+    assert ran(cmds, "am", "broadcast", "-a", "ADB_INPUT_B64")
+
+    state = sim.phone.state_json()  # what really happened, read in-process
+    assert any(c["name"] == "代理 Agent" for c in state["apps"]["contacts"]["contacts"])
+    assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and ADB_IME not in sim.phone.enabled_imes
+    assert not Journal.pending()
+
+    m = read_manifest(out)
+    assert m["devices"][0]["kind"] == "phone" and not m["devices"][0]["simulated"]
+    (reset,) = m["resets"]
+    assert reset["task"] == "contacts_0_ENG" and reset["stopped"] == ["com.android.contacts"] and reset["complete"]
+    assert "cleared" not in reset
+    (session,) = m["device_sessions"]
+    dev = session["devices"][sim.serial]
+    assert dev["prepare"]["changed"] == [f"global {k}" for k in SETTINGS] + ["input method"]
+    assert len(dev["restore"]["restored"]) == 5 and not dev["restore"]["failed"]
+
+
+def test_setup_clear_is_refused_on_a_phone_unless_allowed(adb, serve_sim, tmp_path):
+    log = tmp_path / "commands.jsonl"
+    sim = serve_sim(as_phone=True, command_log=log)
+    task = {**CONTACTS_TASK, "id": "contacts_clear", "setup": {"clear": ["com.android.contacts"],
+                                                              "start": "com.android.contacts"}}
+    suite = _suite(tmp_path, [task])
+    base = ["run", "--suite", str(suite), "--device", sim.serial, "--agent", "random", "--max-steps", "1", "--quiet"]
+    rc, out, err = _done(_harness([*base, "--out", str(tmp_path / "refused")], adb.port))
+    assert rc == 2, out + err
+    assert "contacts_clear" in err and "com.android.contacts" in err and sim.serial in err and "--allow-clear" in err
+    cmds = read_command_log(log)
+    assert not ran(cmds, "pm", "clear") and not ran(cmds, "settings", "put") and not ran(cmds, "am", "force-stop")
+    assert not (tmp_path / "refused").exists()  # refused before anything ran, or was written
+
+    rc, out, err = _done(_harness([*base, "--allow-clear", "--out", str(tmp_path / "allowed")], adb.port))
+    assert rc == 0, out + err
+    assert ran(read_command_log(log), "pm", "clear") == [["pm", "clear", "com.android.contacts"]]
+    assert read_manifest(tmp_path / "allowed")["resets"][0]["cleared"] == ["com.android.contacts"]
+
+
+def test_a_securely_locked_phone_is_refused(adb, serve_sim, tmp_path):
+    log = tmp_path / "commands.jsonl"
+    sim = serve_sim(as_phone=True, command_log=log, lock="pin")
+    rc, out, err = _done(_harness(["run", "--suite", str(_suite(tmp_path, [CONTACTS_TASK])), "--device", sim.serial,
+                                   "--agent", "random", "--out", str(tmp_path / "run"), "--quiet"], adb.port))
+    assert rc == 2 and "unlock the phone" in err, out + err
+    assert not ran(read_command_log(log), "settings", "put") and not ran(read_command_log(log), "am")
+    assert sim.phone.keyguard.showing and not read_results(tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_originals_come_back_after_ctrl_c_and_after_a_crash(adb, serve_sim, tmp_path):
+    sim = serve_sim(as_phone=True)
+    originals = _globals(sim)
+    hold = HeldCommands([sim])
+    suite = _suite(tmp_path, [CONTACTS_TASK])
+    base = ["run", "--suite", str(suite), "--device", sim.serial, "--agent", "random", "--max-steps", "300", "--quiet"]
+
+    # Ctrl-C while the first episode's reset goes home: the run stops, resumable, and restores
+    hold.arm("input", 1)
+    p = _harness([*base, "--out", str(tmp_path / "interrupted")], adb.port)
+    assert hold.reached.wait(120), p.stderr.read() if p.poll() is not None else "no reset reached"
+    assert _globals(sim) == PREPARED and sim.phone.ime == ADB_IME
+    p.send_signal(signal.SIGINT)
+    hold.release_all()
+    rc, out, err = _done(p)
+    assert rc == 130, out + err
+    assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and not Journal.pending()
+    (session,) = read_manifest(tmp_path / "interrupted")["device_sessions"]
+    assert len(session["devices"][sim.serial]["restore"]["restored"]) == 5
+
+    # SIGKILL at the same point: nothing is put back by the run itself; the journal survives it
+    hold.arm("input", 1)
+    p = _harness([*base, "--out", str(tmp_path / "killed")], adb.port)
+    assert hold.reached.wait(120)
+    p.kill()
+    p.wait(30)
+    hold.release_all()
+    assert _globals(sim) == PREPARED and sim.phone.ime == ADB_IME
+    (journal,) = Journal.pending()
+    assert journal.serial == sim.serial and len(journal.changes) == 5
+    rc, out, err = _done(_harness(["devices", "--json"], adb.port))
+    assert rc == 0 and {d["serial"]: d["pending_restore"] for d in json.loads(out)}[sim.serial] == 5
+    rc, out, err = _done(_harness(["devices", "restore"], adb.port))
+    assert rc == 0, out + err
+    assert "window_animation_scale restored to 1.0" in out and "input method restored" in out
+    assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and not Journal.pending()
+    rc, out, _ = _done(_harness(["devices", "restore"], adb.port))
+    assert rc == 0 and "nothing to restore" in out
+
+
+@pytest.mark.slow
+def test_runs_reach_a_second_adb_server_by_host_and_port(adb, serve_sim, tmp_path):
+    """The phone is attached only to server B, which is reachable only at 127.0.0.2 (a forward
+    standing in for another machine); the environment points at server A, which does not know it."""
+    sim = serve_sim(as_phone=True)
+    adb.disconnect(sim.serial)
+    suite = str(_suite(tmp_path, [CONTACTS_TASK]))
+    with AdbServer() as b, TcpForward("127.0.0.2", b.port) as remote:
+        serial = b.connect(sim.serial)
+        run = ["run", "--suite", suite, "--device", serial, "--agent", "random", "--max-steps", "2", "--quiet"]
+        rc, out, err = _done(_harness([*run, "--out", str(tmp_path / "default")], adb.port))
+        assert rc == 2 and "not usable" in err, out + err  # server A does not have it
+        rc, out, err = _done(_harness([*run, "--adb-port", str(b.port), "--out", str(tmp_path / "port")], adb.port))
+        assert rc == 0, out + err  # --adb-host 127.0.0.1 is the default host
+        rc, out, err = _done(_harness([*run, "--adb-host", "127.0.0.2", "--adb-port", str(remote.port),
+                                       "--out", str(tmp_path / "host")], adb.port))
+        assert rc == 0, out + err
+        rc, out, err = _done(_harness([*run, "--device-backend", "uiautomator2", "--out", str(tmp_path / "env")], None,
+                                      ANDROID_ADB_SERVER_ADDRESS="127.0.0.2", ANDROID_ADB_SERVER_PORT=str(remote.port)))
+        assert rc == 0, out + err
+        rc, out, err = _done(_harness(["devices", "--json", "--adb-host", "127.0.0.2", "--adb-port", str(remote.port)],
+                                      adb.port))
+        assert rc == 0 and [d["serial"] for d in json.loads(out)] == [serial]
+        assert remote.connections > 0
+    for name in ("port", "host", "env"):
+        (row,) = read_results(tmp_path / name)
+        assert row.status == "step_limit" and row.steps == 2, (name, row)
+    ep = read_manifest(tmp_path / "host")["device_config"]
+    assert (ep["adb_host"], ep["adb_port"]) == ("127.0.0.2", remote.port)
+    assert read_manifest(tmp_path / "env")["device_config"]["adb_host"] == "127.0.0.2"
