@@ -52,8 +52,8 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     Console().print(table)
     unverified = sum(1 for r in rows if not r["verified"])
     if unverified:
-        Console(stderr=True).print(f"{unverified} task(s) are not verified on a device (verified: false): their "
-                                   "references and milestones were written without a run to check them")
+        Console(stderr=True).print(f"{unverified} task(s) are not verified on a device (verified: false): they were "
+                                   "written without running them, so check their step counts and milestones first")
     return 0
 
 
