@@ -316,10 +316,29 @@ class _device_session:
         from harness.device.prepare import DeviceSession, PrepareConfig
 
         self.writer = writer
+        self.quiet = args.quiet
         self.earlier = list(writer.manifest.get("device_sessions") or [])
         self.session = DeviceSession(devices, None if args.no_prepare else PrepareConfig(),
                                      owner={"pid": os.getpid(), "run": str(Path(args.out).resolve())},
-                                     on_prepared=lambda s: self._record())
+                                     on_prepared=lambda s: self._prepared())
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def _prepared(self) -> None:
+        self._record()
+        for serial, entry in self.session.prepared.items():
+            if entry.get("inherited"):
+                self._say(f"{serial}: {len(entry['inherited'])} value(s) an earlier run changed and never put back "
+                          "will be restored to the owner's originals when this run ends")
+            prep = entry.get("prepare")
+            if prep is None:
+                continue
+            changed = ", ".join(prep["changed"]) or "nothing needed changing"
+            self._say(f"{serial} ({prep['kind']}): prepared: {changed}; the originals are put back when the run ends")
+            for note in prep["notes"]:
+                self._say(f"{serial}: note: {note}")
 
     def _record(self) -> None:
         try:
@@ -342,6 +361,10 @@ class _device_session:
     def __exit__(self, *exc: Any) -> None:
         self.session.__exit__(*exc)
         self._record()
+        for serial, r in self.session.restored.items():
+            if r["restored"]:
+                self._say(f"{serial}: put back {len(r['restored'])} value(s): "
+                          + ", ".join(f"{x['what']}={x['value']}" for x in r["restored"]))
         for serial, failed in self.session.failures().items():
             what = ", ".join(f["what"] for f in failed)
             print(f"warning: {serial}: could not put back {what}; run `harness devices restore {serial}` "
