@@ -144,10 +144,14 @@ def _attached(cfg) -> list:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
+    from harness.device.base import DeviceError
     from harness.device.prepare import Journal
 
     cfg = _device_config(args)
-    pending = {j.serial: len(j.changes) for j in Journal.pending()}
+    try:
+        pending = {j.serial: len(j.changes) for j in Journal.pending()}
+    except DeviceError as e:
+        raise UserError(str(e)) from None
     rows = []
     for d in _attached(cfg):
         row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
@@ -177,6 +181,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_devices_prepare(args: argparse.Namespace) -> int:
+    from harness.device.base import DeviceError, InfraError
     from harness.device.prepare import Journal, PrepareRefused, prepare
 
     cfg = _device_config(args)
@@ -188,10 +193,10 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
         desc = dev.describe()
         if not desc.healthy:
             raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
-        dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
         try:
+            dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
             report = prepare(dev)
-        except PrepareRefused as e:
+        except (PrepareRefused, DeviceError, InfraError) as e:
             raise UserError(str(e)) from None
         changed = ", ".join(report.changed) or "nothing (already prepared)"
         print(f"{serial} ({report.kind}): changed {changed}")
@@ -204,9 +209,13 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_devices_restore(args: argparse.Namespace) -> int:
+    from harness.device.base import DeviceError
     from harness.device.prepare import Journal, restore
 
-    journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
+    try:
+        journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
+    except DeviceError as e:
+        raise UserError(str(e)) from None
     if not journals:
         print("nothing to restore" + (f" on {', '.join(args.serials)}" if args.serials else ""))
         return 0

@@ -347,6 +347,7 @@ class _device_session:
             pass  # the disk may be what failed; the journals still hold the originals
 
     def __enter__(self) -> Any:
+        from harness.device.base import DeviceError, InfraError
         from harness.device.prepare import PrepareRefused
 
         try:
@@ -354,6 +355,10 @@ class _device_session:
         except PrepareRefused as e:
             self._record()
             raise RunError(str(e)) from None
+        except (DeviceError, InfraError) as e:
+            self._record()
+            raise RunError(f"preparing the devices failed: {e}; whatever was changed has been put back "
+                           "(or is recorded for `harness devices restore`)") from None
         except BaseException:
             self._record()
             raise

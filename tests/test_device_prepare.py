@@ -20,6 +20,13 @@ from harness.sim.phone import LATIN_IME
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 
 
+@pytest.fixture(autouse=True)
+def own_journals(tmp_path, monkeypatch):
+    """Journals of this test only (runs and `harness devices` in subprocesses inherit it), so what
+    other tests left behind cannot be mistaken for this test's."""
+    monkeypatch.setenv("CRATE_HARNESS_STATE", str(tmp_path / "state"))
+
+
 def _globals(sim) -> dict[str, str]:
     return {k: sim.handle.shell.settings["global"][k] for k in SETTINGS}
 

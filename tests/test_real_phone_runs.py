@@ -45,6 +45,13 @@ SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
 
 
+@pytest.fixture(autouse=True)
+def own_journals(tmp_path, monkeypatch):
+    """Journals of this test only (runs and `harness devices` in subprocesses inherit it), so what
+    other tests left behind cannot be mistaken for this test's."""
+    monkeypatch.setenv("CRATE_HARNESS_STATE", str(tmp_path / "state"))
+
+
 def _harness(args: list[str], adb_port: int | None, **env: str) -> subprocess.Popen:
     e = dict(os.environ, **env)
     if adb_port is not None:
@@ -235,3 +242,21 @@ def test_runs_reach_a_second_adb_server_by_host_and_port(adb, serve_sim, tmp_pat
     ep = read_manifest(tmp_path / "host")["device_config"]
     assert (ep["adb_host"], ep["adb_port"]) == ("127.0.0.2", remote.port)
     assert read_manifest(tmp_path / "env")["device_config"]["adb_host"] == "127.0.0.2"
+
+
+def test_devices_prepare_then_restore_from_the_command_line(adb, serve_sim, tmp_path):
+    log = tmp_path / "commands.jsonl"
+    sim = serve_sim(as_phone=True, command_log=log)
+    originals = _globals(sim)
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial], adb.port))
+    assert rc == 0, out + err
+    assert "changed global stay_on_while_plugged_in" in out and f"harness devices restore {sim.serial}" in out
+    assert _globals(sim) == PREPARED and sim.phone.ime == ADB_IME
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial], adb.port))
+    assert rc == 0 and "nothing (already prepared)" in out
+    rc, out, err = _done(_harness(["devices", "restore", sim.serial], adb.port))
+    assert rc == 0 and _globals(sim) == originals and sim.phone.ime == LATIN_IME
+    (journal_dir := Path(os.environ["CRATE_HARNESS_STATE"]) / "devices").mkdir(parents=True, exist_ok=True)
+    (journal_dir / "broken.json").write_text("{not json")
+    rc, out, err = _done(_harness(["devices", "restore"], adb.port))
+    assert rc == 2 and "broken.json" in err and "cannot be read" in err
