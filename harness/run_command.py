@@ -4,6 +4,7 @@ registries), writes the manifest, and runs the suite with live progress and a fi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import threading
@@ -12,9 +13,9 @@ from typing import Any
 
 from harness.device.adb_server import AdbEndpointError
 from harness.device.config import DeviceConfig, SettleConfig
+from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import RecordError, RunWriter, build_environment_info
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
-from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.tasks import load_suite
 
@@ -60,8 +61,6 @@ def device_config(args: argparse.Namespace) -> DeviceConfig:
         ep = cfg.endpoint()
     except AdbEndpointError as e:
         raise RunError(str(e)) from None
-    import dataclasses
-
     return dataclasses.replace(cfg, adb_host=ep.host, adb_port=ep.port)  # the manifest names the server used
 
 
@@ -274,7 +273,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             writer.write_manifest(manifest)
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
-        with _device_session(args, devices, writer):
+        with _PreparedDevices(args, devices, writer):
             if not args.quiet and sys.stderr.isatty():
                 with LiveProgress([d.serial for d in devices], len(tasks)) as live:
                     report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
@@ -308,7 +307,7 @@ def _reset_recorder(writer: RunWriter) -> Any:
     return record
 
 
-class _device_session:
+class _PreparedDevices:
     """Prepare the run's devices (unless --no-prepare) and restore them at the end, whatever ends
     the run; both go into the manifest's ``device_sessions`` (one entry per invocation)."""
 

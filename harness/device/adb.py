@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import socket
 import subprocess
 import time
 from typing import Any
-
-import re
 
 import adbutils
 

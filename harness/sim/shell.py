@@ -1035,7 +1035,7 @@ class Shell:
             # PowerCommand: true = AC|USB|wireless, false = 0, or one source (BatteryManager.BATTERY_PLUGGED_*)
             value = {"true": "7", "false": "0", "ac": "1", "usb": "2", "wireless": "4"}.get(args[2])
             if value is None:
-                c.error(f"Usage: svc power stayon [true|false|usb|ac|wireless]")
+                c.error("Usage: svc power stayon [true|false|usb|ac|wireless]")
                 return 1
             self.settings["global"]["stay_on_while_plugged_in"] = value
         return 0
