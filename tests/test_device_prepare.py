@@ -145,3 +145,17 @@ def test_screen_state_from_real_dumps():
     old = parse_screen_state("  mWakefulness=Awake\n", "    mShowingLockscreen=false mShowingDream=false\n")
     assert (old.awake, old.keyguard, old.secure) == (True, False, None)
     assert parse_screen_state("", "").awake is None
+
+
+def test_no_change_is_made_when_its_original_cannot_be_recorded(serve_sim, tmp_path, monkeypatch):
+    from harness.device.base import DeviceError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("CRATE_HARNESS_STATE", str(blocker))
+    sim, dev, log = _phone(serve_sim, tmp_path)
+    before = _globals(sim)
+    with pytest.raises(DeviceError, match="cannot record the device's original settings"):
+        prepare(dev)
+    assert _globals(sim) == before and not dev.journal.changes
+    assert not ran(read_command_log(log), "settings", "put")

@@ -159,10 +159,14 @@ class Journal:
                 return
             from harness.records import atomic_write_json
 
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.path, {"format": JOURNAL_FORMAT, "serial": self.serial, "adb": self.adb,
-                                          "owner": self.owner, "updated_at": _now(),
-                                          "changes": [c.to_json() for c in self.changes]}, fsync=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(self.path, {"format": JOURNAL_FORMAT, "serial": self.serial, "adb": self.adb,
+                                              "owner": self.owner, "updated_at": _now(),
+                                              "changes": [c.to_json() for c in self.changes]}, fsync=True)
+            except OSError as e:  # then the change is not made: nothing would remember the original
+                raise DeviceError(f"cannot record the device's original settings in {self.path}: {e.strerror or e}; "
+                                  "set CRATE_HARNESS_STATE to a writable folder") from None
 
     # --- recording ----------------------------------------------------------------------------
     def remember(self, change: Change) -> None:
@@ -175,6 +179,12 @@ class Journal:
                     break
             else:
                 self.changes.append(change)
+                try:
+                    self.save()
+                except DeviceError:
+                    self.changes.remove(change)  # not recorded, so the caller must not make it
+                    raise
+                return
             self.save()
 
     def remember_input_method(self, device: Any, after: str) -> None:
