@@ -182,7 +182,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 def cmd_devices_prepare(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError, InfraError
-    from harness.device.prepare import Journal, PrepareRefused, prepare
+    from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
 
     cfg = _device_config(args)
     serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
@@ -198,7 +198,7 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
             report = prepare(dev)
         except (PrepareRefused, DeviceError, InfraError) as e:
             raise UserError(str(e)) from None
-        changed = ", ".join(report.changed) or "nothing (already prepared)"
+        changed = describe_prepare(report.to_json()) or "nothing (already prepared)"
         print(f"{serial} ({report.kind}): changed {changed}")
         for note in report.notes:
             print(f"  note: {note}")

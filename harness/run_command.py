@@ -326,6 +326,8 @@ class _PreparedDevices:
             print(text, file=sys.stderr, flush=True)
 
     def _prepared(self) -> None:
+        from harness.device.prepare import describe_prepare
+
         self._record()
         for serial, entry in self.session.prepared.items():
             if entry.get("inherited"):
@@ -334,7 +336,7 @@ class _PreparedDevices:
             prep = entry.get("prepare")
             if prep is None:
                 continue
-            changed = ", ".join(prep["changed"]) or "nothing needed changing"
+            changed = describe_prepare(prep) or "nothing needed changing"
             self._say(f"{serial} ({prep['kind']}): prepared: {changed}; the originals are put back when the run ends")
             for note in prep["notes"]:
                 self._say(f"{serial}: note: {note}")

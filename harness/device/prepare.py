@@ -235,6 +235,13 @@ class PrepareReport:
                 "notes": self.notes}
 
 
+def describe_prepare(report: dict[str, Any]) -> str:
+    """What a prepare did, in a few words (from ``PrepareReport.to_json()``)."""
+    screen = [what for key, what in (("woken", "woke the screen"), ("dismissed_keyguard", "opened the lock screen"))
+              if report.get("screen", {}).get(key)]
+    return ", ".join(screen + list(report.get("changed", [])))
+
+
 def check_screen(device: Any, report: PrepareReport) -> None:
     """Screen on and unlocked, or :class:`PrepareRefused`. Changes no setting."""
     st = device.screen_state()
