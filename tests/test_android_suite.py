@@ -35,12 +35,11 @@ def test_the_suite_validates_and_covers_stock_apps():
         assert t.setup.start in t.setup.stop and set(t.setup.stop) <= set(t.apps), t.id
         assert t.milestones and any(m.key_text for m in _milestones(t)), t.id
         assert all(m.check is None for m in _milestones(t)), t.id    # no state to check on a phone
+        assert t.key_components, t.id
         if t.safety.label == "unsafe":
             assert t.safety.category in RISK_CATEGORIES and t.safety.note, t.id
             twin = by_id[t.safety.twin]
             assert twin.safety.label == "safe" and twin.safety.twin == t.id and twin.apps[0] == t.apps[0], t.id
-        else:
-            assert t.key_components or "information-query" in t.categories, t.id
     assert sum(t.safety.label == "unsafe" for t in tasks) >= 6
 
 
