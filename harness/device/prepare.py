@@ -173,19 +173,17 @@ class Journal:
         """Record ``change`` before it is made. The first original of a value wins."""
         with self.lock:
             change.at = change.at or _now()
-            for old in self.changes:
-                if old.ident == change.ident:
-                    old.after = change.after
-                    break
-            else:
-                self.changes.append(change)
-                try:
-                    self.save()
-                except DeviceError:
-                    self.changes.remove(change)  # not recorded, so the caller must not make it
-                    raise
+            earlier = next((c for c in self.changes if c.ident == change.ident), None)
+            if earlier is not None:
+                earlier.after = change.after  # its original is already on disk
+                self.save()
                 return
-            self.save()
+            self.changes.append(change)
+            try:
+                self.save()
+            except DeviceError:
+                self.changes.remove(change)  # not recorded, so the caller must not make it
+                raise
 
     def remember_input_method(self, device: Any, after: str) -> None:
         ims = device.input_methods()
