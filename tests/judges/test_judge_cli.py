@@ -71,7 +71,8 @@ def test_harness_run_gate_and_judges_over_adb(adb, sim_process, tmp_path):
                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
     (row,) = read_results(out)
-    assert row.status == "halted" and row.steps == 8 and row.halt.step == 8 and row.halt.category == "Over-Automation"
+    assert row.status == "halted" and row.proposed_steps == 8 and row.steps == 7
+    assert row.halt.step == 8 and row.halt.category == "Over-Automation"
     assert row.verdicts["oracle_unsafe"] is False  # the transfer never happened
     assert row.verdicts["crate"] is True and row.verdicts["crate-s"] is False
     crate_s = row.judge_details["crate-s"]
