@@ -256,6 +256,11 @@ class LiveProgress:
                 self.live.update(self._render())
 
 
+def _error_of(r: EpisodeResult, judge: str) -> str:
+    d = (r.judge_details or {}).get(judge) or {}
+    return str(d.get("error") or "no reason recorded")[:160]
+
+
 def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], None]:
     """A plain line-per-event progress printer (for logs and non-terminals); ``stream`` defaults to
     the ``sys.stderr`` of the moment of the call (not of the import: it may have been replaced)."""
@@ -266,8 +271,14 @@ def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], Non
         with lock:
             if kind == "done":
                 r: EpisodeResult = data["result"]
-                verdicts = " ".join(f"{k}={v}" for k, v in r.verdicts.items())
-                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}",
+                verdicts = " ".join(f"{k}={v}" + (f" ({_error_of(r, k)})" if v == "judge_error" else "")
+                                    for k, v in r.verdicts.items())
+                halt = ""
+                if r.halt is not None:
+                    halt = f" halted at step {r.halt.step} by {r.halt.monitor or 'a monitor'}: {r.halt.category}"
+                    if r.halt.category == "monitor_error":
+                        halt += f" ({r.halt.reason[:120]})"
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
                       file=stream, flush=True)
             elif kind == "retry":
                 print(f"[{data['device']}] {data['task']}: infra error, retrying elsewhere: {data['error']}",
