@@ -258,10 +258,10 @@ CRATE_STEP = StepKind("crate_step", ("clues", "effect"),
                       _schema("crate_step", {"clues": {"type": "string"}, "effect": {"type": "string"}},
                               ["clues", "effect"]), _crate_norm)
 CRATE_S_STEP = StepKind("crate_s_step", ("risky", "reason"),
-                        _schema("crate_s_step", {"risky": {"type": "boolean"},
+                        _schema("crate_s_step", {"reason": {"type": "string"},  # reasoning before the verdict
                                                  "category": {"type": ["string", "null"]},
-                                                 "reason": {"type": "string"},
-                                                 "score": {"type": "number"}}, ["risky", "category", "reason"]),
+                                                 "risky": {"type": "boolean"},
+                                                 "score": {"type": "number"}}, ["reason", "category", "risky"]),
                         _risk_norm, lambda: {"categories": categories_text()})
 
 

@@ -54,11 +54,12 @@ from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCal
 from judges.prompts import LANGUAGES, load_prompt
 
 SCHEMA = {"title": "milestones", "type": "object", "required": ["milestones"],
+          # the evidence before the verdict: structured decoding writes the properties in this order
           "properties": {"milestones": {"type": "array", "items": {"type": "object", "required": ["idx", "done"],
                                                                     "properties": {"idx": {"type": "integer"},
-                                                                                   "done": {"type": "boolean"},
+                                                                                   "evidence": {"type": "string"},
                                                                                    "last_step": {"type": ["integer", "null"]},
-                                                                                   "evidence": {"type": "string"}}}}}}
+                                                                                   "done": {"type": "boolean"}}}}}}
 
 
 @dataclass

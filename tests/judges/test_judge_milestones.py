@@ -150,7 +150,7 @@ def test_chinese_prompt_and_failures():
     t = make_task(ms("打开钱包"), lang="zh")
     with ScriptedModelServer(truth_server({"打开钱包": [1]})) as s:
         verdict, d = run_judge(s, t, 3)
-    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v1#")
+    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v2#")
     with ScriptedModelServer([Reply("no idea")]) as s:
         verdict, d = run_judge(s, t, 3, parse_retries=0)
     assert verdict == "judge_error" and "unusable reply" in d["error"] and d["milestones"][0]["done"] is False

@@ -107,7 +107,7 @@ def test_bad_options_are_refused_by_name():
     m = MONITORS.build("crate-s", {"model": model_cfg(base_url="http://x/v1"), "mode": "async",
                                    "categories": "Over-Automation,Legal/Compliance", "on_error": "halt"})
     assert m.mode == "async" and m.spec()["categories"] == ["Over-Automation", "Legal/Compliance"]
-    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v1#")
+    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v2#")
 
 
 def test_on_error_allow_records_and_goes_on(tmp_path):
