@@ -291,6 +291,7 @@ def run_exit_code(report: SuiteReport) -> int:
 
 def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.records import read_results
@@ -309,11 +310,16 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
                 note += f" ({r.halt.reason[:80]})"
         elif r.error:
             note = r.error[:60]
-        table.add_row(r.task_id, r.agent, r.status, f"{r.steps}/{r.cap}",
-                      *[str(r.verdicts.get(j, "-")) for j in judges], note)
+        table.add_row(escape(r.task_id), escape(r.agent), r.status, f"{r.steps}/{r.cap}",
+                      *[str(r.verdicts.get(j, "-")) for j in judges], escape(note))  # model text is not markup
     console.print(table)
+    for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
+        ran = (r.halt.model_extra or {}).get("executed")
+        when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
+        console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
+                      f"{r.halt.category}: {r.halt.reason[:160]}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
-        console.print(f"[red]{judge}[/red] judge_error on {task_id}: {why}", markup=True, highlight=False)
+        console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
     checks = [r.model_extra.get("monitor_checks") or {} for r in rows if r.model_extra]
     made = sum(c.get("made", 0) for c in checks)
     if made:
