@@ -84,9 +84,12 @@ def event(i: int, action: Any, **kw: Any) -> StepEvent:
     return StepEvent(**base)
 
 
-def end(steps: int, status: str = "finished", answer: str | None = None) -> EpisodeEnd:
+def end(steps: int, status: str = "finished", answer: str | None = None, events: list[StepEvent] | None = None
+        ) -> EpisodeEnd:
+    """The end of an episode of ``steps`` steps; with ``events``, only those that ran count as executed."""
+    ran = frozenset(e.index for e in events if e.executed) if events is not None else None
     return EpisodeEnd(status=status, steps=steps, final_screenshot=png(steps), answer=answer,
-                      agent_finished=status == "finished")
+                      agent_finished=status == "finished", executed=ran)
 
 
 def run(tmp_path: Path, t: Any, agent: Any, device: Any = None, **kw: Any):
