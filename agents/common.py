@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.actions import Action, action_to_json
 from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig
+from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority
 from harness.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text
@@ -155,7 +155,9 @@ class ModelAgent:
     def chat(self, messages: list[dict[str, Any]], trace: StepTrace, purpose: str) -> ChatResult:
         trace.bytes_sent += request_bytes(messages)
         trace.lap("build")
-        res = self.client.chat(messages)  # ModelError propagates: the runner records agent_error
+        # ModelError propagates: the runner records agent_error
+        res = self.client.chat(messages, priority=Priority.AGENT, meter=self.ctx.meter if self.ctx else None,
+                               role="agent")
         trace.calls.append({"purpose": purpose, **res.to_json()})
         trace.skip()
         return res

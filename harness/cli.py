@@ -594,6 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")
     demo.add_argument("--phones", type=int, default=2, help="simulated phones in parallel")
     demo.add_argument("--seed", type=int, default=3)
+    demo.add_argument("--judge-base-url", help="with --judge-model: also judge the clean slice online (crate, crate-s, "
+                                               "the crate-s gate) on this OpenAI-compatible endpoint")
+    demo.add_argument("--judge-model", help="judge model name as the server knows it")
+    demo.add_argument("--model-base-url", help="with --model: a model agent plays the judged (or an extra) run")
+    demo.add_argument("--model", dest="model_name", help="agent model name as the server knows it")
+    demo.add_argument("--agent", default="uitars", help="model agent family for --model-base-url (default uitars)")
     demo.set_defaults(run=cmd_demo)
 
     rp = sub.add_parser("report", help="tables of one or more runs: SR with 95%% CI per judge, ATP/MSR, safety, cost")

@@ -4,7 +4,10 @@ Starts a private adb server and N simulated phones (each its own process, reache
 then runs a slice of ``tasks/sim`` twice with the replay agent — once clean, once with seeded
 perturbations — judged by the oracle, and prints the table and where the records are. The clean
 run includes unsafe tasks, so the table shows the oracle flagging them; the perturbed run shows
-mistakes turning into failures.
+mistakes turning into failures. With ``--judge-base-url URL --judge-model NAME`` a third run judges
+the clean slice online (crate, crate-s, and the crate-s gate that halts a risky action before it
+runs) and prints the verdicts and halts; ``--model-base-url URL --model NAME`` (``--agent``, default
+``uitars``) makes a model agent play that run.
 """
 
 from __future__ import annotations
@@ -41,6 +44,37 @@ def pick_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
     return clean, perturbed
 
 
+def demo_runs(args: argparse.Namespace, clean: list[Task], perturbed: list[Task]) -> list[tuple[str, list[Task], list[str]]]:
+    """(name, tasks, `harness run` arguments) of each run the demo makes: the replay runs, then,
+    with a judge endpoint, the clean slice judged online (crate, crate-s and the crate-s gate), by
+    a model agent when one is given; with only a model endpoint, the model agent on the clean slice."""
+    runs = [("clean", clean, ["--agent", "replay", "--judge", "oracle"]),
+            ("perturbed", perturbed, ["--agent", "replay", "--agent-opt", f"perturb={PERTURB}", "--judge", "oracle"])]
+    agent = ["--agent", "replay"]
+    if args.model_base_url or args.model_name:
+        if not (args.model_base_url and args.model_name):
+            raise SystemExit("harness demo: --model-base-url and --model go together")
+        agent = ["--agent", args.agent, "--model-base-url", args.model_base_url, "--model", args.model_name]
+    if args.judge_base_url or args.judge_model:
+        if not (args.judge_base_url and args.judge_model):
+            raise SystemExit("harness demo: --judge-base-url and --judge-model go together")
+        runs.append(("judged", clean, [*agent, "--judge", "oracle,crate,crate-s", "--monitor", "crate-s",
+                                       "--monitor-mode", "gate", "--judge-base-url", args.judge_base_url,
+                                       "--judge-model", args.judge_model]))
+    elif agent[1] != "replay":
+        runs.append(("model", clean, [*agent, "--judge", "oracle"]))
+    return runs
+
+
+def online_judging_hint(args: argparse.Namespace) -> str | None:
+    """One line on how to see online judging, when the demo ran without a judge endpoint."""
+    if args.judge_base_url:
+        return None
+    return ("demo: to see online judging (CRATE's verdict one call after each episode, the CRATE-S gate halting a "
+            "risky action before it runs), add --judge-base-url URL --judge-model NAME for any OpenAI-compatible "
+            "server (e.g. vLLM serving Qwen2.5-VL-72B-Instruct)")
+
+
 def start_phone(port: int, log: Path, lang: str = "en") -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--lang", lang],
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -73,16 +107,18 @@ def run_demo(args: argparse.Namespace) -> int:
         parser = argparse.ArgumentParser()
         add_run_arguments(parser)
         reports = []
-        for name, tasks, extra in (("clean", clean, []), ("perturbed", perturbed, ["--agent-opt", f"perturb={PERTURB}"])):
+        for name, tasks, extra in demo_runs(args, clean, perturbed):
             run_out = out / name
             argv = ["--suite", str(suite_dir), "--tasks", ",".join(t.id for t in tasks), "--devices", ",".join(serials),
-                    "--agent", "replay", *extra, "--judge", "oracle", "--seed", str(args.seed), "--out", str(run_out),
-                    "--adb-port", str(server.port)]
+                    *extra, "--seed", str(args.seed), "--out", str(run_out), "--adb-port", str(server.port)]
             run_args = parser.parse_args(argv)
-            print(f"\ndemo: {name} replay of {len(tasks)} task(s) -> {run_out}")
+            print(f"\ndemo: {name} run of {len(tasks)} task(s) -> {run_out}")
             report = execute_run(run_args, argv=["harness", "run", *argv])
             print_summary(str(run_out), report)
             reports.append(report)
+        hint = online_judging_hint(args)
+        if hint:
+            print(f"\n{hint}")
         print(f"\ndemo finished in {time.monotonic() - t0:.1f}s; records in {out.resolve()}")
         return max(run_exit_code(r) for r in reports)
     finally:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from harness.actions import Action
 from harness.tasks import Task
+from harness.usage import Meter
 
 Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
 Verdict = bool | Literal["judge_error"]
@@ -23,7 +24,11 @@ Verdict = bool | Literal["judge_error"]
 @dataclass
 class EpisodeContext:
     """What plugins may know about the episode: the task, the device's size, the run's seed, and
-    (for judges that need it) the phone's state. ``query_state`` returns None on a real phone."""
+    (for judges that need it) the phone's state. ``query_state`` returns None on a real phone.
+
+    ``meter`` is the episode's usage meter: plugins pass it to every model call they make (with
+    their own role name), so the episode's cost is counted where it is spent. ``live`` is False
+    when recorded episodes are judged after the fact (their calls then wait behind live ones)."""
 
     task: Task
     screen_size: tuple[int, int]
@@ -32,6 +37,8 @@ class EpisodeContext:
     query_state: Callable[[], dict[str, Any] | None] = lambda: None
     cap: int = 0
     episode_dir: str | None = None
+    meter: Meter = field(default_factory=Meter)
+    live: bool = True
 
 
 @dataclass
@@ -79,12 +86,30 @@ class MonitorVerdict:
     error: str | None = None
     latency_s: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int] | None = None   # tokens the check spent (None: no model call, or cached)
+
+    @property
+    def failed(self) -> bool:
+        """The check could not answer: its verdict is neither safe nor risky."""
+        return self.error is not None
+
+    @classmethod
+    def check_failed(cls, monitor: Any, error: str) -> "MonitorVerdict":
+        """The verdict of a check of ``monitor`` that could not answer: it halts unless the monitor
+        lets such actions through (``on_error=allow``); it is never a safe verdict."""
+        halt = getattr(monitor, "on_error", "halt") != "allow"
+        return cls(halt=halt, risky=None, category="monitor_error" if halt else None,
+                   reason=f"the check failed ({error}); " + ("halted before the action" if halt
+                                                             else "the action ran unchecked (on_error=allow)"),
+                   monitor=getattr(monitor, "name", ""), error=error, extras={"on_error": "halt" if halt else "allow"})
 
     def to_json(self) -> dict[str, Any]:
         out = {"monitor": self.monitor, "halt": self.halt, "risky": self.risky, "category": self.category,
                "reason": self.reason, "score": self.score, "latency_s": round(self.latency_s, 4)}
         if self.error:
             out["error"] = self.error
+        if self.usage:
+            out["usage"] = self.usage
         if self.extras:
             out["extras"] = self.extras
         return out
@@ -104,21 +129,29 @@ class ProposedStep:
 
 @runtime_checkable
 class Monitor(Protocol):
+    """A pre-action check. ``mode``: ``gate`` judges before the action runs; ``async`` judges beside
+    it, and the runner waits for the verdict before the next action runs (one step of lag, never
+    more). ``on_error``: what a check that cannot answer (it raised, or took longer than
+    ``timeout_s``) does: ``halt`` (the default when a monitor does not say) or ``allow``."""
+
     name: str
     mode: Literal["gate", "async"]
+    on_error: Literal["halt", "allow"]
+    timeout_s: float
 
     def start(self, ctx: EpisodeContext) -> None: ...
 
-    def check(self, step: ProposedStep) -> MonitorVerdict:
-        """Gate mode: judge before the action runs. Async mode: called in the background; the
-        runner looks at the verdict at the next step boundary."""
+    def check(self, step: ProposedStep) -> MonitorVerdict: ...
 
     def spec(self) -> dict[str, Any]: ...
 
 
 @dataclass
 class StepEvent:
-    """A finished step, as observers (judges) receive it."""
+    """A finished step, as observers (judges) receive it. ``executed`` is False when the proposed
+    action never reached the phone (a monitor halted it, the device refused it, the output was not
+    a valid action): judges take such a step as known (nothing happened), never ask a model about
+    it, credit no effect to it and never name it the first unsafe step."""
 
     index: int
     action: Action | None
@@ -130,15 +163,20 @@ class StepEvent:
     screen_after_path: str | None
     thought: str | None = None
     monitor: dict[str, Any] | None = None
+    executed: bool = True
 
 
 @dataclass
 class EpisodeEnd:
     status: Status
-    steps: int
+    steps: int                           # steps recorded (1..steps), executed or not
     final_screenshot: bytes | None
     answer: str | None                   # the agent's last answer(text), if any
     agent_finished: bool                 # the agent itself declared the episode over
+    executed: frozenset[int] | None = None  # indexes of the steps whose action ran (None: all of them)
+
+    def ran(self, index: int) -> bool:
+        return self.executed is None or index in self.executed
 
 
 @runtime_checkable

@@ -4,7 +4,11 @@
 - The API key comes from an environment variable named in the config; it is never stored in a
   config's spec, a record, a log line or an exception message.
 - Screenshots are encoded once per step under an explicit, recorded :class:`ImagePolicy`.
-- Calls to one endpoint share a bounded number of slots (``concurrency``) across threads.
+- Calls to one endpoint share a bounded number of slots (the largest ``concurrency`` any client of
+  it asks for) across threads, served in priority order: a gate check before an agent call before
+  live step evidence before offline judging; the background classes leave a reserve of slots free
+  for the first two, so a gate check never queues behind evidence calls (:class:`Priority`).
+- Each call reports its usage to the :class:`harness.usage.Meter` its caller passes in.
 - 429, 5xx, timeouts and refused connections are retried with exponential backoff, honouring
   ``Retry-After``; after the last try a :class:`ModelError` says what failed and why.
 - Servers that refuse a request for too many images or too long a context get an error naming the
@@ -24,10 +28,14 @@ import random
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from enum import IntEnum
+from typing import Any, Iterator, Literal
 
 from PIL import Image
+
+from harness.usage import Meter
 
 StructuredMode = Literal["auto", "json_schema", "guided", "none"]
 
@@ -165,20 +173,87 @@ class ChatResult:
                 "model": self.model, "structured": self.structured}
 
 
-_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+class Priority(IntEnum):
+    """Who waits on a call, most urgent first. A gate check holds the action it judges; an agent
+    call holds the episode; live step evidence only needs to be in before the episode ends; offline
+    judging waits on nobody."""
+
+    GATE = 0
+    AGENT = 1
+    LIVE = 2
+    OFFLINE = 3
+
+
+class EndpointSlots:
+    """The slots of one endpoint: at most ``capacity`` calls in flight, waiting calls served by
+    priority (then in arrival order). Once gate checks or agent calls use the endpoint, the
+    background classes (live evidence, offline judging) may fill only ``capacity - reserve`` slots,
+    so those find a free slot at once while evidence calls are in flight; an endpoint that only
+    judges use keeps all its slots for them (with one slot there is no reserve)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._cond = threading.Condition()
+        self.capacity = max(1, capacity)
+        self.in_flight = 0
+        self.foreground = False  # a gate check or an agent call has used this endpoint
+        self._waiting: list[tuple[int, int]] = []  # (priority, ticket), kept sorted
+        self._ticket = 0
+
+    @property
+    def reserve(self) -> int:
+        if not self.foreground or self.capacity < 2:
+            return 0
+        return max(1, self.capacity // 4)
+
+    def grow(self, capacity: int) -> None:
+        with self._cond:
+            if capacity > self.capacity:
+                self.capacity = capacity
+                self._cond.notify_all()
+
+    def _limit(self, priority: int) -> int:
+        return self.capacity if priority <= Priority.AGENT else self.capacity - self.reserve
+
+    @contextmanager
+    def slot(self, priority: int) -> Iterator[None]:
+        with self._cond:
+            self._ticket += 1
+            me = (int(priority), self._ticket)
+            if me[0] <= Priority.AGENT:
+                self.foreground = True
+            self._waiting.append(me)
+            self._waiting.sort()
+            try:
+                # the head of the queue has the best priority, and a worse one has no higher limit:
+                # when the head cannot go, nobody behind it can
+                self._cond.wait_for(lambda: self._waiting[0] == me and self.in_flight < self._limit(me[0]))
+            finally:
+                self._waiting.remove(me)
+            self.in_flight += 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.in_flight -= 1
+                self._cond.notify_all()
+
+
+_slots: dict[str, EndpointSlots] = {}
 _slots_lock = threading.Lock()
 _no_structured: set[str] = set()  # endpoints that refused response_format once
 
 
-def _slot(base_url: str, n: int) -> threading.BoundedSemaphore:
-    """Slots shared by every client of one endpoint with the same limit (clients of one run share
-    their endpoint's config, so in practice one semaphore per endpoint)."""
-    key = (base_url, max(1, n))
+def endpoint_slots(base_url: str, n: int) -> EndpointSlots:
+    """The slots of ``base_url``, shared by every client of it (agents', judges' and monitors'
+    alike, so that priorities hold across them); the largest limit asked for applies."""
     with _slots_lock:
-        sem = _slots.get(key)
-        if sem is None:
-            sem = _slots[key] = threading.BoundedSemaphore(key[1])
-        return sem
+        slots = _slots.get(base_url)
+        if slots is None:
+            slots = _slots[base_url] = EndpointSlots(n)
+        else:
+            slots.grow(n)
+        return slots
 
 
 _LIMIT_HINTS = (
@@ -233,7 +308,21 @@ class ModelClient:
             kwargs["extra_body"] = extra
         return self._client.chat.completions.create(**kwargs)
 
-    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None) -> ChatResult:
+    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
+             priority: int = Priority.LIVE, meter: Meter | None = None, role: str = "model") -> ChatResult:
+        """One chat completion, retried as the config says. ``priority`` orders it among the calls
+        waiting for this endpoint; its usage (also a failed call's) goes to ``meter`` as ``role``."""
+        try:
+            res = self._chat(messages, json_schema, priority)
+        except ModelError:
+            if meter is not None:
+                meter.record(role, None, failed=True)
+            raise
+        if meter is not None:
+            meter.record(role, res.usage, res.latency_s)
+        return res
+
+    def _chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, priority: int) -> ChatResult:
         c = self.config
         mode = c.structured if json_schema is not None else "none"
         if mode == "auto":
@@ -246,7 +335,7 @@ class ModelClient:
             attempts += 1
             retry_after: float | None = None
             try:
-                with _slot(c.base_url, c.concurrency):
+                with endpoint_slots(c.base_url, c.concurrency).slot(priority):
                     t0 = time.monotonic()
                     resp = self._request(messages, json_schema, mode)
                     latency = time.monotonic() - t0

@@ -55,6 +55,7 @@ from typing import Any, Callable, Iterable
 
 from harness.actions import ActionError, Finish, parse_action
 from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
+from harness.runner import finish_all
 from harness.records import (EPISODES_DIR, RESULTS_FILE, TRAJECTORY_FILE, EpisodeResult, RecordError,
                              atomic_write_bytes, atomic_write_json, build_environment_info, check_relative_path, dumps,
                              episode_dir, iter_steps, now_iso, read_manifest, read_results, redact, resolve_screen,
@@ -619,7 +620,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
         seed = job.result.seed if isinstance(job.result.seed, int) else 0
         ctx = EpisodeContext(task=job.task, screen_size=size or (0, 0), seed=seed,
                              device_serial=job.result.device or "offline", query_state=lambda: None,
-                             cap=job.result.cap, episode_dir=str(ep_dir))
+                             cap=job.result.cap, episode_dir=str(ep_dir), live=False)
         for n, j in judges:
             try:
                 j.start(ctx)
@@ -628,6 +629,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
         owned = _own_clients([c for _, j in judges for c in _model_clients(j)], usage)
         final: bytes | None = first_bytes
         last_action = None
+        ran: set[int] = set()
         for step in iter_steps(ep_dir):  # one step (and at most two screens) in memory at a time
             before = screens.load(step.screen_before)
             after = screens.load(step.screen_after)
@@ -640,7 +642,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
             event = StepEvent(index=step.index, action=action, raw_output=step.raw_output, invalid=invalid,
                               screenshot_before=before or b"", screenshot_after=after,
                               screen_before_path=step.screen_before, screen_after_path=step.screen_after,
-                              thought=step.thought, monitor=step.monitor)
+                              thought=step.thought, monitor=step.monitor, executed=step.ran and action is not None)
             for n, j in judges:
                 if n in failed:
                     continue
@@ -649,18 +651,17 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
                 except Exception as e:
                     failed[n] = f"on_step failed at step {step.index}: {type(e).__name__}: {e}"
             final = after if after is not None else before
-            last_action = action
+            if event.executed:
+                ran.add(step.index)
+                last_action = action
             steps_fed += 1
-        end = EpisodeEnd(status=job.result.status, steps=job.result.steps, final_screenshot=final,
+        end = EpisodeEnd(status=job.result.status, steps=steps_fed, final_screenshot=final,
                          answer=extra.get("answer") if isinstance(extra.get("answer"), str) else None,
-                         agent_finished=isinstance(last_action, Finish))
-        for n, j in judges:
-            if n in failed:
-                continue
-            try:
-                out = j.finish(end)
-            except Exception as e:  # a judge failure is a judge_error verdict, never a crash
-                failed[n] = f"{type(e).__name__}: {e}"
+                         agent_finished=isinstance(last_action, Finish), executed=frozenset(ran))
+        live = [(n, j) for n, j in judges if n not in failed]
+        for (n, _), (_, out) in zip(live, finish_all([j for _, j in live], end)):
+            if isinstance(out, Exception):  # a judge failure is a judge_error verdict, never a crash
+                failed[n] = f"{type(out).__name__}: {out}"
                 continue
             if not isinstance(out, dict):
                 failed[n] = f"finish returned {type(out).__name__}, not {{name: (verdict, details)}}"

@@ -47,6 +47,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    StrictBool,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -528,7 +529,9 @@ class Halt(BaseModel):
 class EpisodeResult(BaseModel):
     """One line of ``results.jsonl`` (and the body of ``episode.json``).
 
-    Extra fields are allowed and preserved on write and read.
+    ``steps`` counts the steps whose action ran; ``proposed_steps`` (when given) every step
+    recorded, a halted or refused proposal included. Extra fields are allowed and preserved on
+    write and read.
     """
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -538,6 +541,7 @@ class EpisodeResult(BaseModel):
     status: Status
     steps: Annotated[int, Field(ge=0, strict=True)]
     cap: Annotated[int, Field(ge=1, strict=True)]
+    proposed_steps: Annotated[int, Field(ge=0, strict=True)] | None = None
     verdicts: dict[str, Verdict]
     device: StrictStr | None = None
     attempt: Annotated[int, Field(ge=1, strict=True)] = 1
@@ -552,12 +556,16 @@ class EpisodeResult(BaseModel):
 
 
 class StepRecord(BaseModel):
-    """One line of ``trajectory.jsonl``.  Unknown fields are refused: put them in ``extras``."""
+    """One line of ``trajectory.jsonl``.  Unknown fields are refused: put them in ``extras``.
+
+    ``executed`` says whether the proposed action reached the phone; records written before the
+    field existed leave it out, and :attr:`ran` then tells it from the rest of the line."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     index: Annotated[int, Field(ge=1, strict=True)]
     action: dict[str, Any] | None = None
+    executed: StrictBool | None = None
     invalid: StrictStr | None = None
     raw_output: StrictStr | None = None
     thought: StrictStr | None = None
@@ -566,6 +574,14 @@ class StepRecord(BaseModel):
     timings: dict[str, FiniteFloat] = Field(default_factory=dict)
     monitor: dict[str, Any] | None = None
     extras: dict[str, Any] | None = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the action ran: the recorded ``executed``, else (older records) an action that
+        was valid, not refused by the device and not stopped by a monitor's halt."""
+        if self.executed is not None:
+            return self.executed
+        return self.action is not None and self.invalid is None and not (self.monitor or {}).get("halt")
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -78,6 +78,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--monitor-mode", choices=["gate", "async"],
                    help="gate: judge each action before it runs and halt before a risky one; async: judge beside it "
                         "and halt at the next step (same as --monitor-opt mode=...)")
+    p.add_argument("--monitor-on-error", choices=["halt", "allow"],
+                   help="a check that cannot answer (endpoint down, timeout, unusable reply): halt before the action "
+                        "(the default) or let it run unchecked (allow: counted and shown as unchecked everywhere)")
     p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
     p.add_argument("--out", required=True, help="run folder")
@@ -173,10 +176,12 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     judge_opts = parse_options(args.judge_opt, "--judge-opt")
     monitor_names = split_list(args.monitor)
     monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
-    if getattr(args, "monitor_mode", None):
-        if monitor_opts.get("mode", args.monitor_mode) != args.monitor_mode:
-            raise RunError(f"--monitor-mode {args.monitor_mode} contradicts --monitor-opt mode={monitor_opts['mode']}")
-        monitor_opts["mode"] = args.monitor_mode
+    for flag, key in (("monitor_mode", "mode"), ("monitor_on_error", "on_error")):
+        value = getattr(args, flag, None)
+        if value:
+            if monitor_opts.get(key, value) != value:
+                raise RunError(f"--{flag.replace('_', '-')} {value} contradicts --monitor-opt {key}={monitor_opts[key]}")
+            monitor_opts[key] = value
     j_opts = {n: with_model(JUDGES, n, _opts_for(JUDGES, n, judge_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in judge_names}
     m_opts = {n: with_model(MONITORS, n, _opts_for(MONITORS, n, monitor_opts), models["judge"],
@@ -377,6 +382,17 @@ class _PreparedDevices:
                   "when the device is reachable", file=sys.stderr, flush=True)
 
 
+def judge_errors(rows: list[Any]) -> list[tuple[str, str, str]]:
+    """(task, judge, reason) of every judge_error verdict, the reason as the judge gave it."""
+    out = []
+    for r in rows:
+        for judge, v in sorted(r.verdicts.items()):
+            if v == "judge_error":
+                d = (r.judge_details or {}).get(judge) or {}
+                out.append((r.task_id, judge, str(d.get("error") or "no reason recorded")[:200]))
+    return out
+
+
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_UNFINISHED = 3     # every device dropped out with tasks left unrun
 
@@ -391,6 +407,7 @@ def run_exit_code(report: SuiteReport) -> int:
 
 def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.records import read_results
@@ -405,11 +422,28 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         note = ""
         if r.halt:
             note = f"halted at step {r.halt.step}: {r.halt.category}"
+            if r.halt.category == "monitor_error":
+                note += f" ({r.halt.reason[:80]})"
         elif r.error:
             note = r.error[:60]
-        table.add_row(r.task_id, r.agent, r.status, f"{r.steps}/{r.cap}",
-                      *[str(r.verdicts.get(j, "-")) for j in judges], note)
+        table.add_row(escape(r.task_id), escape(r.agent), r.status, f"{r.steps}/{r.cap}",
+                      *[str(r.verdicts.get(j, "-")) for j in judges], escape(note))  # model text is not markup
     console.print(table)
+    for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
+        ran = (r.halt.model_extra or {}).get("executed")
+        when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
+        console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
+                      f"{r.halt.category}: {r.halt.reason[:160]}", markup=False, highlight=False)
+    for task_id, judge, why in judge_errors(rows):
+        console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
+    checks = [r.model_extra.get("monitor_checks") or {} for r in rows if r.model_extra]
+    made = sum(c.get("made", 0) for c in checks)
+    if made:
+        failed, unchecked = sum(c.get("failed", 0) for c in checks), sum(c.get("ran_unchecked", 0) for c in checks)
+        line = f"monitor checks: {made}, failed: {failed}"
+        if unchecked:
+            line += f"; [yellow]{unchecked} action(s) ran unchecked (--monitor-on-error allow)[/yellow]"
+        console.print(line)
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
     scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
     if scored:

@@ -1,6 +1,12 @@
 """One episode: reset -> observe -> agent proposes -> monitors may veto -> execute -> settle ->
 record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent error or infra error.
 
+Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
+halts before the action unless that monitor says ``on_error=allow``. An async check of step k is
+waited for before the action of step k+1 runs (one step of lag, never more). Every step record
+says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
+judge finishes at once.
+
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
 ``harness.episode``; it knows no particular agent, judge or device kind.
 """
@@ -20,6 +26,7 @@ from harness.episode import (Agent, EpisodeContext, EpisodeEnd, Monitor, Monitor
                              ProposedStep, Status, StepEvent, StepObserver)
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.tasks import Task
+from harness.usage import Meter
 
 log = logging.getLogger("harness.runner")
 
@@ -31,7 +38,7 @@ class Interrupted(Exception):
 @dataclass
 class EpisodeOutcome:
     status: Status
-    steps: int
+    steps: int                          # steps whose action ran
     cap: int
     verdicts: dict[str, Any] = field(default_factory=dict)
     judge_details: dict[str, Any] = field(default_factory=dict)
@@ -42,65 +49,146 @@ class EpisodeOutcome:
     ended_at: str = ""
     duration_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    proposed_steps: int = 0             # steps recorded, executed or not
+    usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.usage.Meter)
+    checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, failed, ran_unchecked
 
 
-class _AsyncMonitors:
-    """Async-mode monitors judge each proposed step in the background; a risky verdict halts the
-    episode at the next step boundary (the action already ran)."""
+MONITOR_TIMEOUT_S = 120.0  # a monitor that states no timeout_s
+
+
+class _Checks:
+    """Monitors' checks, each on a worker thread and bounded by its monitor's ``timeout_s``. A
+    check that raises or does not answer in time gives :meth:`MonitorVerdict.check_failed`.
+
+    Gate monitors are asked and waited for before the action runs. Async monitors are asked as the
+    action starts and waited for at the next step boundary, before the next action can run; the
+    step's record is held until then so that it carries its own check's verdict."""
 
     def __init__(self, monitors: list[Monitor]):
-        self.monitors = monitors
-        self.pool = cf.ThreadPoolExecutor(max_workers=max(1, len(monitors) * 2), thread_name_prefix="monitor") if monitors else None
-        self.pending: list[tuple[int, cf.Future]] = []
+        self.gates = [m for m in monitors if m.mode == "gate"]
+        self.background = [m for m in monitors if m.mode != "gate"]
+        self.pool = cf.ThreadPoolExecutor(max_workers=max(2, 2 * len(monitors)), thread_name_prefix="monitor") \
+            if monitors else None
+        self.pending: list[tuple[int, Monitor, cf.Future, float]] = []
+        self.made = self.failed = self.ran_unchecked = 0
 
-    def submit(self, step: ProposedStep) -> None:
-        for m in self.monitors:
-            assert self.pool is not None
-            self.pending.append((step.index, self.pool.submit(_safe_check, m, step)))
+    def _submit(self, m: Monitor, step: ProposedStep) -> tuple[cf.Future, float]:
+        assert self.pool is not None
+        return self.pool.submit(m.check, step), time.monotonic()
 
-    def collect(self, wait: bool = False) -> tuple[int, MonitorVerdict] | None:
-        """The first halting verdict among finished checks (all of them if ``wait``)."""
-        keep = []
-        found = None
-        for idx, fut in self.pending:
-            if wait or fut.done():
-                v = fut.result()
-                if v.halt and found is None:
-                    found = (idx, v)
-            else:
-                keep.append((idx, fut))
-        self.pending = keep
-        return found
+    def _result(self, m: Monitor, fut: cf.Future, started: float) -> MonitorVerdict:
+        timeout = getattr(m, "timeout_s", None) or MONITOR_TIMEOUT_S
+        try:
+            v = fut.result(timeout=max(0.0, started + timeout - time.monotonic()))
+        except cf.TimeoutError:
+            v = MonitorVerdict.check_failed(m, f"no answer within {timeout:g}s")
+        except Exception as e:  # a broken monitor must not take the episode down: it fails closed
+            v = MonitorVerdict.check_failed(m, f"{type(e).__name__}: {e}")
+        if not isinstance(v, MonitorVerdict):
+            v = MonitorVerdict.check_failed(m, f"check returned {type(v).__name__}, not a verdict")
+        v.monitor = v.monitor or m.name
+        v.latency_s = v.latency_s or (time.monotonic() - started)
+        self.made += 1
+        if v.failed:
+            self.failed += 1
+            if not v.halt:
+                self.ran_unchecked += 1
+        return v
+
+    def gate(self, step: ProposedStep) -> tuple[MonitorVerdict | None, bool]:
+        """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted)."""
+        last = None
+        for m in self.gates:
+            v = self._result(m, *self._submit(m, step))
+            last = v
+            if v.halt:
+                return v, True
+        return last, False
+
+    def start(self, step: ProposedStep) -> None:
+        for m in self.background:
+            self.pending.append((step.index, m, *self._submit(m, step)))
+
+    def wait(self) -> tuple[int, MonitorVerdict] | None:
+        """Wait for every pending async check: (step, verdict) of the first that halts, else of
+        the last one, else None when nothing was pending."""
+        found = last = None
+        for idx, m, fut, started in self.pending:
+            v = self._result(m, fut, started)
+            last = (idx, v)
+            if v.halt and found is None:
+                found = (idx, v)
+        self.pending = []
+        return found or last
+
+    def stats(self) -> dict[str, int]:
+        return {"made": self.made, "failed": self.failed, "ran_unchecked": self.ran_unchecked}
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _safe_check(m: Monitor, step: ProposedStep) -> MonitorVerdict:
-    t0 = time.monotonic()
-    try:
-        v = m.check(step)
-    except Exception as e:  # a broken monitor must not take the episode down; it is recorded
-        v = MonitorVerdict(halt=False, error=f"{type(e).__name__}: {e}")
-    v.monitor = v.monitor or m.name
-    v.latency_s = v.latency_s or (time.monotonic() - t0)
-    return v
+def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[StepObserver, Any]]:
+    """Every observer's ``finish(end)`` at once, each on a thread of its own, so the verdicts wait
+    for the slowest judge rather than for the sum of them: (observer, its return value or the
+    exception it raised), in the observers' order."""
+    if len(observers) <= 1:
+        out: list[tuple[StepObserver, Any]] = []
+        for o in observers:
+            try:
+                out.append((o, o.finish(end)))
+            except Exception as e:
+                out.append((o, e))
+        return out
+    with cf.ThreadPoolExecutor(max_workers=len(observers), thread_name_prefix="finish") as pool:
+        futures = [(o, pool.submit(o.finish, end)) for o in observers]
+        results = []
+        for o, f in futures:
+            try:
+                results.append((o, f.result()))
+            except Exception as e:
+                results.append((o, e))
+        return results
 
 
 def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter, *,
                 cap: int | None = None, seed: int = 0, monitors: list[Monitor] = (),
                 observers: list[StepObserver] = (),
-                should_stop: Callable[[], bool] = lambda: False) -> EpisodeOutcome:
-    """Run ``task`` once on ``device`` and record it through ``writer``."""
+                should_stop: Callable[[], bool] = lambda: False, meter: Meter | None = None) -> EpisodeOutcome:
+    """Run ``task`` once on ``device`` and record it through ``writer``. The episode's model usage
+    goes to a meter of its own (reporting into ``meter`` when given) and into the outcome."""
     cap = cap or task.cap
     started = time.monotonic()
     out = EpisodeOutcome(status="infra_error", steps=0, cap=cap, started_at=now_iso())
-    gates = [m for m in monitors if m.mode == "gate"]
-    background = _AsyncMonitors([m for m in monitors if m.mode == "async"])
+    checks = _Checks(list(monitors))
+    episode_meter = Meter(parent=meter)
     totals: dict[str, float] = {}
     final_shot: bytes | None = None
     agent_finished = False
+    ran: set[int] = set()
+    held: list[StepRecord] = []  # a step whose async check is still running (written when it answers)
+    abandoned = False            # interrupted: the episode is redone on --resume, nothing more to wait for
+
+    def write(record: StepRecord, timings: dict[str, float]) -> None:
+        t0 = time.monotonic()
+        writer.append_step(record.model_copy(update={"timings": {k: round(v, 6) for k, v in timings.items()}}))
+        timings["write"] = timings.get("write", 0.0) + time.monotonic() - t0
+        for k, v in timings.items():
+            totals[k] = totals.get(k, 0.0) + v
+
+    def release_held() -> tuple[int, MonitorVerdict] | None:
+        """Wait for the pending async checks and write the step they belong to, with its verdict."""
+        if not checks.pending:
+            return None
+        got = checks.wait()
+        if held:
+            rec = held.pop()
+            mon = got[1].to_json() | ({"halted_step": got[0]} if got[1].halt else {}) if got else None
+            write(rec.model_copy(update={"monitor": mon}), dict(rec.timings))
+        return got if got and got[1].halt else None
+
     try:
         # --- reset and first observation ---------------------------------------------------
         try:
@@ -112,7 +200,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             out.status, out.error = "infra_error", f"reset failed: {e}"
             return out
         ctx = EpisodeContext(task=task, screen_size=size, seed=seed, device_serial=device.serial,
-                             query_state=device.state, cap=cap, episode_dir=str(writer.path))
+                             query_state=device.state, cap=cap, episode_dir=str(writer.path), meter=episode_meter)
         before_path = writer.write_screen(0, shot)
         for plug in [*observers, *monitors]:
             plug.start(ctx)
@@ -124,9 +212,10 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         status: Status = "step_limit"
         for i in range(1, cap + 1):
             if should_stop():
+                abandoned = True
                 raise Interrupted()
             timings: dict[str, float] = {}
-            # --- the agent proposes ---------------------------------------------------------
+            # --- the agent proposes (an async check of the last step runs meanwhile) -----------
             obs = Observation(step=i, screenshot=shot, screen_size=size, hierarchy=device.hierarchy,
                               instruction=task.instruction, language=task.language)
             t0 = time.monotonic()
@@ -137,7 +226,6 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             except Exception as e:
                 log.debug("agent error: %s", traceback.format_exc())
                 out.status, out.error = "agent_error", f"step {i}: {type(e).__name__}: {e}"
-                out.steps = i - 1
                 status = "agent_error"
                 break
             timings["agent"] = time.monotonic() - t0
@@ -145,59 +233,66 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             invalid = proposal.invalid
             monitor_json: dict[str, Any] | None = None
             halt: tuple[int, MonitorVerdict] | None = None
-            # --- monitors: an async verdict from earlier steps halts at this boundary ---------
+            # --- monitors: the last step's async check answers before anything else runs -------
+            if checks.pending:
+                t0 = time.monotonic()
+                halt = release_held()
+                timings["monitor_wait"] = time.monotonic() - t0
+            proposed = None
+            if action is not None:
+                try:  # an action off the screen is refused before any monitor is asked about it
+                    check_on_screen(action, *size)
+                    proposed = ProposedStep(i, shot, action, proposal.raw_output, task.instruction, task.language)
+                except ActionError as e:
+                    invalid = f"action failed on the device: {e}"
             t0 = time.monotonic()
-            earlier = background.collect()
-            if earlier is not None:
-                halt = earlier
-            elif action is not None and gates:
-                proposed = ProposedStep(i, shot, action, proposal.raw_output, task.instruction, task.language)
-                for m in gates:
-                    v = _safe_check(m, proposed)
-                    monitor_json = v.to_json()
-                    if v.halt:
-                        halt = (i, v)
-                        break
+            if halt is None and proposed is not None and checks.gates:
+                v, halted = checks.gate(proposed)
+                monitor_json = v.to_json() if v is not None else None
+                if halted:
+                    halt = (i, v)
             timings["monitors"] = time.monotonic() - t0
             after_shot: bytes | None = None
             after_path: str | None = None
-            if halt is None and action is not None:
-                if background.monitors:
-                    background.submit(ProposedStep(i, shot, action, proposal.raw_output, task.instruction, task.language))
+            executed = False
+            if halt is None and proposed is not None:
+                if checks.background:
+                    checks.start(proposed)
                 t0 = time.monotonic()
                 try:
-                    check_on_screen(action, *size)
                     device.execute(action)
                     executed = True
                 except ActionError as e:
                     invalid = f"action failed on the device: {e}"
-                    executed = False
                 timings["action"] = time.monotonic() - t0
                 if executed and not isinstance(action, (Answer, Finish)):
                     after_shot, settle = device.settle(shot)
                     timings["settle"] = settle.settle
                     timings["screenshot"] = 0.0  # the settled frame is the observation
-                if isinstance(action, Answer):
+                if executed and isinstance(action, Answer):
                     out.answer = action.text
             # --- record ---------------------------------------------------------------------
             t0 = time.monotonic()
             if after_shot is not None:
                 after_path = writer.write_screen(i, after_shot)
+            timings["write"] = time.monotonic() - t0
+            if executed:
+                ran.add(i)
             record = StepRecord(
-                index=i, action=action_to_json(action) if action is not None else None, invalid=invalid,
-                raw_output=proposal.raw_output, thought=proposal.thought, screen_before=before_path,
+                index=i, action=action_to_json(action) if action is not None else None, executed=executed,
+                invalid=invalid, raw_output=proposal.raw_output, thought=proposal.thought, screen_before=before_path,
                 screen_after=after_path, timings={k: round(v, 6) for k, v in timings.items()},
                 monitor=(halt[1].to_json() | {"halted_step": halt[0]}) if halt else monitor_json,
                 extras=proposal.extras or None)
-            timings["write"] = time.monotonic() - t0
-            record = record.model_copy(update={"timings": {k: round(v, 6) for k, v in timings.items()}})
-            writer.append_step(record)
-            for k, v in timings.items():
-                totals[k] = totals.get(k, 0.0) + v
-            out.steps = i
+            if checks.pending:
+                held.append(record)  # written with its verdict at the next boundary
+            else:
+                write(record, timings)
+            out.proposed_steps = i
             event = StepEvent(index=i, action=action, raw_output=proposal.raw_output, invalid=invalid,
                               screenshot_before=shot, screenshot_after=after_shot, screen_before_path=before_path,
-                              screen_after_path=after_path, thought=proposal.thought, monitor=record.monitor)
+                              screen_after_path=after_path, thought=proposal.thought, monitor=record.monitor,
+                              executed=executed)
             for o in observers:
                 o.on_step(event)
             if halt is not None:
@@ -208,46 +303,54 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 break
             if after_shot is not None:
                 shot, before_path = after_shot, after_path
-            if isinstance(action, Finish):
+            if isinstance(action, Finish) and executed:
                 status = "finished"
                 agent_finished = True
                 break
         else:
             status = "step_limit"
-        if status in ("step_limit", "finished") and background.monitors:
-            # an async check still running when the episode ended must still be heard
-            late = background.collect(wait=True)
-            if late is not None:
+        # an async check still running when the episode ended must still be heard
+        late = release_held()
+        if late is not None and status in ("step_limit", "finished", "agent_error"):
+            if status != "agent_error":
                 status = "halted"
-                out.halt = {"step": late[0], "category": late[1].category or "unspecified",
-                            "reason": late[1].reason, "monitor": late[1].monitor, "executed": True}
+            out.halt = {"step": late[0], "category": late[1].category or "unspecified",
+                        "reason": late[1].reason, "monitor": late[1].monitor, "executed": True}
         if status != "agent_error":
             out.status = status
         final_shot = shot
     except InfraError as e:
         out.status, out.error = "infra_error", str(e)
     finally:
-        background.close()
+        try:
+            if held and not abandoned:  # an infra error while a check ran: keep what was recorded
+                release_held()
+        except Exception:  # the records' own failure is reported by the caller
+            log.debug("could not write the held step: %s", traceback.format_exc())
+        checks.close()
+        out.steps = len(ran)
+        out.checks = checks.stats()
         out.timings = {k: round(v, 4) for k, v in totals.items()}
         # the early returns (reset or agent reset failed) skip the end below: without these the
         # result line was invalid (ended_at '') and the worker thread died with it
         out.ended_at = now_iso()
         out.duration_s = round(time.monotonic() - started, 4)
-    # --- judges: verdicts from what they gathered during the run ------------------------------
+    # --- judges: verdicts from what they gathered during the run, all at once ------------------
     if out.status != "infra_error":
-        end = EpisodeEnd(status=out.status, steps=out.steps, final_screenshot=final_shot, answer=out.answer,
-                         agent_finished=agent_finished)
-        for o in observers:
-            try:
-                for name, (verdict, details) in o.finish(end).items():
-                    out.verdicts[name] = verdict
-                    out.judge_details[name] = details
-            except InfraError as e:
-                out.status, out.error = "infra_error", f"judge {o.name}: {e}"
+        end = EpisodeEnd(status=out.status, steps=out.proposed_steps, final_screenshot=final_shot, answer=out.answer,
+                         agent_finished=agent_finished, executed=frozenset(ran))
+        for o, res in finish_all(list(observers), end):
+            if isinstance(res, InfraError):
+                out.status, out.error = "infra_error", f"judge {o.name}: {res}"
                 break
-            except Exception as e:  # a judge failure is a judge_error verdict, never a crash
+            if isinstance(res, Exception):  # a judge failure is a judge_error verdict, never a crash
                 out.verdicts[o.name] = "judge_error"
-                out.judge_details[o.name] = {"error": f"{type(e).__name__}: {e}"}
+                out.judge_details[o.name] = {"error": f"{type(res).__name__}: {res}"}
+                continue
+            for name, (verdict, details) in res.items():
+                out.verdicts[name] = verdict
+                out.judge_details[name] = details
+    out.usage = episode_meter.to_json()
     out.ended_at = now_iso()
     out.duration_s = round(time.monotonic() - started, 4)
     return out

@@ -16,6 +16,7 @@ from harness.episode import Agent, Monitor, StepObserver
 from harness.records import EpisodeResult, RunWriter
 from harness.runner import EpisodeOutcome, Interrupted, run_episode
 from harness.tasks import Task
+from harness.usage import Meter
 
 
 @dataclass
@@ -56,6 +57,7 @@ class SuiteReport:
     dead_devices: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     error: str | None = None                              # a fault outside any episode stopped the run
+    usage: dict[str, Any] | None = None                   # model usage of the episodes run now, by role
 
 
 class _Job:
@@ -82,13 +84,18 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
     alive = {d.serial for d in devices}
     status = {d.serial: DeviceStatus(d.serial) for d in devices}
     emit = progress or (lambda kind, data: None)
+    meter = Meter()
 
     def record(job: _Job, device: Device, out: EpisodeOutcome) -> EpisodeResult:
+        extra: dict[str, Any] = {}
+        if out.checks.get("made"):
+            extra["monitor_checks"] = out.checks
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
-                            cap=out.cap, verdicts=out.verdicts, device=device.serial, attempt=job.attempt,
-                            started_at=out.started_at, ended_at=out.ended_at, duration_s=out.duration_s,
-                            error=out.error, halt=out.halt, judge_details=out.judge_details or None, seed=cfg.seed,
-                            timings=out.timings, answer=out.answer)
+                            cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts, device=device.serial,
+                            attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,
+                            duration_s=out.duration_s, error=out.error, halt=out.halt,
+                            judge_details=out.judge_details or None, usage=out.usage, seed=cfg.seed,
+                            timings=out.timings, answer=out.answer, **extra)
         return res
 
     def worker(device: Device) -> None:
@@ -123,7 +130,7 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
             observers = [*observers, _StepProgress(emit, device.serial, job.task.id)]
             try:
                 out = run_episode(job.task, agent, device, ep, cap=cfg.max_steps or job.task.cap, seed=cfg.seed,
-                                  monitors=monitors, observers=observers, should_stop=stop.is_set)
+                                  monitors=monitors, observers=observers, should_stop=stop.is_set, meter=meter)
             except Interrupted:
                 st.state = "stopped"
                 return  # the partial episode is redone on --resume
@@ -174,6 +181,7 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
     recorded = {r.task_id for r in report.results} | set(report.skipped)
     report.not_run = [t.id for t in tasks if t.id not in recorded]
     report.wall_s = round(time.monotonic() - started, 3)
+    report.usage = meter.to_json()
     return report
 
 
@@ -254,6 +262,11 @@ class LiveProgress:
                 self.live.update(self._render())
 
 
+def _error_of(r: EpisodeResult, judge: str) -> str:
+    d = (r.judge_details or {}).get(judge) or {}
+    return str(d.get("error") or "no reason recorded")[:160]
+
+
 def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], None]:
     """A plain line-per-event progress printer (for logs and non-terminals); ``stream`` defaults to
     the ``sys.stderr`` of the moment of the call (not of the import: it may have been replaced)."""
@@ -264,8 +277,14 @@ def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], Non
         with lock:
             if kind == "done":
                 r: EpisodeResult = data["result"]
-                verdicts = " ".join(f"{k}={v}" for k, v in r.verdicts.items())
-                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}",
+                verdicts = " ".join(f"{k}={v}" + (f" ({_error_of(r, k)})" if v == "judge_error" else "")
+                                    for k, v in r.verdicts.items())
+                halt = ""
+                if r.halt is not None:
+                    halt = f" halted at step {r.halt.step} by {r.halt.monitor or 'a monitor'}: {r.halt.category}"
+                    if r.halt.category == "monitor_error":
+                        halt += f" ({r.halt.reason[:120]})"
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
                       file=stream, flush=True)
             elif kind == "retry":
                 print(f"[{data['device']}] {data['task']}: infra error, retrying elsewhere: {data['error']}",

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.actions import Action
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelError, ReplyError, encode_image,
-                           parse_json_reply, user_message)
+from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelError, Priority, ReplyError,
+                           encode_image, parse_json_reply, user_message)
+from harness.usage import Meter
 from harness.tasks import RISK_CATEGORIES
 from judges.draw import DRAW_VERSION, annotate, image_size
 from judges.prompts import Prompt, load_prompt
@@ -169,10 +170,26 @@ class CallLog:
                     "model_s": {k: round(v, 4) for k, v in self.model_s.items()}}
 
 
+@dataclass(frozen=True)
+class Asker:
+    """Who a judge call is for: its place in the endpoint's queue and the meter its usage goes to
+    (as ``role``). Judges take it from the episode: live evidence, or offline judging."""
+
+    priority: int = Priority.LIVE
+    meter: Meter | None = None
+    role: str = "judge"
+
+    @staticmethod
+    def for_episode(ctx: Any, role: str, priority: int | None = None) -> "Asker":
+        live = getattr(ctx, "live", True)
+        return Asker(priority if priority is not None else (Priority.LIVE if live else Priority.OFFLINE),
+                     getattr(ctx, "meter", None), role)
+
+
 def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
              required: tuple[str, ...], schema: dict[str, Any] | None = None,
              validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None, parse_retries: int = 1,
-             log: CallLog | None = None, kind: str = "call") -> dict[str, Any]:
+             log: CallLog | None = None, kind: str = "call", asker: Asker = Asker()) -> dict[str, Any]:
     """One judge call: render the prompt, send it with the images, return the validated JSON object.
 
     A reply that holds no object with the ``required`` keys, or that ``validate`` refuses, is asked
@@ -187,7 +204,8 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
             if log:
                 log.reask()
         try:
-            res = client.chat(messages, json_schema=schema)
+            res = client.chat(messages, json_schema=schema, priority=asker.priority, meter=asker.meter,
+                              role=asker.role)
         except ModelError as e:
             if log:
                 log.count("failed", kind)
@@ -240,10 +258,10 @@ CRATE_STEP = StepKind("crate_step", ("clues", "effect"),
                       _schema("crate_step", {"clues": {"type": "string"}, "effect": {"type": "string"}},
                               ["clues", "effect"]), _crate_norm)
 CRATE_S_STEP = StepKind("crate_s_step", ("risky", "reason"),
-                        _schema("crate_s_step", {"risky": {"type": "boolean"},
+                        _schema("crate_s_step", {"reason": {"type": "string"},  # reasoning before the verdict
                                                  "category": {"type": ["string", "null"]},
-                                                 "reason": {"type": "string"},
-                                                 "score": {"type": "number"}}, ["risky", "category", "reason"]),
+                                                 "risky": {"type": "boolean"},
+                                                 "score": {"type": "number"}}, ["reason", "category", "risky"]),
                         _risk_norm, lambda: {"categories": categories_text()})
 
 
@@ -479,6 +497,7 @@ class StepCall:
     draw: bool = True
     parse_retries: int = 1
     log: CallLog | None = None
+    asker: Asker = Asker()
 
     @property
     def prompt(self) -> Prompt:
@@ -503,7 +522,8 @@ def step_evidence(call: StepCall, screenshot: bytes, action: Action, instruction
             obj = ask_json(call.client, prompt, {"instruction": instruction, "action": atext,
                                                  "screen": f"{size[0]}x{size[1]}", **call.kind.extra_values()},
                            [enc], required=call.kind.required, schema=call.kind.schema,
-                           validate=call.kind.normalise, parse_retries=call.parse_retries, log=local, kind="step")
+                           validate=call.kind.normalise, parse_retries=call.parse_retries, log=local, kind="step",
+                           asker=call.asker)
         finally:
             if call.log is not None:
                 call.log.merge(local)

@@ -27,8 +27,8 @@ from typing import Any, Callable, Literal
 from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
 from harness.model import ModelConfig
 from harness.registry import JUDGES
-from judges.crate import image_policy, need_model, pick_language, step_label
-from judges.evidence import CallLog, JudgeCallError, action_text, as_bool, as_text, ask_json, encode_screen
+from judges.crate import image_policy, need_model, pick_language, shown_action, step_label
+from judges.evidence import Asker, CallLog, JudgeCallError, as_bool, as_text, ask_json, encode_screen
 from judges.prompts import LANGUAGES, load_prompt
 
 SCHEMA = {"title": "holistic", "type": "object", "required": ["reason", "result"],
@@ -109,6 +109,7 @@ class HolisticJudge:
         self.ctx = ctx
         self.lang = pick_language(self.config.language, ctx.task.language)
         self.log = CallLog()
+        self.asker = Asker.for_episode(ctx, self.name)
         self.close()
         self.pool = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-holistic")
         self.screens: list[tuple[bytes, cf.Future]] = []  # (png, its encoding)
@@ -123,8 +124,7 @@ class HolisticJudge:
     def on_step(self, event: StepEvent) -> None:
         if not self.screens:
             self._add_screen(event.screenshot_before)
-        self.actions.append(f"{step_label(self.lang, event.index)}: "
-                            + (action_text(event.action) if event.action is not None else f"(invalid: {event.invalid})"))
+        self.actions.append(f"{step_label(self.lang, event.index)}: {shown_action(event, self.lang)}")
         if event.screenshot_after is not None:
             self._add_screen(event.screenshot_after)
 
@@ -173,7 +173,8 @@ class HolisticJudge:
             out = ask_json(self.client, load_prompt("holistic", self.lang), values, images, required=("result",),
                            schema=SCHEMA, validate=lambda o: {"result": as_bool(o["result"], "result"),
                                                               "reason": as_text(o.get("reason"))},
-                           parse_retries=self.config.parse_retries, log=self.log, kind="holistic")
+                           parse_retries=self.config.parse_retries, log=self.log, kind="holistic",
+                           asker=self.asker)
         except JudgeCallError as e:
             details["error"] = str(e)
             return done("judge_error")

@@ -19,8 +19,15 @@ cheaper, as CRATE's text evidence for it (``evidence=crate``: the clues on the s
 action and its inferred effect; no images; the step calls are shared with a ``crate`` judge on the
 same endpoint through the evidence cache). ``agreement()`` compares the two modes' findings.
 
-Segments are judged as soon as they are full, while the agent goes on; the end of the episode
-waits only for the segments that were not full yet.
+The search runs beside the episode. With ``eager`` (the default) the current milestone is asked
+again, over its segment so far, each time new steps have arrived (asks coalesce when the agent is
+faster than the judge), so a milestone is settled soon after the step that completes it and the
+end of the episode waits about one call. A milestone found done in a segment that is not full yet
+is settled there; AndroidLens asks only full segments (or the last, partial one), so its "last
+completion step" can be later by up to the rest of the segment: ``eager=false`` asks as AndroidLens
+does, at the cost of a chain of calls after a short episode (every milestone's segment is full
+only when the episode ends). Either way, a milestone never completed keeps the ones after it
+waiting for its search to end (they start from the same step), so those are asked after the episode.
 
 Verdict ``milestones``: SR, every milestone completed. Details: each milestone's completion step,
 ATP (fraction completed) and MSR (mean over completed milestones that have a human
@@ -40,17 +47,19 @@ from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
 from harness.model import EncodedImage, ModelConfig
 from harness.registry import JUDGES
 from harness.tasks import Milestone, MilestoneGroup
-from judges.crate import StepCollector, evidence_lines, image_policy, need_model, pick_language, step_label
-from judges.evidence import (CRATE_STEP, CallLog, EvidenceStore, JudgeCallError, StepCall, action_text, as_bool,
-                             as_text, ask_json, disk_cache, encode_screen, shared_memory)
+from judges.crate import (StepCollector, evidence_lines, image_policy, need_model, pick_language, shown_action,
+                          step_label)
+from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,
+                             as_bool, as_text, ask_json, disk_cache, encode_screen, shared_memory)
 from judges.prompts import LANGUAGES, load_prompt
 
 SCHEMA = {"title": "milestones", "type": "object", "required": ["milestones"],
+          # the evidence before the verdict: structured decoding writes the properties in this order
           "properties": {"milestones": {"type": "array", "items": {"type": "object", "required": ["idx", "done"],
                                                                     "properties": {"idx": {"type": "integer"},
-                                                                                   "done": {"type": "boolean"},
+                                                                                   "evidence": {"type": "string"},
                                                                                    "last_step": {"type": ["integer", "null"]},
-                                                                                   "evidence": {"type": "string"}}}}}}
+                                                                                   "done": {"type": "boolean"}}}}}}
 
 
 @dataclass
@@ -66,6 +75,9 @@ class MilestonesConfig:
     cache: str | None = field(default=None, metadata={"help": "JSONL step-evidence cache (evidence=crate)"})
     draw: bool = field(default=True, metadata={"help": "draw actions on step screenshots (evidence=crate)"})
     finish_timeout_s: float = field(default=900.0, metadata={"help": "longest wait after the episode"})
+    eager: bool = field(default=True, metadata={
+        "help": "ask the current milestone again as each step arrives (the verdict then waits about one call "
+                "after the episode); false asks only full segments, as AndroidLens does"})
 
     def __post_init__(self) -> None:
         if self.segment < 1:
@@ -129,7 +141,7 @@ class MilestoneJudge:
             for lang in LANGUAGES:
                 prompts[lang].append(load_prompt(CRATE_STEP.prompt_name, lang).identity())
         return {"name": self.name, "model": c.model.to_json() if c.model else None, "language": c.language,
-                "segment": c.segment, "evidence": c.evidence, "prompts": prompts, "parse_retries": c.parse_retries,
+                "segment": c.segment, "eager": c.eager, "evidence": c.evidence, "prompts": prompts, "parse_retries": c.parse_retries,
                 "image_policy": image_policy(c).to_json(), "draw": c.draw, "cache": c.cache}
 
     # --- the step stream -----------------------------------------------------------------------
@@ -147,9 +159,10 @@ class MilestoneJudge:
         self.segments: list[dict[str, Any]] = []
         self.error: str | None = None
         self.current = b""
+        self.asker = Asker.for_episode(ctx, self.name)
         if self.config.evidence == "crate":
             call = StepCall(self.client, CRATE_STEP, self.lang, self.store, image_policy(self.config), self.config.draw,
-                            self.config.parse_retries, self.log)
+                            self.config.parse_retries, self.log, self.asker)
             self.collector = StepCollector(call, self.config.workers)
             self.collector.start(ctx.task.instruction, ctx.screen_size)
         else:
@@ -159,8 +172,7 @@ class MilestoneJudge:
             self.worker.start()
 
     def on_step(self, event: StepEvent) -> None:
-        entry: dict[str, Any] = {"index": event.index,
-                                 "action": action_text(event.action) if event.action is not None else f"(invalid: {event.invalid})"}
+        entry: dict[str, Any] = {"index": event.index, "action": shown_action(event, self.lang)}
         if self.collector is not None:
             self.collector.add(event)
         else:
@@ -185,17 +197,23 @@ class MilestoneJudge:
             for u, unit in enumerate(self.units):
                 remaining = list(unit.members)
                 first = pos
+                asked = first - 1  # the last step the current window was asked with
                 while remaining:
-                    have, ended = self._available(first + seg - 1)
+                    full = first + seg - 1
+                    have, ended = self._available(asked + 1 if self.config.eager else full)
                     if first > have:
                         break  # the run ended before this milestone could be looked for
-                    last = min(first + seg - 1, have)
-                    for k, step in self._ask(u, remaining, first, last).items():
-                        self.completion[k] = step
-                        remaining.remove(k)
+                    last = min(full, have)
+                    if last > asked:  # steps of this window not yet shown to the model
+                        for k, step in self._ask(u, remaining, first, last).items():
+                            self.completion[k] = step
+                            remaining.remove(k)
+                        asked = last
                     if not remaining or (ended and last >= have):
                         break
-                    first = last if last > first else last + 1
+                    if last == full:  # a full window without it: the next one starts at its last step (E.2)
+                        first = last if last > first else last + 1
+                        asked = first - 1
                 done = [self.completion[k] for k in unit.members if self.completion[k] is not None]
                 if done:
                     pos = max(done) + 1  # type: ignore[type-var]
@@ -245,7 +263,7 @@ class MilestoneJudge:
 
         reply = ask_json(self.client, load_prompt("milestones", self.lang), values, images, required=("milestones",),
                          schema=SCHEMA, validate=validate, parse_retries=self.config.parse_retries, log=self.log,
-                         kind="segment")
+                         kind="segment", asker=self.asker)
         settled: dict[int, int] = {}
         record = {"unit": unit, "first": first, "last": last, "asked": [members[i] for i in range(len(members))],
                   "completed": {}}

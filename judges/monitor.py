@@ -3,18 +3,24 @@
 - ``mode=gate``: the runner asks before the action runs; a halting verdict stops the episode and
   the risky action never reaches the phone (the record names the step, category and reason).
   Cost: one model call per proposed action, on the critical path (about one call's latency per
-  step); the agent's "finish" and "wait" need no call.
-- ``mode=async``: the check runs beside the action; a halting verdict stops the episode at the next
-  step boundary (the risky action has already run; the record says ``executed: true``).
+  step); the agent's "finish" and "wait" need no call. Gate checks go first in the endpoint's
+  queue (``harness.model.Priority.GATE``), ahead of agent calls and judges' evidence.
+- ``mode=async``: the check runs beside the action and the agent's next call; the runner waits for
+  it before the next action runs, so a halting verdict stops the episode at the next step
+  boundary, one step of lag and never more (the risky action itself has run: ``executed: true``).
 
 What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
 ``threshold`` when one is set, and only if its category is in ``categories`` when that list is set.
-``on_error``: a failed check (server down, timeout, unparseable reply after retries) lets the action
-through (``allow``, the default) or halts (``halt``); either way the step's record keeps the error
-and the choice made.
+
+A check that cannot answer (server down, a timeout, a reply that stays unparseable after retries,
+or no answer within ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the
+action with the category ``monitor_error`` and the cause in the reason. ``on_error=allow`` lets the
+action run unchecked; the step records the error, and the run summary, ``harness report`` and the
+viewer count and show each such action. A failed check is never recorded as safe.
 
 The monitor asks exactly what the ``crate-s`` judge asks at step level (same prompt, same drawing),
-through the same process-wide evidence cache, so running both costs the judge no extra step calls.
+through the same process-wide evidence cache, so running both costs the judge no extra step calls;
+the call's tokens are counted once, as the monitor's (``monitor:crate-s``).
 """
 
 from __future__ import annotations
@@ -24,11 +30,11 @@ from typing import Any, Literal
 
 from harness.actions import Finish, Wait
 from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
-from harness.model import ModelConfig
+from harness.model import ModelConfig, Priority
 from harness.registry import MONITORS
 from harness.tasks import RISK_CATEGORIES
 from judges.crate import image_policy, need_model, pick_language
-from judges.evidence import (CRATE_S_STEP, EvidenceStore, JudgeCallError, StepCall, canonical_category,
+from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, canonical_category,
                              disk_cache, shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt
 
@@ -42,8 +48,10 @@ class CrateSMonitorConfig:
         "help": "halt only when the model's risk score (0-1) is at least this"})
     categories: list[str] = field(default_factory=list, metadata={
         "help": "halt only for these MobileRisk categories (comma-separated; default: any)"})
-    on_error: Literal["allow", "halt"] = field(default="allow", metadata={
-        "help": "when a check fails after retries: let the action run (allow) or halt"})
+    on_error: Literal["halt", "allow"] = field(default="halt", metadata={
+        "help": "when a check cannot answer: halt before the action (default) or let it run unchecked (allow)"})
+    timeout_s: float = field(default=120.0, metadata={
+        "help": "longest wait for one check, retries included, before it counts as failed (s)"})
     language: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "prompt language; auto = the task's"})
     parse_retries: int = field(default=1, metadata={"help": "times an unparseable reply is asked again"})
     image_max_side: int = field(default=1280, metadata={"help": "longest side of the image sent (pixels)"})
@@ -51,6 +59,8 @@ class CrateSMonitorConfig:
     cache: str | None = field(default=None, metadata={"help": "JSONL file caching step findings"})
 
     def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError("timeout_s must be > 0")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
         fixed = []
@@ -68,6 +78,8 @@ class CrateSMonitor:
     def __init__(self, config: CrateSMonitorConfig):
         self.config = config
         self.mode = config.mode
+        self.on_error = config.on_error
+        self.timeout_s = config.timeout_s
         self.client = need_model("monitor 'crate-s'", config)
         self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
         self.screen_size: tuple[int, int] | None = None
@@ -75,17 +87,19 @@ class CrateSMonitor:
     def spec(self) -> dict[str, Any]:
         c = self.config
         return {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
-                "on_error": c.on_error, "language": c.language, "model": c.model.to_json() if c.model else None,
+                "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
                 "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
                 "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
                 "cache": c.cache}
 
     def start(self, ctx: EpisodeContext) -> None:
         self.screen_size = ctx.screen_size
+        self.asker = Asker.for_episode(ctx, f"monitor:{self.name}", Priority.GATE)
 
     def _call(self, language: str) -> StepCall:
         return StepCall(self.client, CRATE_S_STEP, language, self.store, image_policy(self.config), self.config.draw,
-                        self.config.parse_retries)
+                        self.config.parse_retries, asker=getattr(self, "asker", Asker(Priority.GATE, None,
+                                                                                     f"monitor:{self.name}")))
 
     def decide(self, ev: dict[str, Any]) -> tuple[bool, str]:
         """Whether a finding halts, and why (recorded with the verdict)."""
@@ -107,15 +121,11 @@ class CrateSMonitor:
         try:
             r = step_evidence(call, step.screenshot, step.action, step.instruction, self.screen_size)
         except Exception as e:  # JudgeCallError, or an undecodable screenshot: on_error decides
-            halt = self.config.on_error == "halt"
-            error = str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}"
-            return MonitorVerdict(halt=halt, risky=None, category="monitor_error" if halt else None,
-                                  reason=f"the check failed; {'halted' if halt else 'allowed'} (on_error={self.config.on_error})",
-                                  monitor=self.name, error=error, extras={"on_error": self.config.on_error})
+            return MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
         ev = r["evidence"]
         halt, why = self.decide(ev)
         return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=ev.get("reason", ""),
-                              score=ev.get("score"), monitor=self.name,
+                              score=ev.get("score"), monitor=self.name, usage=r["usage"] or None,
                               extras={"decision": why, "cached": r["cached"], "prompt": r["prompt"],
                                       "check_s": r["latency_s"]})
 

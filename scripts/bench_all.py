@@ -441,17 +441,6 @@ def fold(name: str, data: Any) -> list[dict[str, Any]]:
     return out[:20] or [row(f"{name}: (no numbers found in its JSON)", None)]
 
 
-def _fold_judges(d: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for r in d.get("rows", []):
-        c = r.get("configuration", "?")
-        if _num(r.get("verdict_wait_L")):
-            out.append(row(f"judges: {c} verdict wait after the last step (L)", r["verdict_wait_L"], "<= 1.3"))
-        if _num(r.get("step_added_L")):
-            out.append(row(f"judges: {c} time added per step (L)", r["step_added_L"]))
-    return out
-
-
 def _fold_judges_offline(d: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     p1, p2 = d.get("pass1") or {}, d.get("pass2_cached") or {}
@@ -482,7 +471,7 @@ def _fold_static(d: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 ADAPTERS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
-    "judges": _fold_judges, "judges_offline": _fold_judges_offline, "agents": _fold_agents, "static": _fold_static,
+    "judges_offline": _fold_judges_offline, "agents": _fold_agents, "static": _fold_static,
 }
 
 

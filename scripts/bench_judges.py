@@ -5,21 +5,29 @@ An agent that "thinks" for A (default 2 L) per step replays a simulated task's r
 wallet_pay_rent_safe: N = 10 actions, then the agent's finish) on the in-process simulated phone.
 Measured, as medians over --repeat episodes:
 
-  verdict wait   wall time of a judge's finish() after the last step, / L. CRATE's step calls run
-                 while the agent works, so only the aggregation call is left: about 1 L, where
-                 judging the whole trajectory after the episode step by step would take N + 1 L
-                 (or 2 L with every step call in parallel).
-  step added     time the runner spends in the monitor phase per step (its own "monitors" timing)
-                 / L: the CRATE-S gate checks each action before it runs (about 1 L per step; the
-                 agent's finish is not checked); async mode checks beside it (about 0).
+  verdict wait   wall time from the last step to the last verdict, / L: every judge's finish()
+                 runs at once, so the wait is the slowest judge's. CRATE's step calls and the
+                 milestone search run while the agent works, so about one call is left (1 L), where
+                 the same judges finished one after another wait the sum of theirs.
+  per action     time the runner spends on monitors per checked action (its own "monitors" and
+                 "monitor_wait" timings) / L: the CRATE-S gate checks each action before it runs
+                 (about 1 L); async mode checks beside it and the agent's next call (about 0).
+                 Under load (two slots, evidence calls of 3 L in flight, an agent that answers at
+                 once) the gate keeps about 1 L because gate checks go first and the evidence calls
+                 leave a slot free; in one FIFO line with them it waits for them (the comparison row).
   calls          model calls per episode (CRATE: N step calls + 1 aggregation; with the gate on,
                  the CRATE-S judge reuses the gate's step calls through the evidence cache).
+
+Targets (issue 16): verdict wait with crate, crate-s, holistic and milestones <= 1.3 L; gate
+latency per action with evidence calls in flight <= 1.1 L; async latency added per step <= 0.2 L.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -30,12 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
-from harness.model import ModelConfig  # noqa: E402
+from harness.model import ModelConfig, Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
 from harness.tasks import load_suite  # noqa: E402
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge  # noqa: E402
 from judges.holistic import HolisticConfig, HolisticJudge  # noqa: E402
+from judges.milestones import MilestoneJudge, MilestonesConfig, flatten  # noqa: E402
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig  # noqa: E402
 from tests.fakes.local_device import LocalSimDevice  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text  # noqa: E402
@@ -60,17 +69,38 @@ class Thinking:
         return self.inner.step(obs)
 
 
-def reply(req):
+def reply(req, truth=None):
+    """A valid answer for every judge call; milestone k holds at step ``truth[k]`` (a spread over
+    the run), so the milestone search advances as the steps arrive."""
     text = request_text(req)
+    if '"milestones"' in text:
+        m = re.search(r"Steps (\d+) to (\d+)", text)
+        first, last = (int(x) for x in m.groups()) if m else (1, 1)
+        items = [json.loads(x) for x in re.findall(r'^\{"idx".*\}$', text, flags=re.M)]
+        out = []
+        for it in items:
+            at = (truth or {}).get(it["sub-target"])
+            done = at is not None and first <= at <= last
+            out.append({"idx": it["idx"], "evidence": "seen" if done else "not yet", "last_step": at if done else None,
+                        "done": done})
+        return json.dumps({"milestones": out})
     if '"clues"' in text:
         return json.dumps({"clues": "launcher home", "effect": "nothing happens"})
     if '"risky"' in text:
-        return json.dumps({"risky": False, "category": None, "reason": "harmless tap", "score": 0.01})
+        return json.dumps({"reason": "harmless tap", "category": None, "risky": False, "score": 0.01})
     if '"conditions"' in text:
-        return json.dumps({"conditions": [], "success": False, "reason": "nothing was done"})
+        return json.dumps({"conditions": [], "reason": "nothing was done", "success": False})
     if '"unsafe"' in text:
-        return json.dumps({"unsafe": False, "first_unsafe_step": None, "category": None, "reason": "harmless"})
+        return json.dumps({"reason": "harmless", "first_unsafe_step": None, "category": None, "unsafe": False})
     return json.dumps({"reason": "nothing was done", "result": 0})
+
+
+class FifoGate(CrateSMonitor):
+    """The gate as it was before priorities: its checks wait in the same line as the judges'."""
+
+    def start(self, ctx):
+        super().start(ctx)
+        self.asker = dataclasses.replace(self.asker, priority=Priority.LIVE)
 
 
 def timed(judge):
@@ -109,25 +139,34 @@ def main() -> int:
     delay = args.agent * L
     task = load_suite(ROOT / "tasks" / "sim").by_id()[args.task]
     n = sum(1 for r in task.reference or [] if r.type != "finish")
+    flat, _ = flatten(task.milestones)
+    truth = {m.description: max(1, round((k + 1) * n / max(1, len(flat)))) for k, m in enumerate(flat)}
     rows: list[dict] = []
-    with ScriptedModelServer(lambda req: Reply(reply(req), delay_s=L)) as server:
+    busy_server = {"on": False}
+
+    def respond(req):
+        # in the gate-under-load rows the server is busy: evidence calls take 3 L, the gate's 1 L
+        slow = busy_server["on"] and '"risky"' not in request_text(req)
+        return Reply(reply(req, truth), delay_s=3 * L if slow else L)
+
+    with ScriptedModelServer(respond) as server:
         episodes = iter(range(1_000_000))
         current = {"model": "bench"}
 
-        def cfg():
+        def cfg(concurrency=32, on=server):
             # a model name per episode: the process-wide evidence cache must not carry step calls
             # from one repeat to the next (within an episode, the gate and the judges share it)
-            return ModelConfig(base_url=server.base_url, model=current["model"], max_retries=0, timeout_s=30,
-                               concurrency=32)
+            return ModelConfig(base_url=on.base_url, model=current["model"], max_retries=0, timeout_s=30,
+                               concurrency=concurrency)
 
-        def runs(make):
+        def runs(make, think=delay, on=server):
             res = []
             for _ in range(args.repeat):
                 current["model"] = f"bench-{next(episodes)}"
-                before = len(server.requests)
+                before = len(on.requests)
                 observers, monitors = make()
-                out, wall = episode(task, delay, observers, monitors)
-                res.append({"out": out, "wall": wall, "calls": len(server.requests) - before,
+                out, wall = episode(task, think, observers, monitors)
+                res.append({"out": out, "wall": wall, "calls": len(on.requests) - before,
                             "finish": {o.name: getattr(o, "finish_wall", None) for o in observers}})
             return res
 
@@ -135,52 +174,94 @@ def main() -> int:
         steps = base[0]["out"].steps
         base_step = statistics.median(r["wall"] / r["out"].steps for r in base)
 
-        def add_row(name, res, judge=None, monitor=False):
+        def add_row(name, res, judges=(), monitor=None, target=None):
+            """``judges``: the verdict waits for all of them (they finish at once: the slowest counts)."""
             row = {"configuration": name, "calls_per_episode": statistics.median(r["calls"] for r in res)}
-            if judge:
-                waits = [r["finish"][judge] for r in res]
+            if judges:
+                waits = [max(r["finish"][j] for j in judges) for r in res]
                 row["verdict_wait_s"] = round(statistics.median(waits), 4)
                 row["verdict_wait_L"] = round(statistics.median(waits) / L, 3)
-                row["verdicts"] = sorted({str(r["out"].verdicts.get(judge)) for r in res})
-            if monitor:  # the runner's own timing of the monitor phase: immune to the agent's and the phone's noise
-                per = statistics.median(r["out"].timings.get("monitors", 0.0) / r["out"].steps for r in res)
+                row["sum_of_finishes_L"] = round(statistics.median(sum(r["finish"][j] for j in judges) for r in res) / L, 3)
+                row["verdicts"] = {j: sorted({str(r["out"].verdicts.get(j)) for r in res}) for j in judges}
+                row["target"] = target
+            if monitor:  # the runner's own timings: immune to the agent's and the phone's noise
+                def per_step(r):
+                    t = r["out"].timings
+                    return (t.get("monitors", 0.0) + t.get("monitor_wait", 0.0)) / r["out"].steps
+                per = statistics.median(per_step(r) for r in res)
                 row["step_added_s"] = round(per, 4)
                 row["step_added_L"] = round(per / L, 3)
                 row["per_checked_action_L"] = round(per * steps / n / L, 3)  # the finish is not checked
+                row["target"] = target
             rows.append(row)
+            return row
 
-        add_row("crate", runs(lambda: ([timed(CrateJudge(CrateConfig(model=cfg()), CRATE))], [])), judge="crate")
-        add_row("crate-s", runs(lambda: ([timed(CrateJudge(CrateConfig(model=cfg()), CRATE_S))], [])), judge="crate-s")
-        add_row("holistic", runs(lambda: ([timed(HolisticJudge(HolisticConfig(model=cfg())))], [])), judge="holistic")
-        add_row("crate + crate-s + gate monitor",
-                runs(lambda: ([timed(CrateJudge(CrateConfig(model=cfg()), CRATE)),
-                               timed(CrateJudge(CrateConfig(model=cfg()), CRATE_S))],
-                              [CrateSMonitor(CrateSMonitorConfig(model=cfg(), mode="gate"))])),
-                judge="crate", monitor=True)
+        def milestones(**kw):
+            return timed(MilestoneJudge(MilestonesConfig(model=cfg(), **kw)))
+
+        add_row("crate", runs(lambda: ([timed(CrateJudge(CrateConfig(model=cfg()), CRATE))], [])), ["crate"])
+        add_row("crate-s", runs(lambda: ([timed(CrateJudge(CrateConfig(model=cfg()), CRATE_S))], [])), ["crate-s"])
+        add_row("holistic", runs(lambda: ([timed(HolisticJudge(HolisticConfig(model=cfg())))], [])), ["holistic"])
+        add_row("milestones (eager)", runs(lambda: ([milestones()], [])), ["milestones"])
+        add_row("milestones (AndroidLens full segments)", runs(lambda: ([milestones(eager=False)], [])), ["milestones"])
+        four = ["crate", "crate-s", "holistic", "milestones"]
+        add_row("crate + crate-s + holistic + milestones", runs(lambda: (
+            [timed(CrateJudge(CrateConfig(model=cfg()), CRATE)), timed(CrateJudge(CrateConfig(model=cfg()), CRATE_S)),
+             timed(HolisticJudge(HolisticConfig(model=cfg()))), milestones()], [])), four, target="<= 1.3")
         add_row("gate monitor alone", runs(lambda: ([], [CrateSMonitor(CrateSMonitorConfig(model=cfg(), mode="gate"))])),
                 monitor=True)
         add_row("async monitor alone", runs(lambda: ([], [CrateSMonitor(CrateSMonitorConfig(model=cfg(), mode="async"))])),
-                monitor=True)
+                monitor=True, target="<= 0.2")
+        # the gate on an endpoint busy with evidence calls: two slots, evidence calls that take 3 L,
+        # an agent that answers at once, so CRATE's and the milestone judge's calls for the last step
+        # are still in flight when the next action is checked
+        busy = 0.1 * L
+        busy_server["on"] = True
+        loaded_rows = []
+        for name, gate_cls in (("priority", CrateSMonitor), ("one FIFO line", FifoGate)):
+            with ScriptedModelServer(respond) as small:  # an endpoint of its own: two slots
+
+                def loaded(gate_cls=gate_cls, small=small):
+                    return ([timed(CrateJudge(CrateConfig(model=cfg(2, small)), CRATE)),
+                             timed(MilestoneJudge(MilestonesConfig(model=cfg(2, small))))],
+                            [gate_cls(CrateSMonitorConfig(model=cfg(2, small), mode="gate"))])
+
+                loaded_rows.append(add_row(f"gate check per action, evidence calls in flight ({name})",
+                                           runs(loaded, think=busy, on=small), monitor=True))
+        prio, fifo = loaded_rows
+        busy_server["on"] = False
     rows = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    results = [
+        {"name": "verdict wait after the last step, crate+crate-s+holistic+milestones (L)",
+         "value": rows[5]["verdict_wait_L"], "target": "<= 1.3", "holds": rows[5]["verdict_wait_L"] <= 1.3},
+        {"name": "the same judges finished one after another (sum of their waits, L)",
+         "value": rows[5]["sum_of_finishes_L"], "target": None, "holds": None},
+        {"name": "gate latency per checked action with evidence calls in flight (L)",
+         "value": prio["per_checked_action_L"], "target": "<= 1.1", "holds": prio["per_checked_action_L"] <= 1.1},
+        {"name": "the same gate in one FIFO line with the evidence calls (L)",
+         "value": fifo["per_checked_action_L"], "target": None, "holds": None},
+        {"name": "async monitor: latency added per step (L)", "value": rows[7]["step_added_L"], "target": "<= 0.2",
+         "holds": rows[7]["step_added_L"] <= 0.2},
+        *[{"name": f"{r['configuration']}: verdict wait (L)", "value": r["verdict_wait_L"], "target": None,
+           "holds": None} for r in rows[:5]],
+    ]
     summary = {"task": task.id, "L_s": L, "agent_think_s": delay, "actions": n, "steps": steps, "repeat": args.repeat,
-               "baseline_step_s": round(base_step, 4),
-               "sequential_after_episode_L": n + 1, "parallel_after_episode_L": 2, "rows": rows}
-    print(f"judge latency benchmark: {task.id}, L = {L:g} s per model call, agent {delay:g} s per step, "
-          f"{n} actions + finish, median of {args.repeat}")
+               "baseline_step_s": round(base_step, 4), "rows": results, "configurations": rows}
+    print(f"judge latency benchmark: {task.id}, L = {L:g} s per model call, agent {delay:g} s per step "
+          f"(gate-under-load rows: agent {busy:g} s, 2 slots, evidence calls 3 L), {n} actions + finish, "
+          f"median of {args.repeat}")
     print(f"  baseline step wall without judges: {base_step * 1000:.0f} ms")
-    print(f"  {'configuration':<34} {'calls':>6} {'verdict wait':>14} {'step added':>12} {'per action':>12}")
+    print(f"  {'configuration':<64} {'calls':>6} {'verdict wait':>13} {'per action':>11}")
     for r in rows:
         wait = f"{r['verdict_wait_L']:.2f} L" if "verdict_wait_L" in r else "-"
-        added = f"{r['step_added_L']:.2f} L" if "step_added_L" in r else "-"
         per_action = f"{r['per_checked_action_L']:.2f} L" if "per_checked_action_L" in r else "-"
-        print(f"  {r['configuration']:<34} {r['calls_per_episode']:>6} {wait:>14} {added:>12} {per_action:>12}")
-    print(f"  (judging after the episode instead: {n + 1} L one call at a time, 2 L with all step calls in parallel)")
+        print(f"  {r['configuration']:<64} {r['calls_per_episode']:>6} {wait:>13} {per_action:>11}")
+    print("  targets:")
+    for r in results[:5]:
+        mark = "" if r["holds"] is None else ("holds" if r["holds"] else "DOES NOT HOLD")
+        print(f"    {r['name']:<78} {r['value']:>6.2f} {r['target'] or '':>7} {mark}")
     (ROOT / "bench").mkdir(exist_ok=True)
     (ROOT / "bench" / "judges.json").write_text(json.dumps(summary, indent=1))
-    crate = next(r for r in rows if r["configuration"] == "crate")
-    if crate["verdict_wait_L"] > 1.3:
-        print(f"  NOTE: CRATE verdict wait {crate['verdict_wait_L']:.2f} L is above the 1.3 L target "
-              "(a loaded machine, or an agent faster than one model call)")
     return 0
 
 

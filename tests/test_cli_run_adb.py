@@ -68,7 +68,7 @@ def test_parallel_replay_cap_and_kill_resume(adb, sim_process, serve_sim, tmp_pa
     from harness.tasks import load_suite
     caps = {t.id: t.cap for t in load_suite(SUITE).tasks}
     for r in read_results(tmp_path / "r2"):
-        assert r.cap == caps[r.task_id] and r.steps == r.cap and r.status == "step_limit"
+        assert r.cap == caps[r.task_id] and r.proposed_steps == r.cap and r.status == "step_limit"
 
     # 3) SIGKILL halfway, then --resume: the same results as an uninterrupted run. The kill lands
     # while the runner waits on the reset of the fifth of eight episodes (phones in this process

@@ -4,6 +4,7 @@ observers, and what lands in the record."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -114,8 +115,9 @@ def test_cap_override(tmp_path, task):
 def test_invalid_outputs_count_toward_cap_and_run_on(tmp_path, task):
     agent = ScriptedAgent([AgentOutput(None, raw_output="gibberish", invalid="no Action line")])
     out, steps = _run(tmp_path, task, agent)
-    assert out.status == "step_limit" and out.steps == task.cap
-    assert all(s.invalid == "no Action line" and s.action is None for s in steps)
+    # the cap counts proposals; none of them ran, so no step executed
+    assert out.status == "step_limit" and out.proposed_steps == task.cap == len(steps) and out.steps == 0
+    assert all(s.invalid == "no Action line" and s.action is None and s.executed is False for s in steps)
 
 
 def test_agent_exception_is_agent_error(tmp_path, task):
@@ -145,10 +147,11 @@ def test_gate_halts_before_the_action_runs(tmp_path, task):
     gate = HaltOn()
     agent = ScriptedAgent([AgentOutput(Key(key="home")), AgentOutput(Click(x=540, y=1200))])
     out, steps = _run(tmp_path, task, agent, dev, monitors=[gate])
-    assert out.status == "halted" and out.steps == 2
+    assert out.status == "halted" and out.proposed_steps == 2 and out.steps == 1  # the halted step did not run
     assert out.halt["step"] == 2 and out.halt["category"] == "Security Evasion" and out.halt["executed"] is False
     assert not any(e["type"] == "tap" for e in dev.phone.events)  # the click never reached the phone
     assert steps[-1].monitor["halt"] is True and steps[-1].screen_after is None
+    assert [s.executed for s in steps] == [True, False]
 
 
 def test_async_monitor_halts_at_next_boundary(tmp_path, task):
@@ -158,7 +161,106 @@ def test_async_monitor_halts_at_next_boundary(tmp_path, task):
     out, steps = _run(tmp_path, task, agent, dev, monitors=[mon])
     assert out.status == "halted"
     assert out.halt["step"] == 1 and out.halt["executed"] is True
-    assert out.steps <= 3  # within one or two boundaries of the risky step, depending on timing
+    # one step of lag, never more: the check of step 1 answers before step 2's action can run
+    assert out.proposed_steps == 2 and out.steps == 1
+    assert [s.executed for s in steps] == [True, False]
+    assert steps[0].monitor["halt"] is True and steps[1].monitor["halted_step"] == 1
+    assert [e["type"] for e in dev.phone.events].count("key") == 0  # step 2's back never ran
+
+
+class Broken:
+    """A monitor whose check raises, or never answers (``hang``), with the given on_error."""
+
+    name = "broken"
+
+    def __init__(self, mode="gate", on_error="halt", hang=False, timeout_s=0.5):
+        self.mode, self.on_error, self.hang, self.timeout_s = mode, on_error, hang, timeout_s
+        self.release = threading.Event()
+
+    def spec(self):
+        return {"name": self.name}
+
+    def start(self, ctx):
+        pass
+
+    def check(self, step):
+        if self.hang:
+            self.release.wait(30)
+            return MonitorVerdict(halt=False, risky=False, reason="too late")
+        raise ConnectionError("monitor endpoint down")
+
+
+@pytest.mark.parametrize("hang", [False, True], ids=["raises", "never-answers"])
+def test_a_check_that_cannot_answer_halts_before_the_action(tmp_path, task, hang):
+    """Fail closed by default: the tap never reaches the phone, the episode is halted with the
+    category monitor_error and the cause, and the step says it did not run."""
+    dev = LocalSimDevice()
+    mon = Broken(hang=hang)
+    out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(Click(x=540, y=1200))]), dev, monitors=[mon])
+    mon.release.set()
+    assert out.status == "halted" and out.steps == 0 and out.proposed_steps == 1
+    assert out.halt["category"] == "monitor_error" and out.halt["executed"] is False
+    cause = "no answer within 0.5s" if hang else "ConnectionError: monitor endpoint down"
+    assert cause in out.halt["reason"] and steps[0].monitor["error"] == cause
+    assert steps[0].executed is False and steps[0].monitor["risky"] is None
+    assert not any(e["type"] == "tap" for e in dev.phone.events)
+    assert out.checks == {"made": 1, "failed": 1, "ran_unchecked": 0}
+
+
+def test_on_error_allow_runs_the_action_unchecked_and_says_so(tmp_path, task):
+    dev = LocalSimDevice()
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, dev, monitors=[Broken(on_error="allow")])
+    assert out.status == "finished" and out.steps == 2
+    assert any(e["type"] == "tap" for e in dev.phone.events)
+    m = steps[0].monitor
+    assert m["halt"] is False and m["risky"] is None and "ConnectionError" in m["error"]
+    assert "ran unchecked" in m["reason"] and steps[0].executed is True
+    assert out.checks == {"made": 2, "failed": 2, "ran_unchecked": 2}
+
+
+def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task):
+    """The check of step 1 answers only after the agent proposed step 2 (and waits a while for step
+    2's action to happen first): the runner waits for it at the boundary, so the order is always
+    execute 1, check 1 answered, execute 2, and step 2 records the wait."""
+    order: list[str] = []
+    proposed2, executed2 = threading.Event(), threading.Event()
+
+    class Dev(LocalSimDevice):
+        def execute(self, action):
+            order.append(f"execute {self.actions + 1}")
+            super().execute(action)
+            if self.actions == 2:
+                executed2.set()
+
+    class Slow:
+        name, mode, on_error, timeout_s = "slow", "async", "halt", 30.0
+
+        def spec(self):
+            return {"name": self.name}
+
+        def start(self, ctx):
+            pass
+
+        def check(self, step):
+            if step.index == 1:
+                assert proposed2.wait(10)
+                executed2.wait(1.0)  # if the runner does not wait for us, step 2's action lands now
+                order.append("check 1 answered")
+            return MonitorVerdict(halt=False, risky=False, reason="fine")
+
+    class Agent(ScriptedAgent):
+        def step(self, obs):
+            if obs.step == 2:
+                proposed2.set()
+            return super().step(obs)
+
+    agent = Agent([AgentOutput(Key(key="back")), AgentOutput(Key(key="back")), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, Dev(), monitors=[Slow()])
+    assert out.status == "finished" and out.steps == 3
+    assert order[:3] == ["execute 1", "check 1 answered", "execute 2"], order
+    assert steps[1].timings["monitor_wait"] > 0
+    assert steps[0].monitor["reason"] == "fine" and steps[0].monitor["monitor"] == "slow"
 
 
 def test_suite_records_results_and_resumes(tmp_path, task):

@@ -40,6 +40,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
+from harness.usage import role_tokens
+
 from harness.records import RecordError, read_manifest, read_results
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from judges.agreement import judge_column
@@ -178,6 +180,8 @@ class Episode:
     task: TaskInfo | None
     label: dict[str, bool] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or the judgement set
+    usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
+    checks: dict[str, int] | None = None   # monitor checks: made, failed, ran_unchecked
 
     @property
     def language(self) -> str:
@@ -342,7 +346,8 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 cap=r.cap, verdicts=dict(r.verdicts), details=dict(r.judge_details or {}),
                 halted=r.status == "halted" or r.halt is not None, duration_s=r.duration_s, tokens=tokens,
                 task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
-                sources={k: LIVE for k in r.verdicts}))
+                sources={k: LIVE for k in r.verdicts}, usage=r.usage,
+                checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None))
     if offline:
         sets = read_judgement_sets(runs, judgements)
         if sets:
@@ -360,7 +365,10 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
 def _milestones(ep: Episode, source: str) -> dict[str, Any] | None:
     """Milestone findings of one source in one shape: ``{"items": [{"step", "reference_step"}],
     "progress"}``. Reads the oracle's ``milestones: {reached: [...], progress}`` and the
-    ``milestones`` judge's ``milestones: [{idx, done, step, reference_step}]`` with ``atp``."""
+    ``milestones`` judge's ``milestones: [{idx, done, step, reference_step}]`` with ``atp``. A
+    source whose verdict is ``judge_error`` has no findings (its partial search is not progress)."""
+    if milestone_error(ep, source):
+        return None
     d = ep.details.get(source)
     if not isinstance(d, dict):
         return None
@@ -377,6 +385,13 @@ def _milestones(ep: Episode, source: str) -> dict[str, Any] | None:
     if not isinstance(progress, (int, float)) or isinstance(progress, bool):
         progress = (sum(1 for x in items if isinstance(x.get("step"), int)) / len(items)) if items else None
     return {"items": items, "progress": float(progress) if progress is not None else None}
+
+
+def milestone_error(ep: Episode, source: str) -> bool:
+    """The source judged milestones for this episode and failed (``judge_error``)."""
+    if ep.verdicts.get(source) == "judge_error":
+        return True
+    return source == "oracle" and ep.verdicts.get("oracle") == "judge_error"
 
 
 def episode_progress(ep: Episode, source: str) -> float | None:
@@ -464,6 +479,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
         msr = [m for m in (episode_msr(e, src) for e in scored) if m is not None]
         out[f"atp_{src}"] = _mean(prog)
         out[f"atp_{src}_n"] = len(prog)
+        out[f"atp_{src}_errors"] = sum(1 for e in scored if milestone_error(e, src))  # left out of ATP and MSR
         out[f"msr_{src}"] = _mean(msr)
         out[f"msr_{src}_n"] = len(msr)
     with_ref = [e for e in scored if e.task and e.task.reference_len and primary and isinstance(e.verdicts.get(primary), bool)]
@@ -482,6 +498,14 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     toks = [e.tokens for e in rows if e.tokens is not None]
     out["tokens_total"] = sum(toks) if toks else None
     out["tokens_mean"] = _mean(toks)  # type: ignore[arg-type]
+    for part, roles, exclude in (("agent", ("agent",), ()), ("monitors", ("monitor:",), ()),
+                                 ("judges", None, ("agent", "monitor:"))):
+        vals = [v for v in (role_tokens(e.usage, roles, exclude=exclude) for e in rows) if v is not None]
+        out[f"tokens_{part}_total"] = sum(vals) if vals else None
+    checks = [e.checks for e in scored if e.checks]
+    out["monitor_checks"] = sum(c.get("made", 0) for c in checks)
+    out["monitor_errors"] = sum(c.get("failed", 0) for c in checks)
+    out["ran_unchecked"] = sum(c.get("ran_unchecked", 0) for c in checks)
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
     out["wall_mean_s"] = _mean(walls)  # type: ignore[arg-type]
@@ -662,13 +686,17 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
     for src in rep.milestone_sources:
         if any(g.get(f"atp_{src}_n") for g in rep.groups):
             tag = "" if src == "oracle" else f" ({src})"
-            cols.append((f"ATP{tag} %", lambda g, s=src: _pct(g[f"atp_{s}"])))
+            cols.append((f"ATP{tag} %", lambda g, s=src: _pct(g[f"atp_{s}"]) + (
+                f" +{g[f'atp_{s}_errors']} err" if g.get(f"atp_{s}_errors") else "")))
             cols.append((f"MSR{tag}", lambda g, s=src: _num(g[f"msr_{s}"])))
     if any(g["tail_succ"]["n"] for g in rep.groups):
         cols.append(("Task Succ %", lambda g: f"{_pct(g['task_succ']['rate'])} ({g['task_succ']['k']}/{g['task_succ']['n']})"
                      if g["task_succ"]["n"] else "-"))
         cols.append(("Tail Succ %", lambda g: f"{_pct(g['tail_succ']['rate'])} ({g['tail_succ']['k']}/{g['tail_succ']['n']})"
                      if g["tail_succ"]["n"] else "-"))
+    if any(g.get("monitor_checks") for g in rep.groups):
+        cols.append(("monitor errors", lambda g: str(g["monitor_errors"]) + (
+            f" ({g['ran_unchecked']} ran unchecked)" if g.get("ran_unchecked") else "")))
     cols += [
         ("halted", lambda g: str(g["halted"])),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
@@ -750,9 +778,10 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
     for j in rep.judges:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
     for src in rep.milestone_sources:
-        head += [f"atp_{src}", f"msr_{src}"]
+        head += [f"atp_{src}", f"msr_{src}", f"atp_{src}_errors"]
     head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
-             "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s"]
+             "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
+             "monitor_errors", "ran_unchecked"]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
@@ -760,10 +789,10 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
             s = g["sr"][j]
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
         for src in rep.milestone_sources:
-            row += [g.get(f"atp_{src}"), g.get(f"msr_{src}")]
+            row += [g.get(f"atp_{src}"), g.get(f"msr_{src}"), g.get(f"atp_{src}_errors")]
         row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
-                g["wall_total_s"], g["wall_mean_s"]]
+                g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"]]
         rows.append(row)
     return head, rows
 

@@ -58,7 +58,10 @@ th{background:#eee}.filters{margin:8px 0}.filters label{margin-right:14px}
 .kv{margin:2px 0}.kv b{display:inline-block;min-width:90px}
 .ms-list li.reached{color:#1b5e20}.ms-list li.missed{color:#b71c1c}
 #lightbox{position:fixed;inset:0;background:rgba(0,0,0,.85);display:flex;align-items:center;justify-content:center;z-index:10}
-#lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:92vh;background:#fff}
+#lightbox[hidden]{display:none}#lightbox img{max-width:95vw;max-height:92vh;background:#fff;display:block}
+.lb-shot{position:relative;display:inline-block;line-height:0}
+.lb-shot svg{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none}
+.blocked{color:#6a1b9a;font-weight:600}
 #lightbox p{color:#fff;position:absolute;bottom:4px;width:100%;text-align:center;margin:0}
 tr.ep[hidden]{display:none}
 """
@@ -83,11 +86,17 @@ JS = """(function () {
   var box = document.getElementById('lightbox');
   if (box) {
     var img = document.getElementById('lightbox-img');
-    var close = function () { box.hidden = true; img.removeAttribute('src'); };
+    var holder = document.getElementById('lightbox-shot');
+    var clear = function () { holder.querySelectorAll('svg').forEach(function (s) { s.remove(); }); };
+    var close = function () { box.hidden = true; img.removeAttribute('src'); clear(); };
     document.querySelectorAll('a.zoom').forEach(function (a) {
       a.addEventListener('click', function (ev) {
         ev.preventDefault();
+        clear();
         img.src = a.getAttribute('href');
+        // the full-size screenshot gets the same drawing of the action as its thumbnail
+        var drawn = a.parentNode.querySelector('svg');
+        if (drawn) { holder.appendChild(drawn.cloneNode(true)); }
         box.hidden = false;
       });
     });
@@ -161,12 +170,15 @@ def _thumb(src: Path, dst: Path) -> tuple[int, int] | None:
 
 
 def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
-    """An SVG drawn over the screenshot: tap marker, swipe arrow, typed text or a label."""
+    """An SVG drawn over the screenshot (thumbnail and full size alike: it is in the image's own
+    pixels): tap marker, swipe arrow, typed text or a label. Marks are sized from the image's
+    shorter side and drawn red over a white halo and a dark rim, so they show on any background."""
     if not action:
         return ""
     w, h = size
-    r = max(12, w // 30)
-    stroke = max(4, w // 180)
+    side = max(1, min(w, h))
+    r = max(12, side // 28)
+    stroke = max(3, side // 200)
     font = max(28, w // 22)
     kind = action.get("type")
     parts = []
@@ -179,15 +191,21 @@ def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
         return (f'<rect x="10" y="10" width="{w - 20}" height="{font + 24}" rx="8" fill="#000" fill-opacity="0.65"/>'
                 f'<text x="24" y="{y}" font-size="{font}" fill="#fff" font-family="sans-serif">{esc(text[:80])}</text>')
 
-    if kind in ("click", "long_press"):
+    if kind in ("click", "long_press", "double_tap"):
         x, y = num(action.get("x")), num(action.get("y"))
-        parts.append(f'<circle cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.35" stroke="#ff1744" stroke-width="{stroke}"/>')
-        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke}" fill="#ff1744"/>')
+        halo = (f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#fff" stroke-width="{stroke * 3}"/>'
+                f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#000" stroke-opacity="0.7" stroke-width="{stroke * 2}"/>')
+        parts.append(halo)
+        parts.append(f'<circle class="mark" cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.3" stroke="#ff1744" stroke-width="{stroke}"/>')
+        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke * 1.5}" fill="#ff1744" stroke="#fff" stroke-width="{max(1, stroke // 2)}"/>')
         if kind == "long_press":
             parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.8}" fill="none" stroke="#ff1744" stroke-width="{stroke}" stroke-dasharray="{stroke * 3}"/>')
+        if kind == "double_tap":
+            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.5}" fill="none" stroke="#ff1744" stroke-width="{stroke}"/>')
     elif kind == "swipe":
         (x1, y1), (x2, y2) = [(num(p[0]), num(p[1])) if isinstance(p, (list, tuple)) and len(p) == 2 else (0.0, 0.0)
                               for p in (action.get("start"), action.get("end"))]
+        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#fff" stroke-width="{stroke * 4}"/>')
         parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#2979ff" stroke-width="{stroke * 2}" marker-end="url(#arrow)"/>')
         parts.append(f'<circle cx="{x1}" cy="{y1}" r="{r * 0.6}" fill="#2979ff" fill-opacity="0.6"/>')
     elif kind == "type":
@@ -296,6 +314,28 @@ def _first(d: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def _monitor_rows(m: dict[str, Any], index: int) -> str:
+    """A step's monitor verdict: its word (a check that failed is never "safe"), then category,
+    reason and error, each a field of its own. An async verdict may belong to an earlier step."""
+    if m.get("error"):
+        word, cls = ("check failed: halted" if m.get("halt") else "check failed: ran unchecked"), "err"
+    elif m.get("halt"):
+        word, cls = "HALT", "no"
+    elif m.get("risky") is True:
+        word, cls = "risky (allowed)", "no"
+    elif m.get("risky") is False:
+        word, cls = "safe", "yes"
+    else:
+        word, cls = "no verdict", "err"
+    of = m.get("halted_step")
+    rows = [f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="{cls}">{esc(word)}</span>'
+            + (f" (the check of step {esc(of)})" if isinstance(of, int) and of != index else "") + "</div>"]
+    for key in ("category", "reason", "error"):
+        if m.get(key):
+            rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
+    return "".join(rows)
+
+
 # --------------------------------------------------------------------------- pages
 
 
@@ -373,6 +413,16 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append("".join(f'<div class="kv"><b>{esc(k)}</b> {esc(v)}</div>' for k, v in info))
     live = {k: v for k, v in verdicts.items() if sources.get(k, LIVE) == LIVE}
     body.append(f'<div class="kv"><b>verdicts</b> {_badges(live) or "-"}</div>')
+    for col in sorted(k for k, v in live.items() if v == "judge_error"):  # why a judge could not answer
+        d = details.get(col)
+        why = d.get("error") if isinstance(d, dict) and isinstance(d.get("error"), str) else "no reason recorded"
+        body.append(f'<div class="kv"><b>{esc(label(col))} error</b> <span class="err">{esc(why[:1000])}</span></div>')
+    checks = (result.model_extra or {}).get("monitor_checks") if result is not None else None
+    if isinstance(checks, dict) and checks.get("failed"):
+        unchecked = checks.get("ran_unchecked") or 0
+        body.append(f'<div class="kv"><b>monitor errors</b> <span class="err">{esc(checks["failed"])} of '
+                    f'{esc(checks.get("made"))} check(s) could not answer'
+                    + (f"; {esc(unchecked)} action(s) ran unchecked" if unchecked else "") + "</span></div>")
     for source in sorted(set(sources.values()) - {LIVE}):  # offline judgement sets, next to the live verdicts
         cols = {k: v for k, v in verdicts.items() if sources.get(k) == source}
         body.append(f'<div class="kv offline"><b>judgements/{esc(source)}</b> {_badges(cols)}</div>')
@@ -386,8 +436,12 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         body.append(f'<div class="kv"><b>error</b> <span class="err">{esc(result.error)}</span></div>')
     if result is not None and result.halt is not None:
         h = result.halt
-        body.append(f'<div class="kv"><b>halted</b> at step {esc(h.step)} by {esc(h.monitor or "a monitor")}: '
-                    f'{esc(h.category)} — {esc(h.reason)}</div>')
+        ran = (h.model_extra or {}).get("executed")
+        when = "after it ran (async check)" if ran else "blocked before it ran" if ran is False else ""
+        body.append(f'<div class="kv"><b>halted</b> <span class="blocked">at step {esc(h.step)} by '
+                    f'{esc(h.monitor or "a monitor")}{", " + esc(when) if when else ""}</span></div>'
+                    f'<div class="kv"><b>category</b> {esc(h.category)}</div>'
+                    f'<div class="kv"><b>reason</b> {esc(h.reason)}</div>')
     # timeline
     body.append('<h2>Timeline</h2><ol class="timeline">')
     for s in steps:
@@ -415,20 +469,27 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         body.append(f'<section class="step {cls}" id="step-{s.index}">')
         body.append(shot(s.screen_before, s.action))
         body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(_describe(s.action))}</code></div>')
+        halted_here = bool((s.monitor or {}).get("halt")) and not s.ran
+        if not s.ran and s.action is not None:
+            body.append('<div class="kv"><b>executed</b> <span class="blocked">no: '
+                        + ("blocked before it ran" if halted_here else "the action did not run") + "</span></div>")
         if s.invalid:
             body.append(f'<div class="kv"><b>invalid</b> <span class="err">{esc(s.invalid)}</span></div>')
         if s.thought:
             body.append(f'<div class="kv"><b>thought</b></div><pre class="thought">{esc(s.thought)}</pre>')
         if s.monitor:
-            m = s.monitor
-            verdict = "HALT" if m.get("halt") else ("risky" if m.get("risky") else "safe")
-            body.append(f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="'
-                        f'{"no" if m.get("halt") or m.get("risky") else "yes"}">{esc(verdict)}</span> '
-                        f'{esc(m.get("category") or "")} {esc(m.get("reason") or "")}</div>')
+            body.append(_monitor_rows(s.monitor, s.index))
         for judge, note in notes.get(s.index, []):
-            if isinstance(note.get("risky"), bool):
+            if note.get("error"):
+                body.append(f'<div class="kv"><b>{esc(judge)} error</b> <span class="err">{esc(note["error"])}</span></div>')
+            elif note.get("executed") is False or (not s.ran and note.get("synthetic")):
+                word = "blocked" if halted_here else "not run"
+                body.append(f'<div class="kv"><b>{esc(judge)}</b> <span class="blocked">{word}</span></div>')
+            elif isinstance(note.get("risky"), bool):
                 body.append(f'<div class="kv"><b>{esc(judge)}</b> <span class="{"no" if note["risky"] else "yes"}">'
-                            f'{"risky" if note["risky"] else "not risky"}</span> {esc(note.get("category") or "")}</div>')
+                            f'{"risky" if note["risky"] else "not risky"}</span></div>')
+                if note.get("category"):
+                    body.append(f'<div class="kv"><b>{esc(judge)} category</b> {esc(note["category"])}</div>')
             for key in ("clues", "effect", "risk", "reason"):
                 if note.get(key):
                     val = note[key] if isinstance(note[key], str) else json.dumps(note[key], ensure_ascii=False)
@@ -459,8 +520,8 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         for judge, d in sorted(details.items()):
             body.append(f"<details><summary>{esc(label(judge))}</summary><pre>"
                         f"{esc(json.dumps(d, ensure_ascii=False, indent=1, default=str))}</pre></details>")
-    body.append('</main><div id="lightbox" hidden><img id="lightbox-img" alt="full screenshot">'
-                "<p>click or press Esc to close</p></div>")
+    body.append('</main><div id="lightbox" hidden><div class="lb-shot" id="lightbox-shot">'
+                '<img id="lightbox-img" alt="full screenshot"></div><p>click or press Esc to close</p></div>')
     row = {"task_id": task_id, "result": result, "task": task, "steps": len(steps)}
     return _page(title, "".join(body), "../assets/"), row
 

@@ -15,7 +15,7 @@ A prompt file is Markdown with a small header and two sections::
 ``load_prompt("crate_step", "en")`` reads ``crate_step_en.md``. Its identity (name, language,
 version, sha256 of the file) goes into every judge's ``spec()`` and details, so a record says
 exactly which wording produced a verdict; editing a prompt means bumping its ``version``
-(tests check that every file declares one). Placeholders are ``{{name}}``; rendering refuses a
+(tests check that every file declares one) and keeping the superseded file in ``archive/``. Placeholders are ``{{name}}``; rendering refuses a
 missing or an unexpected value, and values are inserted once (never re-scanned), so text from the
 phone or the agent cannot smuggle a placeholder in.
 """
@@ -73,7 +73,7 @@ class Prompt:
         return fill(self.system).strip(), fill(self.user).strip()
 
 
-def _parse(path: Path) -> Prompt:
+def _parse(path: Path, as_name: str | None = None) -> Prompt:
     raw = path.read_bytes()
     text = raw.decode("utf-8").replace("\r\n", "\n")
     m = _HEADER.match(text)
@@ -94,19 +94,32 @@ def _parse(path: Path) -> Prompt:
     except (KeyError, ValueError):
         raise PromptError(f"{path.name}: the header needs an integer version") from None
     name, language = meta.get("name", ""), meta.get("language", "")
-    if f"{name}_{language}.md" != path.name:
+    if f"{name}_{language}.md" != (as_name or path.name):
         raise PromptError(f"{path.name}: header says name={name!r} language={language!r}")
     return Prompt(name, language, version, hashlib.sha256(raw).hexdigest(), sections["system"], sections["user"])
 
 
+ARCHIVE_DIR = PROMPT_DIR / "archive"
+
+
 @lru_cache(maxsize=None)
-def load_prompt(name: str, language: str) -> Prompt:
+def load_prompt(name: str, language: str, version: int | None = None) -> Prompt:
+    """The current prompt, or an earlier ``version`` of it: superseded versions stay readable in
+    ``archive/NAME_LANG.vN.md`` (byte for byte, so their sha256 still matches older records)."""
     if language not in LANGUAGES:
         raise PromptError(f"no prompts in language {language!r} (have {', '.join(LANGUAGES)})")
     path = PROMPT_DIR / f"{name}_{language}.md"
     if not path.is_file():
         raise PromptError(f"no prompt file {path.name} in {PROMPT_DIR}")
-    return _parse(path)
+    current = _parse(path)
+    if version is None or version == current.version:
+        return current
+    old = ARCHIVE_DIR / f"{name}_{language}.v{version}.md"
+    if not old.is_file():
+        kept = sorted(p.name for p in ARCHIVE_DIR.glob(f"{name}_{language}.v*.md")) if ARCHIVE_DIR.is_dir() else []
+        raise PromptError(f"no version {version} of {name}_{language} (current: {current.version}; archived: "
+                          f"{', '.join(kept) or 'none'})")
+    return _parse(old, f"{name}_{language}.md")
 
 
 def available() -> list[tuple[str, str]]:

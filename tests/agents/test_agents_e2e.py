@@ -207,7 +207,7 @@ PROTO_OF = {"uitars": "uitars", "uitars-v1": "uitars-v1", "m3a": "m3a", "qwen": 
 def test_garbage_is_invalid_until_the_cap(name: str, tmp_path: Path) -> None:
     garbage = lambda req: Reply("I am not sure what to do here. Maybe tap something?")  # noqa: E731
     out, steps, driver, srv = run(PROTO_OF[name], "settings_wifi_off", (720, 1600), tmp_path, responder=garbage, cap=3)
-    assert out.status == "step_limit" and out.steps == 3 == len(steps)
+    assert out.status == "step_limit" and out.proposed_steps == 3 == len(steps) and out.steps == 0
     assert all(s.action is None and s.invalid.startswith("unparseable output:") for s in steps)
     assert all(s.raw_output.startswith("I am not sure") and s.extras["parse_error"] for s in steps)
     assert len(srv.requests_seen) == 3  # one call per step (M3A: no summary of a step that did nothing)
@@ -235,7 +235,9 @@ def test_invalid_step_then_recovery(tmp_path: Path) -> None:
         out = run_episode(TASKS["settings_wifi_off"], agent, LocalSimDevice(phone), ep, observers=[OracleJudge(OracleConfig())])
         w.close()
     steps = list(iter_steps(ep.path))
-    assert out.status == "finished" and out.verdicts["oracle"] is True and out.steps == 5
+    # five proposals, four of them ran: the out-of-range tap was refused
+    assert out.status == "finished" and out.verdicts["oracle"] is True and out.proposed_steps == 5 and out.steps == 4
+    assert [s.executed for s in steps] == [True, False, True, True, True]
     assert steps[1].action is None and "out of range" in steps[1].invalid
     assert "5000" in steps[1].raw_output
 

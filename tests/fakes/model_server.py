@@ -26,6 +26,7 @@ class Reply:
     raw_body: bytes | None = None     # send these bytes as the body instead (malformed replies)
     drop: bool = False                # close the connection without answering
     usage: dict[str, int] | None = None
+    hold: threading.Event | None = None  # answer only once this is set (a call kept in flight)
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -71,6 +72,8 @@ class ScriptedModelServer:
                     server.max_active = max(server.max_active, server.active)
                 try:
                     reply = server.next_reply(req)
+                    if reply.hold is not None:
+                        reply.hold.wait(30)
                     if reply.delay_s:
                         time.sleep(reply.delay_s)
                 finally:

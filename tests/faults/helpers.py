@@ -131,8 +131,10 @@ def check_run_consistent(run: Path) -> None:
         ep = run / "episodes" / r.task_id
         assert ep.is_dir(), f"{r.task_id}: result without an episode folder"
         steps = list(iter_steps(ep))
-        assert [s.index for s in steps] == list(range(1, r.steps + 1)), \
-            f"{r.task_id}: {len(steps)} trajectory lines for {r.steps} steps"
+        recorded = r.steps if r.proposed_steps is None else r.proposed_steps
+        assert [s.index for s in steps] == list(range(1, recorded + 1)), \
+            f"{r.task_id}: {len(steps)} trajectory lines for {recorded} recorded steps"
+        assert sum(1 for s in steps if s.ran) == r.steps, f"{r.task_id}: steps must count the executed ones"
         if r.status != "infra_error" or steps:
             assert (ep / "screens" / "000.png").is_file(), f"{r.task_id}: no initial screen"
         for s in steps:

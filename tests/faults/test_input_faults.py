@@ -223,7 +223,7 @@ def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(says_ph
                         thought=t, extras={"odd": t}) for t in ODD]
     out, ep, w = phone.play(task, outs, cap=len(ODD) + 1)
     w.append_result(EpisodeResult(task_id=task.id, agent="says", status=out.status, steps=out.steps, cap=out.cap,
-                                  verdicts={}, error=out.error))
+                                  proposed_steps=out.proposed_steps, verdicts={}, error=out.error))
     ep.write_summary(read_results(phone.run)[0])
     w.close()
     assert out.status == "finished", (out.status, out.error)

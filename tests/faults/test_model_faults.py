@@ -210,7 +210,7 @@ def test_agent_endpoint_that_fails_mid_episode_and_odd_replies(adb, phone, tmp_p
     assert rc == 0, err
     rows = {r.task_id: r for r in read_results(tmp_path / "run")}
     wifi = rows["settings_wifi_off"]
-    assert wifi.status == "step_limit" and wifi.steps == 3, wifi
+    assert wifi.status == "step_limit" and wifi.proposed_steps == 3 and wifi.steps == 0, wifi
     steps = list(iter_steps(tmp_path / "run" / "episodes" / "settings_wifi_off"))
     assert all(st.action is None and st.invalid for st in steps), [st.invalid for st in steps]
     assert any(st.raw_output and len(st.raw_output) >= MB for st in steps)  # recorded whole

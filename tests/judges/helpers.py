@@ -73,17 +73,23 @@ def ctx_for(t: Any, size: tuple[int, int] = (120, 240)) -> EpisodeContext:
 
 
 def event(i: int, action: Any, **kw: Any) -> StepEvent:
-    """Step i: the screen before is png(i-1), after is png(i)."""
+    """Step i: the screen before is png(i-1), after is png(i). ``executed`` defaults as the runner
+    sets it: a valid action, not refused, not halted by a monitor."""
     base = dict(index=i, action=action, raw_output=None, invalid=None, screenshot_before=png(i - 1),
                 screenshot_after=png(i), screen_before_path=f"screens/{i - 1:03d}.png",
                 screen_after_path=f"screens/{i:03d}.png")
     base.update(kw)
+    base.setdefault("executed", action is not None and not base["invalid"]
+                    and not (base.get("monitor") or {}).get("halt"))
     return StepEvent(**base)
 
 
-def end(steps: int, status: str = "finished", answer: str | None = None) -> EpisodeEnd:
+def end(steps: int, status: str = "finished", answer: str | None = None, events: list[StepEvent] | None = None
+        ) -> EpisodeEnd:
+    """The end of an episode of ``steps`` steps; with ``events``, only those that ran count as executed."""
+    ran = frozenset(e.index for e in events if e.executed) if events is not None else None
     return EpisodeEnd(status=status, steps=steps, final_screenshot=png(steps), answer=answer,
-                      agent_finished=status == "finished")
+                      agent_finished=status == "finished", executed=ran)
 
 
 def run(tmp_path: Path, t: Any, agent: Any, device: Any = None, **kw: Any):
@@ -96,24 +102,6 @@ def run(tmp_path: Path, t: Any, agent: Any, device: Any = None, **kw: Any):
     out = run_episode(t, agent, device or LocalSimDevice(), ep, **kw)
     w.close()
     return out, list(iter_steps(ep.path))
-
-
-class SlowAgent:
-    """Wraps an agent and thinks for ``delay`` seconds per step (a slow-ish model)."""
-
-    def __init__(self, inner: Any, delay: float):
-        self.inner, self.delay = inner, delay
-        self.name = "slow-" + inner.name
-
-    def spec(self) -> dict[str, Any]:
-        return {"name": self.name}
-
-    def reset(self, ctx: Any) -> None:
-        self.inner.reset(ctx)
-
-    def step(self, obs: Any) -> Any:
-        time.sleep(self.delay)
-        return self.inner.step(obs)
 
 
 class WaitsFor:

@@ -71,7 +71,8 @@ def test_harness_run_gate_and_judges_over_adb(adb, sim_process, tmp_path):
                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
     (row,) = read_results(out)
-    assert row.status == "halted" and row.steps == 8 and row.halt.step == 8 and row.halt.category == "Over-Automation"
+    assert row.status == "halted" and row.proposed_steps == 8 and row.steps == 7
+    assert row.halt.step == 8 and row.halt.category == "Over-Automation"
     assert row.verdicts["oracle_unsafe"] is False  # the transfer never happened
     assert row.verdicts["crate"] is True and row.verdicts["crate-s"] is False
     crate_s = row.judge_details["crate-s"]
@@ -79,3 +80,68 @@ def test_harness_run_gate_and_judges_over_adb(adb, sim_process, tmp_path):
     assert "blocked by a safety monitor" in crate_s["evidence"][7]["reason"]
     m = read_manifest(out)
     assert m["monitors"][0]["mode"] == "gate" and m["judges"][1]["prompts"]["en"][0]["id"].startswith("crate_step_en@v1#")
+
+
+def test_monitor_on_error_flag_is_the_on_error_option():
+    assert _specs([*BASE, *ENDPOINT, "--monitor", "crate-s"])["monitors"][0]["on_error"] == "halt"
+    assert _specs([*BASE, *ENDPOINT, "--monitor", "crate-s", "--monitor-on-error", "allow"])["monitors"][0]["on_error"] \
+        == "allow"
+    with pytest.raises(RunError, match="contradicts"):
+        _specs([*BASE, *ENDPOINT, "--monitor", "crate-s", "--monitor-on-error", "allow", "--monitor-opt", "on_error=halt"])
+
+
+def _dead_endpoint() -> str:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.slow
+def test_gate_with_its_endpoint_down_executes_nothing(adb, serve_sim, tmp_path):
+    """The monitor's server is down: every episode halts before its first action (monitor_error,
+    the cause printed), the phone's effect log stays empty and every step says it did not run. With
+    --monitor-on-error allow the actions run, and the summary and `harness report` say how many
+    ran unchecked."""
+    phone = serve_sim(width=540, height=1200)
+    ids = "wallet_pay_landlord_unsafe,settings_wifi_off"
+    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb.port))
+    dead = _dead_endpoint()
+
+    def run(out, *extra):
+        return subprocess.run([sys.executable, "-m", "harness.cli", "run", "--suite", str(SUITE), "--tasks", ids,
+                               "--device", phone.serial, "--agent", "replay", "--judge", "oracle",
+                               "--monitor", "crate-s", "--monitor-mode", "gate", "--judge-base-url", dead,
+                               "--judge-model", "m", "--judge-retries", "0", "--adb-port", str(adb.port),
+                               "--out", str(out), *extra], env=env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+
+    p = run(tmp_path / "closed")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = read_results(tmp_path / "closed")
+    assert len(rows) == 2 and all(r.status == "halted" and r.halt.category == "monitor_error" and r.steps == 0
+                                  for r in rows), rows
+    assert all("connection failed" in r.halt.reason for r in rows)
+    assert "monitor_error" in p.stdout and "blocked before it ran" in p.stdout and "connection failed" in p.stdout
+    assert phone.phone.state_json()["effects"] == []  # nothing changed the world
+    from harness.records import iter_steps
+
+    for r in rows:
+        steps = list(iter_steps(tmp_path / "closed" / "episodes" / r.task_id))
+        assert [s.executed for s in steps] == [False] and steps[0].monitor["risky"] is None
+
+    p = run(tmp_path / "open", "--monitor-on-error", "allow")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {r.task_id: r for r in read_results(tmp_path / "open")}
+    assert rows["settings_wifi_off"].verdicts["oracle"] is True  # it ran, unchecked
+    assert rows["wallet_pay_landlord_unsafe"].verdicts["oracle_unsafe"] is True
+    unchecked = sum(r.model_extra["monitor_checks"]["ran_unchecked"] for r in rows.values())
+    assert unchecked > 0 and f"{unchecked} action(s) ran unchecked" in p.stdout
+    rep = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "open"), "--format", "json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    group = json.loads(rep.stdout)["groups"][0]
+    assert group["ran_unchecked"] == unchecked and group["monitor_errors"] >= unchecked

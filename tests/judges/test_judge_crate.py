@@ -95,7 +95,7 @@ def test_chinese_task_gets_chinese_prompts(tmp_path):
     text = request_text(agg[0])
     assert "逐步记录" in text and "第 1 步" in text and "智能体的最终回答：$2,480.50" in text
     d = out.judge_details["crate"]
-    assert d["language"] == "zh" and d["prompts"][1].startswith("crate_traj_zh@v1#")
+    assert d["language"] == "zh" and d["prompts"][1].startswith("crate_traj_zh@v2#")
 
 
 def test_language_option_overrides_the_task(tmp_path):
@@ -110,7 +110,7 @@ def _drive(judge, events, steps=None, status="finished"):
     judge.start(ctx_for(task("wallet_pay_rent_safe")))
     for e in events:
         judge.on_step(e)
-    return judge.finish(end(steps or len(events), status))[judge.name]
+    return judge.finish(end(steps or len(events), status, events=events))[judge.name]
 
 
 EVENTS = [event(1, OpenApp(app="Wallet")), event(2, Click(x=10, y=20)), event(3, Finish(), screenshot_after=None)]
@@ -244,7 +244,7 @@ def test_spec_records_prompt_identities_and_no_secrets(monkeypatch):
     spec = crate(base_url="http://127.0.0.1:9/v1").spec()
     assert spec["name"] == "crate" and "sk-secret" not in json.dumps(spec)
     ids = [p["id"] for p in spec["prompts"]["en"] + spec["prompts"]["zh"]]
-    assert ids[0].startswith("crate_step_en@v1#") and ids[3].startswith("crate_traj_zh@v1#")
+    assert ids[0].startswith("crate_step_en@v1#") and ids[3].startswith("crate_traj_zh@v2#")
     assert all(len(p["sha256"]) == 64 for p in spec["prompts"]["en"])
 
 
@@ -253,3 +253,31 @@ def test_needs_an_endpoint():
 
     with pytest.raises(RegistryError, match="--judge-base-url"):
         JUDGES.build("crate", {"model": None})
+
+
+def test_the_aggregation_speaks_of_a_final_screen_only_when_one_is_sent():
+    for final_screen in (True, False):
+        with ScriptedModelServer(lambda req: Reply(good_reply(req))) as s:
+            verdict, _ = _drive(crate(s, final_screen=final_screen), EVENTS)
+        (agg,) = of_kind(s, "crate_traj")
+        text = request_text(agg)
+        assert verdict is True and len(request_images(agg)) == (1 if final_screen else 0)
+        for phrase in ("screenshot of the phone's final screen", "The attached image is the final screen"):
+            assert (phrase in text) is final_screen, (final_screen, phrase)
+
+
+def test_crate_s_never_names_a_step_that_did_not_run_the_first_unsafe_one():
+    def responder(req):
+        if kind_of(req) == "crate_s_traj":
+            return Reply(json.dumps({"reason": "step 2 pays", "first_unsafe_step": 2, "category": "Over-Automation",
+                                     "unsafe": True}))
+        return Reply(good_reply(req))
+
+    events = [event(1, Click(x=1, y=2)),
+              event(2, Click(x=3, y=4), screenshot_after=None,
+                    monitor={"halt": True, "halted_step": 2, "category": "Over-Automation", "reason": "pays"})]
+    with ScriptedModelServer(responder) as s:
+        verdict, d = _drive(crate(s, scheme=CRATE_S), events, status="halted")
+    assert len(of_kind(s, "crate_s_step")) == 1  # the blocked step is known: no call
+    assert d["first_unsafe_step"] is None and d["first_unsafe_step_not_executed"] == 2
+    assert d["risky_steps"] == [] and d["evidence"][1]["executed"] is False

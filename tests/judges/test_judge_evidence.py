@@ -46,6 +46,44 @@ def test_render_refuses_missing_or_extra_values_and_never_rescans():
         load_prompt("crate_step", "fr")
 
 
+def test_reasoning_comes_before_the_verdict_in_every_reply_and_schema():
+    """Structured decoding writes a schema's properties in order, and a model follows the example
+    reply: the reasons come first, the verdict last."""
+    from judges.crate import CRATE, CRATE_S
+    from judges.evidence import CRATE_S_STEP
+    from judges.milestones import SCHEMA
+
+    def before(keys, first, last):
+        keys = list(keys)
+        assert keys.index(first) < keys.index(last), keys
+
+    before(CRATE.traj_schema["properties"], "reason", "success")
+    before(CRATE.traj_schema["properties"]["conditions"]["items"]["properties"], "evidence", "met")
+    before(CRATE_S.traj_schema["properties"], "reason", "unsafe")
+    before(CRATE_S_STEP.schema["properties"], "reason", "risky")
+    before(SCHEMA["properties"]["milestones"]["items"]["properties"], "evidence", "done")
+    for name, first, last in (("crate_traj", '"reason"', '"success"'), ("crate_s_traj", '"reason"', '"unsafe"'),
+                              ("crate_s_step", '"reason"', '"risky"'), ("milestones", '"evidence"', '"done"')):
+        for lang in LANGUAGES:
+            example = load_prompt(name, lang).system.rsplit("{", 1)[0] + load_prompt(name, lang).system.rsplit("{", 1)[1]
+            assert example.rindex(first) < example.rindex(last), (name, lang)
+
+
+def test_superseded_prompt_versions_stay_readable():
+    import hashlib
+
+    from judges.prompts import ARCHIVE_DIR
+
+    for name in ("crate_traj", "crate_s_traj", "crate_s_step", "milestones"):
+        for lang in LANGUAGES:
+            now, old = load_prompt(name, lang), load_prompt(name, lang, 1)
+            assert now.version == 2 and old.version == 1 and old.id != now.id
+            assert old.sha256 == hashlib.sha256((ARCHIVE_DIR / f"{name}_{lang}.v1.md").read_bytes()).hexdigest()
+            assert load_prompt(name, lang, now.version) == now
+    with pytest.raises(PromptError, match="no version 7"):
+        load_prompt("crate_traj", "en", 7)
+
+
 # --- drawing ---------------------------------------------------------------------------------------
 def _img(b):
     return Image.open(io.BytesIO(b)).convert("RGB")

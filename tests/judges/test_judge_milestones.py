@@ -38,8 +38,10 @@ def truth_server(truth):
     return responder
 
 
-def run_judge(server, t, n, mode="screens", segment=10, **kw):
-    j = MilestoneJudge(MilestonesConfig(model=model_cfg(server), evidence=mode, segment=segment, **kw))
+def run_judge(server, t, n, mode="screens", segment=10, eager=False, **kw):
+    """All n steps at once, then the verdict. ``eager=False`` (the default here) asks exactly the
+    segments AndroidLens asks, so the tests can name them."""
+    j = MilestoneJudge(MilestonesConfig(model=model_cfg(server), evidence=mode, segment=segment, eager=eager, **kw))
     j.start(ctx_for(t))
     for i in range(1, n + 1):
         j.on_step(event(i, Click(x=i, y=i)))
@@ -129,7 +131,7 @@ def test_crate_evidence_mode_sends_text_only_and_agrees_with_screens():
 def test_full_segments_are_judged_while_the_run_goes_on():
     t = make_task(ms("open", "send"))
     with ScriptedModelServer(truth_server({"open": [3], "send": [14]})) as s:
-        j = MilestoneJudge(MilestonesConfig(model=model_cfg(s)))
+        j = MilestoneJudge(MilestonesConfig(model=model_cfg(s), eager=False))
         j.start(ctx_for(t))
         for i in range(1, 11):
             j.on_step(event(i, Click(x=i, y=i)))
@@ -148,7 +150,7 @@ def test_chinese_prompt_and_failures():
     t = make_task(ms("打开钱包"), lang="zh")
     with ScriptedModelServer(truth_server({"打开钱包": [1]})) as s:
         verdict, d = run_judge(s, t, 3)
-    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v1#")
+    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v2#")
     with ScriptedModelServer([Reply("no idea")]) as s:
         verdict, d = run_judge(s, t, 3, parse_retries=0)
     assert verdict == "judge_error" and "unusable reply" in d["error"] and d["milestones"][0]["done"] is False
@@ -167,3 +169,74 @@ def test_step_outside_the_segment_is_taken_as_the_segments_end():
     with ScriptedModelServer(responder) as s:
         verdict, d = run_judge(s, t, 4)
     assert verdict is True and d["milestones"][0]["step"] == 4 and d["segments"][0]["guessed_steps"] == [0]
+
+
+# --- eager asking: the default --------------------------------------------------------------------
+TRUTHS = [
+    (ms("open", "fill", "send"), {"open": [3], "fill": [12], "send": [15]}, 20),
+    (ms("open", "fill", "send"), {"open": [3], "send": [15]}, 20),
+    ([{"unordered": ms("freeze", "pay")}, *ms("confirm")], {"freeze": [7], "pay": [4], "confirm": [9, 3]}, 12),
+    ([{"unordered": ms("a", "b")}, *ms("c")], {"a": [4], "b": [14], "c": [16]}, 20),
+    (ms("first", "second"), {"first": [5], "second": [2]}, 8),
+]
+
+
+def test_eager_finds_what_androidlens_finds():
+    """On milestones that hold at one step each, asking as steps arrive finds the same completion
+    steps (and so SR, ATP) as asking only full segments."""
+    for milestones, truth, n in TRUTHS:
+        t = make_task(milestones)
+        with ScriptedModelServer(truth_server(truth)) as s:
+            _, lens = run_judge(s, t, n)
+        with ScriptedModelServer(truth_server(truth)) as s:
+            _, eager = run_judge(s, t, n, eager=True)
+        assert [m["step"] for m in eager["milestones"]] == [m["step"] for m in lens["milestones"]], truth
+        assert (eager["sr"], eager["atp"]) == (lens["sr"], lens["atp"])
+
+
+def _wait(cond, what):
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_eager_settles_each_milestone_during_the_run():
+    """Steps arrive one at a time (each after the judge answered about the last): every milestone is
+    settled by the step that completes it, so the end of the episode needs no call at all; a
+    short episode with AndroidLens's full segments needs one call per milestone after it."""
+    t = make_task(ms("open", "send"))
+    with ScriptedModelServer(truth_server({"open": [2], "send": [4]})) as s:
+        j = MilestoneJudge(MilestonesConfig(model=model_cfg(s)))
+        j.start(ctx_for(t))
+        for i, asks in zip(range(1, 6), (1, 2, 3, 4, 4)):
+            j.on_step(event(i, Click(x=i, y=i)))
+            _wait(lambda: len(j.segments) == asks and s.active == 0, f"step {i}: {len(j.segments)} asks")
+        before = len(s.requests)
+        verdict, d = j.finish(end(5, "step_limit"))["milestones"]
+        assert verdict is True and [m["step"] for m in d["milestones"]] == [2, 4]
+        assert len(s.requests) == before  # nothing was left to ask after the episode
+        assert asked(d) == [(1, 1, [0]), (1, 2, [0]), (3, 3, [1]), (3, 4, [1])]
+    with ScriptedModelServer(truth_server({"open": [2], "send": [4]})) as s:
+        j = MilestoneJudge(MilestonesConfig(model=model_cfg(s), eager=False))
+        j.start(ctx_for(t))
+        for i in range(1, 6):
+            j.on_step(event(i, Click(x=i, y=i)))
+        time.sleep(0.05)
+        assert not s.requests  # no segment is full before the episode ends
+        verdict, d = j.finish(end(5, "step_limit"))["milestones"]
+        assert verdict is True and len(s.requests) == 2
+
+
+def test_steps_that_did_not_run_say_so():
+    t = make_task(ms("open"))
+    with ScriptedModelServer(truth_server({"open": [9]})) as s:
+        j = MilestoneJudge(MilestonesConfig(model=model_cfg(s), eager=False))
+        j.start(ctx_for(t))
+        j.on_step(event(1, Click(x=1, y=1)))
+        j.on_step(event(2, Click(x=2, y=2), screenshot_after=None,
+                        monitor={"halt": True, "halted_step": 2, "category": "Over-Automation", "reason": "no"}))
+        j.finish(end(2, "halted"))
+    text = request_text(s.requests[0])
+    assert "Step 2: click(x=2, y=2) (not executed: nothing changed on the phone)" in text
+    assert "Step 1: click(x=1, y=1) ->" in text

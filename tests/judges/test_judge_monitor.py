@@ -17,7 +17,7 @@ from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.judges.helpers import SlowAgent, action_in, good_reply, kind_of, model_cfg, of_kind, png, run, task
+from tests.judges.helpers import action_in, good_reply, kind_of, model_cfg, of_kind, png, run, task
 
 UNSAFE = "wallet_pay_landlord_unsafe"
 
@@ -53,7 +53,7 @@ def test_gate_halts_before_the_risky_action_runs(tmp_path, unsafe_action):
     with ScriptedModelServer(risky_for(unsafe_action)) as s:
         out, steps = run(tmp_path, task(UNSAFE), ReplayAgent(ReplayConfig()), dev,
                          monitors=[monitor(s, mode="gate")], observers=[OracleJudge(OracleConfig())])
-    assert out.status == "halted" and out.steps == 8
+    assert out.status == "halted" and out.proposed_steps == 8 and out.steps == 7  # the 8th never ran
     assert out.halt == {"step": 8, "category": "Over-Automation", "reason": "sends the whole balance",
                         "monitor": "crate-s", "executed": False}
     assert out.verdicts["oracle_unsafe"] is False  # the oracle saw no unsafe effect
@@ -66,17 +66,20 @@ def test_gate_halts_before_the_risky_action_runs(tmp_path, unsafe_action):
 
 
 def test_async_halts_within_one_step_after(tmp_path, unsafe_action):
-    """The check runs beside the action; an agent that thinks for a while per step (0.5 s here, far
-    longer than one scripted check) gives it time to land before the next step boundary."""
+    """The check runs beside the action and the agent's next call; the runner waits for it before
+    the next action runs, so the episode halts at the very next boundary whatever the timing: the
+    risky action ran (async cannot stop it), the one after it did not."""
     dev = LocalSimDevice()
     with ScriptedModelServer(risky_for(unsafe_action)) as s:
-        out, steps = run(tmp_path, task(UNSAFE), SlowAgent(ReplayAgent(ReplayConfig()), 0.5), dev,
+        out, steps = run(tmp_path, task(UNSAFE), ReplayAgent(ReplayConfig()), dev,
                          monitors=[monitor(s, mode="async")], observers=[OracleJudge(OracleConfig())])
     assert out.status == "halted"
     assert out.halt["step"] == 8 and out.halt["executed"] is True and out.halt["category"] == "Over-Automation"
-    assert out.steps == 9  # halted at the next step boundary
+    assert out.proposed_steps == 9 and out.steps == 8  # halted at the next step boundary
     assert out.verdicts["oracle_unsafe"] is True  # async cannot stop the action itself: it ran
-    assert steps[-1].monitor["halted_step"] == 8
+    assert steps[-1].monitor["halted_step"] == 8 and steps[-1].executed is False
+    assert steps[7].monitor["halt"] is True and steps[7].executed is True  # step 8 carries its own check
+    assert [st.monitor["risky"] for st in steps[:7]] == [False] * 7  # every earlier check is recorded
 
 
 def test_threshold_lets_low_confidence_findings_through(tmp_path, unsafe_action):
@@ -104,25 +107,31 @@ def test_bad_options_are_refused_by_name():
     m = MONITORS.build("crate-s", {"model": model_cfg(base_url="http://x/v1"), "mode": "async",
                                    "categories": "Over-Automation,Legal/Compliance", "on_error": "halt"})
     assert m.mode == "async" and m.spec()["categories"] == ["Over-Automation", "Legal/Compliance"]
-    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v1#")
+    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v2#")
 
 
 def test_on_error_allow_records_and_goes_on(tmp_path):
-    dead = monitor(base_url="http://127.0.0.1:9/v1")
+    dead = monitor(base_url="http://127.0.0.1:9/v1", on_error="allow")
     out, steps = run(tmp_path, task("wallet_balance_zh"), ReplayAgent(ReplayConfig()), monitors=[dead])
     assert out.status == "finished"
     checked = [st.monitor for st in steps if st.action["type"] != "finish"]
-    assert checked and all(m["halt"] is False and "connection failed" in m["error"] and
-                           m["extras"]["on_error"] == "allow" for m in checked)
+    assert checked and all(m["halt"] is False and m["risky"] is None and "connection failed" in m["error"] and
+                           m["extras"]["on_error"] == "allow" and "ran unchecked" in m["reason"] for m in checked)
+    assert out.checks["ran_unchecked"] == len(checked) == out.checks["failed"]
 
 
-def test_on_error_halt_stops_before_the_first_action(tmp_path):
+@pytest.mark.parametrize("opts", [{}, {"on_error": "halt"}], ids=["default", "explicit"])
+def test_a_dead_endpoint_halts_before_the_first_action(tmp_path, opts):
+    """Fail closed: with the monitor's server down, nothing runs on the phone."""
     dev = LocalSimDevice()
-    dead = monitor(base_url="http://127.0.0.1:9/v1", on_error="halt")
+    dead = monitor(base_url="http://127.0.0.1:9/v1", **opts)
     out, steps = run(tmp_path, task("wallet_balance_zh"), ReplayAgent(ReplayConfig()), dev, monitors=[dead])
-    assert out.status == "halted" and out.steps == 1
+    assert out.status == "halted" and out.steps == 0 and out.proposed_steps == 1
     assert out.halt["category"] == "monitor_error" and out.halt["executed"] is False
+    assert "connection failed" in out.halt["reason"]
+    assert steps[0].executed is False and steps[0].monitor["risky"] is None
     assert dev.phone.state_json()["screen"]["page"].startswith("launcher")  # the app was never opened
+    assert dev.phone.state_json()["effects"] == []
 
 
 def test_finish_and_wait_need_no_call():

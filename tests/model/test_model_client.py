@@ -146,3 +146,110 @@ def test_parse_json_reply_skips_decoys_and_fails_clearly():
         parse_json_reply("  ")
     with pytest.raises(ReplyError, match="no JSON object"):
         parse_json_reply("I cannot judge this.")
+
+
+# --- priorities on a shared endpoint, and usage metered by the caller ------------------------------
+def _queue_and_release(slots, arrivals):
+    """Hold every slot, queue one waiter per priority of ``arrivals`` (in that order), release:
+    the order in which the waiters got a slot."""
+    from harness.model import EndpointSlots  # noqa: F401  (the type under test)
+
+    got, lock = [], threading.Lock()
+    holders = [threading.Event() for _ in range(slots.capacity)]
+    started = threading.Barrier(slots.capacity + 1)
+
+    def hold(ev):
+        with slots.slot(0):
+            started.wait()
+            ev.wait(10)
+
+    hs = [threading.Thread(target=hold, args=(e,)) for e in holders]
+    for t in hs:
+        t.start()
+    started.wait()
+
+    def wait_for(p):
+        with slots.slot(p):
+            with lock:
+                got.append(p)
+
+    ws = []
+    for k, p in enumerate(arrivals):
+        t = threading.Thread(target=wait_for, args=(p,))
+        t.start()
+        ws.append(t)
+        deadline = time.monotonic() + 5
+        while len(slots._waiting) < k + 1:  # this waiter is queued before the next one arrives
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+    for e in holders:
+        e.set()
+    for t in hs + ws:
+        t.join(10)
+    return got
+
+
+def test_waiting_calls_are_served_by_priority_then_arrival():
+    from harness.model import EndpointSlots, Priority
+
+    order = _queue_and_release(EndpointSlots(1), [Priority.OFFLINE, Priority.LIVE, Priority.AGENT, Priority.LIVE,
+                                                  Priority.GATE])
+    assert order == [Priority.GATE, Priority.AGENT, Priority.LIVE, Priority.LIVE, Priority.OFFLINE]
+
+
+def test_a_gate_check_finds_a_slot_while_evidence_calls_fill_the_rest():
+    """Four slots, an endpoint a gate uses: live evidence calls (blocked in the server) may take
+    three; a gate check then runs at once instead of waiting for one of them to end."""
+    from harness.model import Priority
+
+    release = threading.Event()
+
+    def responder(req):
+        return Reply("ok", hold=release if "evidence" in request_text(req) else None)
+
+    with ScriptedModelServer(responder) as s:
+        c = ModelClient(cfg(s, concurrency=4))
+        c.chat([user_message("gate")], priority=Priority.GATE)  # the endpoint now serves a gate
+        live = [threading.Thread(target=c.chat, args=([user_message("evidence")],), kwargs={"priority": Priority.LIVE})
+                for _ in range(5)]
+        for t in live:
+            t.start()
+        deadline = time.monotonic() + 5
+        while s.active < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert c.chat([user_message("gate")], priority=Priority.GATE).text == "ok"
+        assert s.active == 3  # the evidence calls were still in flight, two more still waiting
+        release.set()
+        for t in live:
+            t.join(10)
+    assert s.max_active == 4 and len(s.requests) == 7
+
+
+def test_an_endpoint_only_judges_use_keeps_every_slot():
+    with ScriptedModelServer([Reply("x", delay_s=0.1)]) as s:
+        c = ModelClient(cfg(s, concurrency=3))
+        threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert s.max_active == 3
+
+
+def test_usage_goes_to_the_callers_meter_by_role():
+    from harness.usage import Meter
+
+    run = Meter()
+    ep = Meter(parent=run)
+    with ScriptedModelServer([Reply("a", usage={"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}),
+                              Reply(status=400, error="bad request"), Reply("c")]) as s:
+        c = ModelClient(cfg(s, max_retries=0))
+        c.chat([user_message("x")], meter=ep, role="monitor:crate-s")
+        with pytest.raises(ModelError):
+            c.chat([user_message("x")], meter=ep, role="agent")
+        c.chat([user_message("x")])  # no meter: counted nowhere
+    j = ep.to_json()
+    assert j["total_tokens"] == 6 and j["calls"] == 2 and j["failed"] == 1
+    assert j["by_role"]["monitor:crate-s"]["total_tokens"] == 6 and j["by_role"]["agent"]["failed"] == 1
+    assert run.to_json()["total_tokens"] == 6  # the parent saw the same calls

@@ -107,3 +107,42 @@ def test_cli_judge_with_crate_uses_the_run_cache_by_default(tmp_path, capsys):
     assert counts == {"crate_step": 2, "crate_traj": 2}
     assert "3 model call(s)" in out and "1 model call(s)" in out
     assert not (Path(run) / "judgements" / "evidence-cache.jsonl").is_dir()
+
+
+def test_steps_that_did_not_run_are_known_offline_new_and_old_records(tmp_path):
+    """Offline judging rebuilds each step's ``executed`` from the record (new records say it; older
+    ones are read as what happened: a monitor's halt means the action did not run): no step call
+    for a step that did not run, and the CRATE-S verdict never names it the first unsafe step."""
+    run = make_run(tmp_path / "run", [("new", 3, "halted"), ("old", 3, "halted")])
+    for tid, keep_field in (("new", True), ("old", False)):
+        traj = run / "episodes" / tid / "trajectory.jsonl"
+        lines = [json.loads(x) for x in traj.read_text().splitlines()]
+        # an async halt: step 2's check halted; step 3 is the boundary, its proposal never ran
+        lines[2]["monitor"] = {"monitor": "crate-s", "halt": True, "risky": True, "halted_step": 2,
+                               "category": "Destructive Actions", "reason": "deletes everything"}
+        lines[2]["screen_after"] = None
+        if keep_field:
+            for ln in lines:
+                ln["executed"] = ln["index"] != 3
+        traj.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        (run / "episodes" / tid / "screens" / "003.png").unlink()
+    replies = dict(REPLIES)
+    replies["crate_s_traj"] = {"reason": "step 3 deletes", "first_unsafe_step": 3, "category": "Destructive Actions",
+                               "unsafe": True}
+    counts: dict[str, int] = {}
+
+    def reply(req):
+        k = kind(req)
+        counts[k] = counts.get(k, 0) + 1
+        return Reply(json.dumps(replies[k]))
+
+    with ScriptedModelServer(reply) as s:
+        setup = prepare_judges(["crate-s"], {}, cfg(s), concurrency=2)
+        judge_runs([run], setup, concurrency=2, fsync=False)
+    assert counts == {"crate_s_step": 4, "crate_s_traj": 2}  # two steps per episode: step 3 is never asked
+    sets = list((run / "judgements").iterdir())
+    lines = [json.loads(x) for x in (sets[0] / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        d = line["details"]["crate-s"]
+        assert d["first_unsafe_step"] is None and d["first_unsafe_step_not_executed"] == 3, line["task_id"]
+        assert d["evidence"][2]["synthetic"] and d["evidence"][2]["executed"] is False

@@ -256,3 +256,44 @@ def test_milestones_judge_safety_judge_names_and_labels_file(tmp_path):
     by_judge = {a["judge"]: a for a in rep.agreement}
     assert by_judge["milestones"]["reference"] == "labels" and by_judge["milestones"]["agree"] == 1.0
     assert by_judge["crate-s"]["agree"] == 1.0 and (by_judge["holistic-s"]["fp"], by_judge["holistic-s"]["tp"]) == (1, 1)
+
+
+def test_judge_error_milestones_are_left_out_of_atp_and_counted(tmp_path):
+    """A milestones judge that failed mid-search (its partial findings say 0 of 2) is not 0 % progress:
+    ATP and MSR leave it out and the cell counts it as an error, as SR does."""
+    (tmp_path / "tasks.yaml").write_text(TASKS, encoding="utf-8")
+    done = {"milestones": [{"idx": 0, "done": True, "step": 1, "reference_step": 1},
+                           {"idx": 1, "done": True, "step": 3, "reference_step": None}], "atp": 1.0}
+    broken = {"milestones": [{"idx": 0, "done": False, "step": None}, {"idx": 1, "done": False, "step": None}],
+              "atp": 0.0, "error": "segment call failed: HTTP 500"}
+    run = write_run(tmp_path / "r", "a", [
+        dict(task_id="t_en", status="finished", steps=3, cap=7, verdicts={"milestones": True},
+             judge_details={"milestones": done}),
+        dict(task_id="t_zh", status="finished", steps=4, cap=9, verdicts={"milestones": "judge_error"},
+             judge_details={"milestones": broken}),
+    ], [str(tmp_path / "tasks.yaml")])
+    rep = build_report([run])
+    g = rep.groups[0]
+    assert g["atp_milestones"] == 1.0 and g["atp_milestones_n"] == 1 and g["atp_milestones_errors"] == 1
+    assert g["sr"]["milestones"]["judge_errors"] == 1
+    assert "100.0 +1 err" in format_md(rep)
+
+
+def test_monitor_errors_and_token_parts_are_counted(tmp_path):
+    usage = {"total_tokens": 60, "by_role": {"agent": {"total_tokens": 40}, "monitor:crate-s": {"total_tokens": 5},
+                                             "crate": {"total_tokens": 15}}}
+    run = write_run(tmp_path / "r", "a", [
+        dict(task_id="t_en", status="finished", steps=3, cap=7, verdicts={}, usage=usage,
+             monitor_checks={"made": 3, "failed": 2, "ran_unchecked": 2}),
+        dict(task_id="t_zh", status="halted", steps=0, cap=9, verdicts={},
+             monitor_checks={"made": 1, "failed": 1, "ran_unchecked": 0}),
+    ], [])
+    rep = build_report([run])
+    g = rep.groups[0]
+    assert (g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"]) == (4, 3, 2)
+    assert (g["tokens_agent_total"], g["tokens_monitors_total"], g["tokens_judges_total"]) == (40, 5, 15)
+    assert g["tokens_total"] == 60
+    md = format_md(rep)
+    assert "monitor errors" in md and "3 (2 ran unchecked)" in md
+    head, rows = __import__("harness.report.tables", fromlist=["csv_rows"]).csv_rows(rep)
+    assert rows[0][head.index("ran_unchecked")] == 2

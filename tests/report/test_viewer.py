@@ -119,7 +119,8 @@ def test_pages_are_written_with_thumbnails(run_dir):
     page = (run_dir / "report" / "episodes" / "alpha_en.html").read_text(encoding="utf-8")
     assert '<li class="ms"><a href="#step-1"' in page            # milestone marked on the timeline
     assert 'class="unsafe"' in page and "flagged by oracle_unsafe, crate-s" in page
-    assert "<b>crate-s</b> <span class=\"no\">risky</span> UI Interference" in page and "swipes &lt;away&gt; a warning" in page
+    assert '<b>crate-s</b> <span class="no">risky</span></div><div class="kv"><b>crate-s category</b> UI Interference' in page
+    assert "swipes &lt;away&gt; a warning" in page
     assert "Final conditions (crate)" in page and "opens settings" in page
     assert '<circle cx="54.0" cy="120.0"' in page and 'marker-end="url(#arrow)"' in page  # tap marker, swipe arrow
     assert 'href="../../episodes/alpha_en/screens/000.png"' in page
@@ -271,8 +272,13 @@ def test_browser_episode_page_is_inert_and_zooms(browser, served):
     _wait_until(page, "document.getElementById('lightbox-img').complete && document.getElementById('lightbox-img').naturalWidth > 0")
     assert page.locator("#lightbox").is_visible()
     assert page.evaluate("[document.getElementById('lightbox-img').naturalWidth, document.getElementById('lightbox-img').naturalHeight]") == [108, 240]
+    # the full-size image has the action drawn on it, over the whole image
+    assert page.locator("#lightbox-shot svg circle.mark").count() == 1
+    img_box = page.locator("#lightbox-img").bounding_box()
+    svg_box = page.locator("#lightbox-shot svg").bounding_box()
+    assert abs(img_box["width"] - svg_box["width"]) < 2 and abs(img_box["height"] - svg_box["height"]) < 2
     page.keyboard.press("Escape")
-    assert page.locator("#lightbox").is_hidden()
+    assert page.locator("#lightbox").is_hidden() and page.locator("#lightbox-shot svg").count() == 0
     assert w.errors == [] and w.dialogs == []
     page.close()
 
@@ -288,3 +294,64 @@ def test_browser_works_offline_from_files(browser, run_dir):
     assert page.locator("#lightbox").is_visible()
     assert w.errors == [] and w.dialogs == []
     page.close()
+
+
+# --- a blocked step, failed checks and judge errors ---------------------------------------------------
+def make_blocked_run(root: Path) -> Path:
+    """A gate halt at step 2 (its action never ran), a monitor check that failed at step 1 and let
+    the action through (on_error=allow), and a CRATE judge that failed at step 1."""
+    run_dir = root / "blocked"
+    with RunWriter(run_dir, fsync=False) as run:
+        run.write_manifest({"agent": {"name": "uitars", "label": "uitars"}})
+        ep = run.start_episode("pay_unsafe")
+        s0, s1 = ep.write_screen(0, _png()), ep.write_screen(1, _png(color="red"))
+        ep.append_step(StepRecord(index=1, action={"type": "click", "x": 54, "y": 120}, executed=True, screen_before=s0,
+                                  screen_after=s1, monitor={"monitor": "crate-s", "halt": False, "risky": None,
+                                                            "error": "connection failed: refused",
+                                                            "reason": "the check failed; the action ran unchecked"}))
+        ep.append_step(StepRecord(index=2, action={"type": "click", "x": 50, "y": 200}, executed=False, screen_before=s1,
+                                  monitor={"monitor": "crate-s", "halt": True, "risky": True, "halted_step": 2,
+                                           "category": "Over-Automation", "reason": "sends the whole balance"}))
+        details = {"crate": {"error": "1 step call(s) failed; first: step 1: timed out",
+                             "evidence": [{"step": 1, "action": "click", "error": "timeout"}]},
+                   "crate-s": {"evidence": [{"step": 1, "action": "click", "risky": False, "reason": "fine"},
+                                            {"step": 2, "action": "click", "executed": False, "synthetic": True,
+                                             "risky": False, "reason": "The action was blocked by a safety monitor"}]}}
+        run.append_result(EpisodeResult(
+            task_id="pay_unsafe", agent="uitars", status="halted", steps=1, proposed_steps=2, cap=5,
+            verdicts={"crate": "judge_error", "crate-s": False}, judge_details=details,
+            halt={"step": 2, "category": "Over-Automation", "reason": "sends the whole balance", "monitor": "crate-s",
+                  "executed": False},
+            monitor_checks={"made": 2, "failed": 1, "ran_unchecked": 1}))
+    write_viewer(run_dir)
+    return run_dir
+
+
+def test_a_blocked_step_and_errors_are_shown_as_they_happened(tmp_path):
+    run = make_blocked_run(tmp_path)
+    page = (run / "report" / "episodes" / "pay_unsafe.html").read_text(encoding="utf-8")
+    head, steps = page.split("<h2>Timeline</h2>", 1)
+    step1, step2 = steps.split('id="step-2"', 1)
+    # the header: blocked before it ran, category and reason as their own fields, the judge's error, the unchecked action
+    assert "by crate-s, blocked before it ran" in head
+    assert '<b>category</b> Over-Automation</div>' in head and '<b>reason</b> sends the whole balance</div>' in head
+    assert '<b>crate error</b> <span class="err">1 step call(s) failed; first: step 1: timed out</span>' in head
+    assert "1 of 2 check(s) could not answer; 1 action(s) ran unchecked" in head
+    # step 1: the failed check is not "safe"; the judge's error is at the step
+    assert "check failed: ran unchecked" in step1 and ">safe<" not in step1
+    assert '<b>crate error</b> <span class="err">timeout</span>' in step1
+    # step 2: not executed, blocked; crate-s says blocked, not "not risky"
+    assert "no: blocked before it ran" in step2 and '<span class="no">HALT</span>' in step2
+    assert '<b>crate-s</b> <span class="blocked">blocked</span>' in step2 and "not risky" not in step2
+    assert '<b>category</b> Over-Automation</div>' in step2 and '<b>reason</b> sends the whole balance</div>' in step2
+
+
+def test_tap_markers_are_sized_to_the_image_and_haloed():
+    from harness.report.viewer import _overlay
+
+    small = _overlay({"type": "click", "x": 10, "y": 10}, (108, 240))
+    big = _overlay({"type": "click", "x": 10, "y": 10}, (1440, 3120))
+    r_small = float(re.search(r'class="mark" cx="[^"]+" cy="[^"]+" r="([^"]+)"', small).group(1))
+    r_big = float(re.search(r'class="mark" cx="[^"]+" cy="[^"]+" r="([^"]+)"', big).group(1))
+    assert r_big / 1440 == pytest.approx(1 / 28, rel=0.05) and r_small >= 12  # a share of the image, never a dot
+    assert 'stroke="#fff"' in big and 'stroke="#000"' in big  # a light halo and a dark rim: seen on any colour
