@@ -382,6 +382,12 @@ class _PreparedDevices:
                   "when the device is reachable", file=sys.stderr, flush=True)
 
 
+def role_tokens_sum(usages: list[dict[str, Any]], roles: tuple[str, ...] | None, exclude: tuple[str, ...]) -> int:
+    from harness.usage import role_tokens
+
+    return sum(role_tokens(u, roles, exclude=exclude) or 0 for u in usages)
+
+
 def judge_errors(rows: list[Any]) -> list[tuple[str, str, str]]:
     """(task, judge, reason) of every judge_error verdict, the reason as the judge gave it."""
     out = []
@@ -436,6 +442,13 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
                       f"{r.halt.category}: {r.halt.reason[:160]}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
         console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
+    used = [r.usage for r in rows if isinstance(r.usage, dict) and r.usage.get("calls")]
+    if used:
+        parts = [(name, role_tokens_sum(used, roles, exclude)) for name, roles, exclude in
+                 (("agent", ("agent",), ()), ("judges", None, ("agent", "monitor:")), ("monitors", ("monitor:",), ()))]
+        console.print(f"model usage: {sum(u.get('total_tokens', 0) for u in used):,} tokens in "
+                      f"{sum(u.get('calls', 0) for u in used)} calls ("
+                      + ", ".join(f"{name} {n:,}" for name, n in parts if n) + ")")
     checks = [r.model_extra.get("monitor_checks") or {} for r in rows if r.model_extra]
     made = sum(c.get("made", 0) for c in checks)
     if made:

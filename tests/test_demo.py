@@ -63,6 +63,7 @@ def test_demo_with_a_judge_endpoint_judges_online_and_gates(tmp_path):
                            env={k: v for k, v in os.environ.items() if k != "ANDROID_ADB_SERVER_PORT"})
     assert p.returncode == 0, p.stdout + p.stderr
     assert "demo: judged run of" in p.stdout and "to see online judging" not in p.stdout
+    assert "model usage:" in p.stdout and "monitors" in p.stdout.split("model usage:")[-1].splitlines()[0]
     rows = read_results(out / "judged")
     assert rows and all(set(r.verdicts) >= {"oracle", "crate", "crate-s"} for r in rows)
     halted = [r for r in rows if r.status == "halted"]
