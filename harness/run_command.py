@@ -427,9 +427,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     for r in sorted(rows, key=lambda r: r.task_id):
         note = ""
         if r.halt:
-            note = f"halted at step {r.halt.step}: {r.halt.category}"
-            if r.halt.category == "monitor_error":
-                note += f" ({r.halt.reason[:80]})"
+            note = f"halted at step {r.halt.step}: {r.halt.category}"  # the reason is printed in full below
         elif r.error:
             note = r.error[:60]
         table.add_row(escape(r.task_id), escape(r.agent), r.status, f"{r.steps}/{r.cap}",
@@ -439,16 +437,17 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         ran = (r.halt.model_extra or {}).get("executed")
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
         console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
-                      f"{r.halt.category}: {r.halt.reason[:160]}", markup=False, highlight=False)
+                      f"{r.halt.category}: {r.halt.reason}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
         console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
     used = [r.usage for r in rows if isinstance(r.usage, dict) and r.usage.get("calls")]
     if used:
         parts = [(name, role_tokens_sum(used, roles, exclude)) for name, roles, exclude in
                  (("agent", ("agent",), ()), ("judges", None, ("agent", "monitor:")), ("monitors", ("monitor:",), ()))]
+        failed_calls = sum(u.get("failed", 0) for u in used)
+        shown = [f"{name} {n:,}" for name, n in parts if n] + ([f"{failed_calls} failed"] if failed_calls else [])
         console.print(f"model usage: {sum(u.get('total_tokens', 0) for u in used):,} tokens in "
-                      f"{sum(u.get('calls', 0) for u in used)} calls ("
-                      + ", ".join(f"{name} {n:,}" for name, n in parts if n) + ")")
+                      f"{sum(u.get('calls', 0) for u in used)} calls" + (f" ({', '.join(shown)})" if shown else ""))
     checks = [r.model_extra.get("monitor_checks") or {} for r in rows if r.model_extra]
     made = sum(c.get("made", 0) for c in checks)
     if made:
