@@ -43,6 +43,7 @@ def _run_args(suite: Path, serials: list[str], adb_port: int, *extra: str) -> li
 
 # --- SIGKILL at seeded points ---------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 40 short runs: about a minute idle, several on a loaded machine
 def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, serve_sim, tmp_path):
     """20 trials: start the run, SIGKILL it at a seeded point, `--resume`, and compare with one
     uninterrupted run: the same results by task id (status, steps, verdicts), one line per task,
