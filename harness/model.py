@@ -1,16 +1,21 @@
 """One client for every model call, agents' and judges' alike: OpenAI-compatible chat completions
 (vLLM, SGLang, OpenAI, DashScope) through the ``openai`` package.
 
-- The API key comes from an environment variable named in the config; it is never stored in a
-  config's spec, a record, a log line or an exception message.
+- Keys go only where they belong (:func:`key_for`): the variable named by ``api_key_env`` when
+  one is named, else ``OPENAI_API_KEY`` for api.openai.com and ``DASHSCOPE_API_KEY`` for DashScope's
+  hosts only (over https); any other endpoint gets no Authorization header at all. A key is never
+  stored in a config's spec, a record, a log line or an exception message.
 - Screenshots are encoded once per step under an explicit, recorded :class:`ImagePolicy`.
 - Calls to one endpoint share a bounded number of slots (the largest ``concurrency`` any client of
   it asks for) across threads, served in priority order: a gate check before an agent call before
   live step evidence before offline judging; the background classes leave a reserve of slots free
   for the first two, so a gate check never queues behind evidence calls (:class:`Priority`).
 - Each call reports its usage to the :class:`harness.usage.Meter` its caller passes in.
-- 429, 5xx, timeouts and refused connections are retried with exponential backoff, honouring
-  ``Retry-After``; after the last try a :class:`ModelError` says what failed and why.
+- 408, 429, 5xx, timeouts and refused connections are retried with exponential backoff, honouring
+  ``Retry-After`` (seconds or an HTTP date) up to ``max_wait_s``; a longer wait is a
+  :class:`ModelError` that says so. After the last try a :class:`ModelError` says what failed and why.
+- A reply cut off at ``max_tokens`` (``finish_reason: length``) is marked ``truncated``; tool calls
+  returned the OpenAI way (``message.tool_calls``) are kept beside the text.
 - Servers that refuse a request for too many images or too long a context get an error naming the
   limit to raise (vLLM ``--limit-mm-per-prompt`` / ``--max-model-len``; FIELD_NOTES section 3).
 - Structured output (JSON schema, or vLLM's ``guided_json``) where the server supports it; replies
@@ -20,6 +25,9 @@
 from __future__ import annotations
 
 import base64
+import collections
+import datetime
+import email.utils
 import hashlib
 import io
 import json
@@ -32,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any, Iterator, Literal
+from urllib.parse import urlsplit
 
 from PIL import Image
 
@@ -83,8 +92,44 @@ class EncodedImage:
 
 _RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "lanczos": Image.Resampling.LANCZOS,
              "bilinear": Image.Resampling.BILINEAR}
-_encode_cache: dict[tuple[str, ImagePolicy, tuple[int, int] | None], EncodedImage] = {}
+# encoded images by content, policy and size; least recently used first. Bounded by the bytes of
+# the data URLs it holds, not by entries: a 4K PNG is ~50x a small JPEG
+ENCODE_CACHE_BYTES = 64 * 1024 * 1024
+_encode_cache: collections.OrderedDict[tuple[str, ImagePolicy, tuple[int, int] | None], EncodedImage] = \
+    collections.OrderedDict()
+_encode_cache_bytes = 0
 _encode_lock = threading.Lock()
+
+
+def _cache_put(key: tuple[str, ImagePolicy, tuple[int, int] | None], enc: EncodedImage) -> None:
+    """Keep ``enc``, evicting the least recently used until the cache fits ENCODE_CACHE_BYTES (an
+    image larger than the whole budget is not kept)."""
+    global _encode_cache_bytes
+    size = len(enc.data_url)
+    with _encode_lock:
+        old = _encode_cache.pop(key, None)
+        if old is not None:
+            _encode_cache_bytes -= len(old.data_url)
+        if size > ENCODE_CACHE_BYTES:
+            return
+        while _encode_cache and _encode_cache_bytes + size > ENCODE_CACHE_BYTES:
+            _, dropped = _encode_cache.popitem(last=False)
+            _encode_cache_bytes -= len(dropped.data_url)
+        _encode_cache[key] = enc
+        _encode_cache_bytes += size
+
+
+def clear_encode_cache() -> None:
+    global _encode_cache_bytes
+    with _encode_lock:
+        _encode_cache.clear()
+        _encode_cache_bytes = 0
+
+
+def encode_cache_bytes() -> int:
+    """Bytes of data URLs the encode cache holds now."""
+    with _encode_lock:
+        return _encode_cache_bytes
 
 
 def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> EncodedImage:
@@ -94,6 +139,8 @@ def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[in
     key = (hashlib.blake2b(png, digest_size=16).hexdigest(), policy, size)
     with _encode_lock:
         hit = _encode_cache.get(key)
+        if hit is not None:
+            _encode_cache.move_to_end(key)
     if hit is not None:
         return hit
     img = Image.open(io.BytesIO(png))
@@ -121,10 +168,7 @@ def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[in
     data = buf.getvalue()
     enc = EncodedImage(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", target[0], target[1],
                        len(data), policy.format, src)
-    with _encode_lock:
-        if len(_encode_cache) > 256:
-            _encode_cache.clear()
-        _encode_cache[key] = enc
+    _cache_put(key, enc)
     return enc
 
 
@@ -139,7 +183,7 @@ def user_message(text: str, images: list[EncodedImage] = (), images_first: bool 
 class ModelConfig:
     base_url: str
     model: str
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = None         # None: the provider's own variable for its own hosts only (key_for)
     temperature: float = 0.0
     top_p: float | None = None
     max_tokens: int = 1024
@@ -148,15 +192,60 @@ class ModelConfig:
     max_retries: int = 4
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
+    max_wait_s: float = 300.0              # longest Retry-After honoured; a longer one is a ModelError
     concurrency: int = 8
     structured: StructuredMode = "auto"
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Everything that shapes a reply, for the manifest; the key's variable name, never the key."""
-        d = asdict(self)
-        d["api_key_env"] = self.api_key_env
-        return d
+        return asdict(self)
+
+
+# Which key goes where when no variable is named: each provider's variable only to its own hosts,
+# and only over https. Hosts: OpenAI's API (platform.openai.com docs: https://api.openai.com/v1);
+# DashScope's OpenAI-compatible mode (https://dashscope.aliyuncs.com/compatible-mode/v1 and the
+# regional dashscope-intl / dashscope-us hosts, Alibaba Cloud Model Studio docs).
+PROVIDER_KEYS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("OPENAI_API_KEY", re.compile(r"api\.openai\.com"), "api.openai.com"),
+    ("DASHSCOPE_API_KEY", re.compile(r"dashscope(-[a-z0-9]+)?\.aliyuncs\.com"), "DashScope (dashscope*.aliyuncs.com)"),
+)
+
+
+@dataclass(frozen=True)
+class KeyChoice:
+    """The key a client sends (None: no Authorization header) and why, for messages (never the key)."""
+
+    key: str | None
+    variable: str | None
+    reason: str
+
+
+def key_for(config: ModelConfig) -> KeyChoice:
+    """The API key for ``config``'s endpoint.
+
+    A variable named by ``api_key_env`` is sent to that endpoint, whatever it is (an unset one is
+    a ValueError: a named key that is missing is a mistake, not an anonymous call). With none
+    named, ``OPENAI_API_KEY`` goes only to https://api.openai.com and ``DASHSCOPE_API_KEY`` only to
+    DashScope's https hosts; every other endpoint (a local vLLM, a third-party judge) gets no key."""
+    if config.api_key_env:
+        value = os.environ.get(config.api_key_env)
+        if not value:
+            raise ValueError(f"{config.base_url}: the API key variable {config.api_key_env} (--model-api-key-env / "
+                             "--judge-api-key-env) is not set")
+        return KeyChoice(value, config.api_key_env, f"{config.api_key_env} (named for this endpoint)")
+    parts = urlsplit(config.base_url)
+    host = (parts.hostname or "").lower()
+    for var, pattern, where in PROVIDER_KEYS:
+        if pattern.fullmatch(host):
+            if parts.scheme != "https":
+                return KeyChoice(None, None, f"no key: {var} goes to {where} over https only, not {parts.scheme}://")
+            value = os.environ.get(var)
+            if value:
+                return KeyChoice(value, var, f"{var} (the default for {where})")
+            return KeyChoice(None, None, f"no key: {var} is not set")
+    defaults = ", ".join(f"{var} only to {where}" for var, _, where in PROVIDER_KEYS)
+    return KeyChoice(None, None, f"no key: {host or config.base_url} is not a provider with a default key ({defaults})")
 
 
 @dataclass
@@ -167,10 +256,22 @@ class ChatResult:
     attempts: int
     model: str
     structured: str
+    finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments"}] (OpenAI tool_calls)
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut off at max_tokens: asking again unchanged would cut it off again."""
+        return self.finish_reason == "length"
 
     def to_json(self) -> dict[str, Any]:
-        return {"usage": self.usage, "latency_s": round(self.latency_s, 4), "attempts": self.attempts,
-                "model": self.model, "structured": self.structured}
+        out = {"usage": self.usage, "latency_s": round(self.latency_s, 4), "attempts": self.attempts,
+               "model": self.model, "structured": self.structured, "finish_reason": self.finish_reason}
+        if self.truncated:
+            out["truncated"] = True
+        if self.tool_calls:
+            out["tool_calls"] = len(self.tool_calls)
+        return out
 
 
 class Priority(IntEnum):
@@ -281,10 +382,13 @@ class ModelClient:
         import openai
 
         self.config = config
-        self._key = os.environ.get(config.api_key_env) or "EMPTY"  # vLLM and SGLang accept any key
+        self._auth = key_for(config)
+        self._key = self._auth.key
         self._openai = openai
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._key, timeout=config.timeout_s,
-                                     max_retries=0)
+        # the SDK needs some api_key even when none is sent: without a key every request omits the
+        # Authorization header (_request), so the placeholder never leaves this process
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._key or "no-key-sent",
+                                     timeout=config.timeout_s, max_retries=0)
         self._rng = random.Random(0)
 
     def spec(self) -> dict[str, Any]:
@@ -298,6 +402,8 @@ class ModelClient:
             kwargs["top_p"] = c.top_p
         if c.seed is not None:
             kwargs["seed"] = c.seed
+        if self._key is None:
+            kwargs["extra_headers"] = {"Authorization": self._openai.Omit()}
         extra = dict(c.extra_body)
         if schema is not None and mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema",
@@ -340,7 +446,8 @@ class ModelClient:
                     resp = self._request(messages, json_schema, mode)
                     latency = time.monotonic() - t0
                 choice = resp.choices[0] if getattr(resp, "choices", None) else None
-                text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
+                message = choice.message if choice is not None else None
+                text = (message.content if message is not None else None) or ""
                 # a JSON "\ud83d" escape (half an emoji cut by max_tokens) decodes to a lone surrogate,
                 # which no str-typed action or record accepts: keep it as U+FFFD
                 text = _LONE_SURROGATE.sub("\ufffd", text)
@@ -348,7 +455,9 @@ class ModelClient:
                 usage = {"prompt_tokens": getattr(u, "prompt_tokens", 0) or 0,
                          "completion_tokens": getattr(u, "completion_tokens", 0) or 0,
                          "total_tokens": getattr(u, "total_tokens", 0) or 0}
-                return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode)
+                return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode,
+                                  finish_reason=getattr(choice, "finish_reason", None),
+                                  tool_calls=_tool_calls(message))
             except self._openai.APIStatusError as e:
                 status = e.status_code
                 body = _scrub(str(getattr(e, "message", e)), self._key)
@@ -363,16 +472,21 @@ class ModelClient:
                     if status in (400, 413, 422) and pattern.search(body):
                         raise ModelError(f"{c.model} at {c.base_url}: {hint} ({last})", kind="limit",
                                          status=status, attempts=attempts) from None
-                if status != 429 and status < 500:
+                if status == 401 and self._key is None:
+                    raise ModelError(f"{c.model} at {c.base_url}: the endpoint wants an API key and none was sent "
+                                     f"({self._auth.reason}); name the variable that holds this endpoint's key with "
+                                     f"--model-api-key-env VAR (judges: --judge-api-key-env VAR) ({last})",
+                                     kind="refused", status=status, attempts=attempts) from None
+                if status not in RETRIED_STATUS and status < 500:
                     raise ModelError(f"{c.model} at {c.base_url}: request refused, {last}", kind="refused",
                                      status=status, attempts=attempts) from None
                 ra = e.response.headers.get("retry-after") if getattr(e, "response", None) is not None else None
-                try:
-                    retry_after = float(ra) if ra is not None else None
-                except ValueError:
-                    retry_after = None
-                if retry_after is not None and not 0 <= retry_after < float("inf"):
-                    retry_after = None  # "-5" or "nan" would make time.sleep raise ValueError
+                retry_after = retry_after_s(ra)
+                if retry_after is not None and retry_after > c.max_wait_s:
+                    raise ModelError(f"{c.model} at {c.base_url}: the server asks to wait {retry_after:.0f}s before "
+                                     f"retrying (Retry-After: {ra}), longer than the {c.max_wait_s:g}s this client waits "
+                                     f"(max_wait_s; --model-max-wait / --judge-max-wait) ({last})", kind="rate_limited",
+                                     status=status, attempts=attempts) from None
             except self._openai.APITimeoutError:
                 last = f"timed out after {c.timeout_s:g}s"
             except self._openai.APIConnectionError as e:
@@ -384,9 +498,50 @@ class ModelClient:
                 raise ModelError(f"{c.model} at {c.base_url}: failed after {attempts} attempt(s) in "
                                  f"{time.monotonic() - start:.1f}s; last error: {last}", kind="exhausted",
                                  status=status, attempts=attempts)
+            # the server's Retry-After as asked (already bounded by max_wait_s), else jittered backoff
             delay = retry_after if retry_after is not None else min(
-                c.max_backoff_s, c.backoff_s * (2 ** (attempts - 1))) * (0.5 + self._rng.random())
-            time.sleep(min(delay, c.max_backoff_s))
+                c.max_backoff_s, c.backoff_s * (2 ** (attempts - 1)) * (0.5 + self._rng.random()))
+            time.sleep(delay)
+
+
+# 408 Request Timeout and 429 Too Many Requests are worth another try, as is every 5xx (RFC 9110
+# section 15.5.9: a 408 means the server closed an idle connection; the client may repeat it)
+RETRIED_STATUS = frozenset({408, 429})
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks for: delay-seconds or an HTTP date (RFC 9110 section
+    10.2.3); None when absent or unreadable. A date in the past is 0."""
+    if value is None:
+        return None
+    v = value.strip()
+    try:
+        secs = float(v)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(v)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are GMT
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        secs = when.timestamp() - (time.time() if now is None else now)
+        return max(0.0, secs)
+    if not 0 <= secs < float("inf"):
+        return None  # "-5" or "nan" would make time.sleep raise ValueError
+    return secs
+
+
+def _tool_calls(message: Any) -> list[dict[str, Any]]:
+    """``message.tool_calls`` (servers that parse tool calls out of the text: vLLM with a
+    ``--tool-call-parser``, DashScope) as ``[{"name", "arguments"}]``, ``arguments`` as sent (a JSON
+    string, sometimes an object)."""
+    out = []
+    for tc in getattr(message, "tool_calls", None) or []:
+        fn = getattr(tc, "function", None)
+        if fn is None:
+            continue
+        out.append({"name": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)})
+    return out
 
 
 # --- tolerant JSON replies ------------------------------------------------------------------------

@@ -71,7 +71,7 @@ JUDGEMENTS_DIR = "judgements"
 _SET_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+@=-]{0,127}")
 # ModelConfig / judge-spec keys that do not change what a judge answers: they may differ between
 # the passes of one judgement set (another port, more concurrency, a cache file elsewhere)
-_NEUTRAL_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s",
+_NEUTRAL_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "max_wait_s",
                            "concurrency", "cache", "cache_path", "cache_file", "evidence_cache", "cache_dir"})
 
 
@@ -1095,9 +1095,10 @@ def add_judge_arguments(p: Any) -> None:
                    help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", "--judge-model", dest="judge_model", metavar="NAME",
                    help="model name as the server knows it")
-    g.add_argument("--api-key-env", "--judge-api-key-env", dest="judge_api_key_env", default="OPENAI_API_KEY",
+    g.add_argument("--api-key-env", "--judge-api-key-env", dest="judge_api_key_env", default=None,
                    metavar="VAR",
-                   help="environment variable holding the API key")
+                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
+                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
     g.add_argument("--temperature", "--judge-temperature", dest="judge_temperature", type=float, default=0.0,
                    metavar="T")
     g.add_argument("--max-tokens", "--judge-max-tokens", dest="judge_max_tokens", type=int, default=1024, metavar="N")
@@ -1105,6 +1106,8 @@ def add_judge_arguments(p: Any) -> None:
                    help="seconds per model call")
     g.add_argument("--retries", "--judge-retries", dest="judge_retries", type=int, default=4, metavar="N",
                    help="retries of a failed call (429, 5xx, timeouts)")
+    g.add_argument("--max-wait", "--judge-max-wait", dest="judge_max_wait", type=float, default=300.0, metavar="S",
+                   help="longest Retry-After wait honoured (s); a server asking for more fails the call")
 
 
 def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport:

@@ -106,22 +106,29 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", dest="model_name", help="model name as the server knows it")
-    g.add_argument("--model-api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    g.add_argument("--model-api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
+                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
     g.add_argument("--model-timeout", type=float, default=120.0)
     g.add_argument("--model-retries", type=int, default=4)
+    g.add_argument("--model-max-wait", type=float, default=300.0, metavar="S",
+                   help="longest Retry-After wait honoured (s); a server asking for more fails the call")
     g.add_argument("--model-concurrency", type=int, default=8)
     g.add_argument("--model-seed", type=int, default=None)
     j = p.add_argument_group("judge and monitor model endpoint")
     j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
     j.add_argument("--judge-model", help="judge model name")
-    j.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
+    j.add_argument("--judge-api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding the judge endpoint's API key (default as --model-api-key-env)")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
     j.add_argument("--judge-timeout", type=float, default=120.0)
     j.add_argument("--judge-retries", type=int, default=4)
+    j.add_argument("--judge-max-wait", type=float, default=300.0, metavar="S",
+                   help="longest Retry-After wait honoured for judge calls (s)")
     j.add_argument("--judge-concurrency", type=int, default=16)
 
 
@@ -136,14 +143,14 @@ def model_configs(args: argparse.Namespace) -> dict[str, Any]:
         agent = ModelConfig(base_url=args.model_base_url, model=args.model_name, api_key_env=args.model_api_key_env,
                             temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                             timeout_s=args.model_timeout, max_retries=args.model_retries,
-                            concurrency=args.model_concurrency, seed=args.model_seed)
+                            max_wait_s=args.model_max_wait, concurrency=args.model_concurrency, seed=args.model_seed)
     if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
         if not (args.judge_base_url and args.judge_model):
             raise RunError("--judge-base-url and --judge-model go together")
         judge = ModelConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
                             temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
                             timeout_s=args.judge_timeout, max_retries=args.judge_retries,
-                            concurrency=args.judge_concurrency)
+                            max_wait_s=args.judge_max_wait, concurrency=args.judge_concurrency)
     return {"agent": agent, "judge": judge}
 
 

@@ -193,7 +193,8 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
     """One judge call: render the prompt, send it with the images, return the validated JSON object.
 
     A reply that holds no object with the ``required`` keys, or that ``validate`` refuses, is asked
-    again up to ``parse_retries`` times; then :class:`JudgeCallError`. Transport failures are
+    again up to ``parse_retries`` times; then :class:`JudgeCallError`. A reply cut off at
+    ``max_tokens`` is not asked again unchanged: it is a :class:`JudgeCallError` (kind ``truncated``). Transport failures are
     retried by the client itself; its final :class:`ModelError` becomes a :class:`JudgeCallError`.
     """
     system, user = prompt.render(**values)
@@ -218,6 +219,12 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
         except (ReplyError, ValueError, TypeError) as e:
             snippet = " ".join((res.text or "").split())[:160]
             last_problem = f"{e} (reply began: {snippet!r})"
+            if res.truncated:  # the same request would be cut off at the same place again
+                if log:
+                    log.count("failed", kind)
+                raise JudgeCallError(f"{kind} call: the reply was cut off at max_tokens={client.config.max_tokens} "
+                                     f"(finish_reason length) before it held a usable answer; raise --judge-max-tokens: "
+                                     f"{last_problem}", kind="truncated") from None
     if log:
         log.count("failed", kind)
     raise JudgeCallError(f"{kind} call: unusable reply after {parse_retries + 1} tries: {last_problem}",

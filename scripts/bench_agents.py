@@ -73,7 +73,7 @@ def bench(label: str, name: str, opts: dict, size: tuple[int, int], shots: list[
                            "setup": {"sim": {"preset": "default"}}})
         agent.reset(EpisodeContext(task=task, screen_size=size, seed=0, device_serial="bench"))
         rows = []
-        model_mod._encode_cache.clear()
+        model_mod.clear_encode_cache()
         for i in range(steps):
             png, xml = shots[i % len(shots)]
             obs = Observation(step=i + 1, screenshot=png, screen_size=size, hierarchy=lambda xml=xml: xml,

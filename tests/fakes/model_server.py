@@ -2,8 +2,9 @@
 
 Nothing user-facing uses it. A test gives it a ``responder`` (a function of the parsed request
 returning a :class:`Reply`) or a list of replies served in order, and reads back every request it
-received (to check prompts, images, sampling). Replies can be delayed, be HTTP errors with
-Retry-After, malformed bodies, empty or huge content, or a dropped connection.
+received, with its headers (to check prompts, images, sampling, and where keys go). Replies can be
+delayed, be HTTP errors with Retry-After, malformed bodies, empty or huge content, cut off at
+max_tokens (``finish_reason``), carry OpenAI ``tool_calls``, or be a dropped connection.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Reply:
     drop: bool = False                # close the connection without answering
     usage: dict[str, int] | None = None
     hold: threading.Event | None = None  # answer only once this is set (a call kept in flight)
+    finish_reason: str = "stop"       # "length": cut off at max_tokens
+    tool_calls: list[dict[str, Any]] | None = None  # OpenAI message.tool_calls: [{"name", "arguments"}]
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -97,10 +100,16 @@ class ScriptedModelServer:
                 content = reply.content
                 usage = reply.usage or {"prompt_tokens": 100, "completion_tokens": len(content or "") // 4 + 1,
                                         "total_tokens": 100 + len(content or "") // 4 + 1}
+                message: dict[str, Any] = {"role": "assistant", "content": content}
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": f"call_{k}", "type": "function",
+                         "function": {"name": tc["name"], "arguments": tc["arguments"] if isinstance(tc["arguments"], str)
+                                      else json.dumps(tc["arguments"], ensure_ascii=False)}}
+                        for k, tc in enumerate(reply.tool_calls)]
                 out = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
                        "created": int(time.time()), "model": req.get("model", server.model),
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content}}],
+                       "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
                        "usage": usage}
                 self._send(200, json.dumps(out).encode(), reply.headers)
 

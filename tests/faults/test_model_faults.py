@@ -53,13 +53,21 @@ def test_429_retry_after_is_honoured_then_gives_up_with_the_status():
     assert len(s.requests) == 3 and 0.4 <= elapsed < 5  # waited as asked, twice
 
 
-@pytest.mark.parametrize("header", ["3600", "Wed, 21 Oct 2015 07:28:00 GMT", "-5", "nan", "inf", "soon"])
+@pytest.mark.parametrize("header", ["3600", "Wed, 21 Oct 2035 07:28:00 GMT", "Wed, 21 Oct 2015 07:28:00 GMT", "-5",
+                                    "nan", "inf", "soon"])
 def test_a_retry_after_of_an_hour_or_nonsense_never_stalls(header):
-    """The wait is capped by max_backoff_s, and a Retry-After that is not seconds is ignored."""
+    """A wait longer than max_wait_s is a clear error at once (not an hour's stall, not a retry
+    the server said it would refuse); a date in the past retries at once; nonsense is ignored."""
     with ScriptedModelServer([Reply(status=429, headers={"Retry-After": header}), Reply("fine")]) as s:
         t0 = time.monotonic()
-        r = _chat(_cfg(s.base_url, max_backoff_s=0.2))
-    assert r.text == "fine" and time.monotonic() - t0 < 3
+        if header in ("3600", "Wed, 21 Oct 2035 07:28:00 GMT"):
+            with pytest.raises(ModelError) as e:
+                _chat(_cfg(s.base_url, max_backoff_s=0.2, max_wait_s=60))
+            assert e.value.kind == "rate_limited" and "longer than the 60s" in str(e.value)
+            assert len(s.requests) == 1
+        else:
+            assert _chat(_cfg(s.base_url, max_backoff_s=0.2)).text == "fine"
+    assert time.monotonic() - t0 < 3
 
 
 def test_500s_are_retried_then_reported_with_status_and_body():

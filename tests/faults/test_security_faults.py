@@ -256,6 +256,41 @@ def test_api_keys_never_reach_records_logs_manifests_or_errors(adb, serve_sim, t
     check_run_consistent(tmp_path / "run")
 
 
+def test_openai_key_reaches_no_endpoint_it_is_not_named_for(adb, serve_sim, tmp_path, monkeypatch, capsys):
+    """OPENAI_API_KEY set, a local agent endpoint and a third-party judge endpoint: with no key
+    flag neither server sees the key (it goes only to api.openai.com); --judge-api-key-env
+    OPENAI_API_KEY sends it to the judge endpoint and still not to the agent's."""
+    import agents  # noqa: F401
+    import judges  # noqa: F401
+    from harness.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    s = serve_sim(width=540, height=1200)
+    suite = write_suite(tmp_path / "suite.yaml", SHORT[2:3])
+    judge_reply = Reply(json.dumps({"clues": "c", "effect": "e", "success": True, "reason": "r", "risky": False}))
+
+    def run(out: str, *extra: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        with ScriptedModelServer([Reply("Thought: done\nAction: finished()")]) as m, \
+                ScriptedModelServer([judge_reply]) as j:
+            rc = main(["run", "--suite", str(suite), "--device", s.serial, "--agent", "vlm",
+                       "--model-base-url", m.base_url, "--model", "m", "--model-retries", "0",
+                       "--judge", "oracle,crate", "--judge-base-url", j.base_url, "--judge-model", "j",
+                       "--judge-retries", "0", *extra, "--adb-port", str(adb.port), "--out", str(tmp_path / out),
+                       "--quiet"])
+            assert rc == 0, capsys.readouterr().err
+            return list(m.headers), list(j.headers)
+
+    agent_h, judge_h = run("default")
+    assert agent_h and judge_h
+    assert all("authorization" not in h for h in agent_h + judge_h), agent_h + judge_h
+    assert KEY not in json.dumps(agent_h + judge_h)
+    agent_h, judge_h = run("named", "--judge-api-key-env", "OPENAI_API_KEY")
+    assert all(h.get("authorization") == f"Bearer {KEY}" for h in judge_h)
+    assert all("authorization" not in h for h in agent_h) and KEY not in json.dumps(agent_h)
+    manifest = json.loads((tmp_path / "named" / "manifest.json").read_text())
+    assert KEY not in json.dumps(manifest) and "OPENAI_API_KEY" in json.dumps(manifest)
+
+
 def test_model_errors_never_carry_the_key(monkeypatch):
     from harness.model import ModelClient, ModelConfig, ModelError, user_message
 

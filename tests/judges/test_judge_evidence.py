@@ -232,3 +232,24 @@ def test_unknown_screen_size_is_read_from_the_screenshot():
         r = step_evidence(_call(s), png(6, (300, 640)), Click(x=150, y=320), "x", (0, 0))
     assert r["evidence"]["effect"] == "effect<click(x=150, y=320)>"
     assert "Phone screen: 300x640 pixels" in request_text(s.requests[0])
+
+
+def test_a_reply_cut_off_at_max_tokens_is_not_asked_again_unchanged():
+    """An unparseable reply is asked again once; a truncated one would be cut off at the same place,
+    so it is a JudgeCallError (kind truncated) that names the setting, after a single call."""
+    from judges.evidence import JudgeCallError, ask_json
+
+    cut = Reply('{"clues": "the screen shows a transfer dialog with the amount', finish_reason="length")
+    with ScriptedModelServer([cut, Reply('{"clues": "c", "effect": "e"}')]) as s:
+        log = CallLog()
+        with pytest.raises(JudgeCallError) as e:
+            ask_json(ModelClient(model_cfg(s, max_tokens=12)), load_prompt("crate_step", "en"),
+                     {"instruction": "x", "action": "tap", "screen": "1080x2400"}, required=("clues", "effect"),
+                     log=log)
+    assert e.value.kind == "truncated" and "max_tokens=12" in str(e.value) and "--judge-max-tokens" in str(e.value)
+    assert len(s.requests) == 1 and log.to_json()["reasked_unparseable"] == 0
+    with ScriptedModelServer([Reply("not json at all"), Reply('{"clues": "c", "effect": "e"}')]) as s:  # not cut: asked again
+        assert ask_json(ModelClient(model_cfg(s)), load_prompt("crate_step", "en"),
+                        {"instruction": "x", "action": "tap", "screen": "1080x2400"},
+                        required=("clues", "effect")) == {"clues": "c", "effect": "e"}
+    assert len(s.requests) == 2

@@ -4,6 +4,7 @@ limits, structured output fallback, concurrency bounds, key hygiene, tolerant JS
 from __future__ import annotations
 
 import io
+import random
 import threading
 import time
 
@@ -253,3 +254,166 @@ def test_usage_goes_to_the_callers_meter_by_role():
     assert j["total_tokens"] == 6 and j["calls"] == 2 and j["failed"] == 1
     assert j["by_role"]["monitor:crate-s"]["total_tokens"] == 6 and j["by_role"]["agent"]["failed"] == 1
     assert run.to_json()["total_tokens"] == 6  # the parent saw the same calls
+
+
+# --- keys go only where they belong -----------------------------------------------------------------
+SECRET = "sk-openai-real-key-0123456789"
+
+
+def test_no_key_named_sends_no_authorization_to_a_local_endpoint(monkeypatch):
+    """The default used to send OPENAI_API_KEY as a bearer token to any endpoint (a local vLLM, a
+    third-party judge); now an endpoint that is not OpenAI's or DashScope's gets no key at all."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dashscope-real-key-0123")
+    with ScriptedModelServer([Reply("ok")]) as s:
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert r.text == "ok"
+    assert "authorization" not in s.headers[0]
+    assert SECRET not in repr(s.headers) and "sk-dashscope" not in repr(s.headers)
+
+
+def test_a_named_variable_goes_to_its_endpoint_and_only_there(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("VLLM_KEY", "token-for-vllm-42")
+    with ScriptedModelServer([Reply("ok")]) as a, ScriptedModelServer([Reply("ok")]) as b:
+        ModelClient(cfg(a, api_key_env="VLLM_KEY")).chat([user_message("x")])
+        ModelClient(cfg(b)).chat([user_message("x")])
+    assert a.headers[0]["authorization"] == "Bearer token-for-vllm-42"
+    assert "authorization" not in b.headers[0]
+    assert SECRET not in repr(a.headers) + repr(b.headers)
+
+
+def test_named_openai_key_is_sent_when_the_user_names_it(monkeypatch):
+    """OPENAI_API_KEY reaches a non-OpenAI endpoint only when that variable is named for it."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with ScriptedModelServer([Reply("ok")]) as s:
+        ModelClient(cfg(s, api_key_env="OPENAI_API_KEY")).chat([user_message("x")])
+    assert s.headers[0]["authorization"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("url,var", [
+    ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    ("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    ("https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    ("http://api.openai.com/v1", None),            # never in clear text
+    ("https://api.openai.com.evil.example/v1", None),
+    ("https://openai.example.com/v1", None),
+    ("https://evil-dashscope.aliyuncs.com.example/v1", None),
+    ("http://127.0.0.1:8000/v1", None),
+    ("https://judge.third-party.example/v1", None),
+])
+def test_default_keys_by_host(monkeypatch, url, var):
+    from harness.model import key_for
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dashscope-real-key-0123")
+    choice = key_for(ModelConfig(base_url=url, model="m"))
+    assert choice.variable == var
+    assert choice.key == (None if var is None else {"OPENAI_API_KEY": SECRET,
+                                                    "DASHSCOPE_API_KEY": "sk-dashscope-real-key-0123"}[var])
+    assert SECRET not in choice.reason
+
+
+def test_401_without_a_key_says_how_to_name_one(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with ScriptedModelServer([Reply(status=401, error="Incorrect API key provided")]) as s:
+        with pytest.raises(ModelError) as e:
+            ModelClient(cfg(s)).chat([user_message("x")])
+    msg = str(e.value)
+    assert e.value.status == 401 and e.value.kind == "refused" and len(s.requests) == 1
+    assert "none was sent" in msg and "--model-api-key-env" in msg and "--judge-api-key-env" in msg
+    assert SECRET not in msg
+
+
+def test_a_named_but_unset_variable_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("CRATE_NOT_SET_KEY", raising=False)
+    with pytest.raises(ValueError, match="CRATE_NOT_SET_KEY .*is not set"):
+        ModelClient(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CRATE_NOT_SET_KEY"))
+
+
+# --- Retry-After, 408, truncation ------------------------------------------------------------------------
+def test_retry_after_as_an_http_date():
+    from email.utils import formatdate
+
+    from harness.model import retry_after_s
+
+    now = 1_700_000_000.0
+    assert retry_after_s(formatdate(now + 120, usegmt=True), now=now) == pytest.approx(120, abs=1)
+    assert retry_after_s(formatdate(now - 50, usegmt=True), now=now) == 0.0
+    assert retry_after_s("7") == 7.0 and retry_after_s("soon") is None and retry_after_s("-3") is None
+    # a date already past: retried at once, and the date form does not break the client
+    with ScriptedModelServer([Reply(status=429, headers={"Retry-After": formatdate(time.time() - 5, usegmt=True)}),
+                              Reply("fine")]) as s:
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert r.text == "fine" and r.attempts == 2
+
+
+def test_a_wait_above_the_backoff_cap_is_honoured_up_to_the_limit():
+    """Retry-After 0.4 s with a 0.05 s backoff cap: the client waits what the server asked (the cap
+    used to cut every Retry-After short)."""
+    with ScriptedModelServer([Reply(status=503, headers={"Retry-After": "0.4"}), Reply("fine")]) as s:
+        t0 = time.monotonic()
+        r = ModelClient(cfg(s, max_backoff_s=0.05, max_wait_s=5)).chat([user_message("x")])
+    assert r.text == "fine" and time.monotonic() - t0 >= 0.4
+
+
+def test_a_wait_beyond_the_limit_is_a_clear_error_at_once():
+    from email.utils import formatdate
+
+    for ra in ("3600", formatdate(time.time() + 3600, usegmt=True)):
+        with ScriptedModelServer([Reply(status=429, headers={"Retry-After": ra}), Reply("never")]) as s:
+            with pytest.raises(ModelError) as e:
+                ModelClient(cfg(s, max_wait_s=30)).chat([user_message("x")])
+        assert e.value.kind == "rate_limited" and len(s.requests) == 1
+        assert "longer than the 30s" in str(e.value) and "--model-max-wait" in str(e.value)
+
+
+def test_408_is_retried():
+    with ScriptedModelServer([Reply(status=408), Reply("fine")]) as s:
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert r.text == "fine" and r.attempts == 2 and len(s.requests) == 2
+    with ScriptedModelServer([Reply(status=404)]) as s:  # other 4xx are still refused at once
+        with pytest.raises(ModelError, match="refused"):
+            ModelClient(cfg(s)).chat([user_message("x")])
+    assert len(s.requests) == 1
+
+
+def test_a_reply_cut_at_max_tokens_is_marked_truncated_and_not_asked_again():
+    with ScriptedModelServer([Reply("Thought: tap it\nAction: click(start_box='(12", finish_reason="length")]) as s:
+        r = ModelClient(cfg(s, max_tokens=16)).chat([user_message("x")])
+    assert r.truncated and r.finish_reason == "length" and r.to_json()["truncated"] is True
+    assert len(s.requests) == 1
+    with ScriptedModelServer([Reply("ok")]) as s:
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert not r.truncated and "truncated" not in r.to_json() and r.finish_reason == "stop"
+
+
+def test_openai_tool_calls_are_kept():
+    call = {"name": "mobile_use", "arguments": '{"action": "click", "coordinate": [10, 20]}'}
+    with ScriptedModelServer([Reply(None, tool_calls=[call], finish_reason="tool_calls")]) as s:
+        r = ModelClient(cfg(s)).chat([user_message("x")])
+    assert r.text == "" and r.tool_calls == [call] and r.to_json()["tool_calls"] == 1
+
+
+# --- the image cache is bounded by bytes ------------------------------------------------------------------
+def test_encode_cache_is_bounded_by_bytes(monkeypatch):
+    import harness.model as model_mod
+
+    model_mod.clear_encode_cache()
+    first = encode_image(png(400, 800, (1, 2, 3)), ImagePolicy(format="png", max_long_side=None))
+    budget = len(first.data_url) * 3 + 10
+    monkeypatch.setattr(model_mod, "ENCODE_CACHE_BYTES", budget)
+    model_mod.clear_encode_cache()
+    shots = [png(400, 800, (i, 2, 3)) for i in range(6)]
+    encoded = [encode_image(p, ImagePolicy(format="png", max_long_side=None)) for p in shots]
+    assert model_mod.encode_cache_bytes() <= budget
+    assert len(model_mod._encode_cache) == 3  # the three most recent
+    assert encode_image(shots[-1], ImagePolicy(format="png", max_long_side=None)) is encoded[-1]  # a hit
+    assert encode_image(shots[0], ImagePolicy(format="png", max_long_side=None)) is not encoded[0]  # evicted
+    noise = Image.frombytes("RGB", (200, 200), random.Random(1).randbytes(200 * 200 * 3))
+    buf = io.BytesIO()
+    noise.save(buf, format="PNG")
+    big = encode_image(buf.getvalue(), ImagePolicy(format="png", max_long_side=None))
+    assert len(big.data_url) > budget  # larger than the whole budget: encoded, not kept
+    assert model_mod.encode_cache_bytes() <= budget and len(model_mod._encode_cache) == 3
+    model_mod.clear_encode_cache()
