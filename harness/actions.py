@@ -9,6 +9,7 @@ JSON shapes (``type`` selects the kind)::
 
     {"type": "click", "x": 540, "y": 1200}
     {"type": "long_press", "x": 540, "y": 1200, "duration_ms": 1000}
+    {"type": "double_tap", "x": 540, "y": 1200}
     {"type": "swipe", "start": [540, 1800], "end": [540, 600], "duration_ms": 300}
     {"type": "type", "text": "hello", "submit": false}
     {"type": "key", "key": "back"}            # back, home, enter, delete, app_switch, or a keycode int
@@ -70,6 +71,16 @@ class LongPress(_Base):
     duration_ms: int = Field(default=1000, ge=1, le=60_000)
 
 
+class DoubleTap(_Base):
+    """Two taps at one point, close enough in time that Android's GestureDetector calls it a double
+    tap (its second touch comes 40-300 ms after the first, ViewConfiguration DOUBLE_TAP_MIN_TIME and
+    DOUBLE_TAP_TIMEOUT). AndroidWorld's ``double_tap`` (env/json_action.py) is this action."""
+
+    type: Literal["double_tap"] = "double_tap"
+    x: Coord
+    y: Coord
+
+
 class Swipe(_Base):
     """A finger moving from ``start`` to ``end``. Content under the finger moves the same way: a
     swipe from bottom to top scrolls a list towards its end (this is the finger's direction, not
@@ -126,10 +137,10 @@ class Finish(_Base):
 
 
 Action = Annotated[
-    Union[Click, LongPress, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish],
+    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish],
     Field(discriminator="type"),
 ]
-ACTION_TYPES = ("click", "long_press", "swipe", "type", "key", "open_app", "wait", "answer", "finish")
+ACTION_TYPES = ("click", "long_press", "double_tap", "swipe", "type", "key", "open_app", "wait", "answer", "finish")
 
 _adapter: TypeAdapter[Action] = TypeAdapter(Action)
 
@@ -167,7 +178,7 @@ def is_terminal(action: Action) -> bool:
 def check_on_screen(action: Action, width: int, height: int) -> None:
     """Raise ActionError when a point of the action lies outside a width x height screen."""
     pts: list[tuple[int, int]] = []
-    if isinstance(action, (Click, LongPress)):
+    if isinstance(action, (Click, LongPress, DoubleTap)):
         pts = [(action.x, action.y)]
     elif isinstance(action, Swipe):
         pts = [action.start, action.end]

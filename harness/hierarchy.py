@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from harness.actions import Action, Click, LongPress, Swipe
+from harness.actions import Action, Click, DoubleTap, LongPress, Swipe
 from harness.tasks import RefStep, Selector
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
@@ -124,6 +124,8 @@ def resolve_step(step: RefStep, elements: list[Element], screen: tuple[int, int]
         return Click(x=cx, y=cy)
     if step.type == "long_press":
         return LongPress(x=cx, y=cy, duration_ms=int(extra.get("duration_ms", 1000)))
+    if step.type == "double_tap":
+        return DoubleTap(x=cx, y=cy)
     x1, y1, x2, y2 = el.bounds
     w, h = screen
     dist_y = int(round(step.distance * (y2 - y1)))

@@ -99,8 +99,8 @@ class RefStep(_Strict):
                 raise ValueError("direction needs a target")
             self.action()  # validates the concrete action now, not at replay time
         else:
-            if self.type not in ("click", "long_press", "swipe"):
-                raise ValueError(f"target is only for click, long_press and swipe, not {self.type}")
+            if self.type not in ("click", "long_press", "double_tap", "swipe"):
+                raise ValueError(f"target is only for click, long_press, double_tap and swipe, not {self.type}")
             if self.type == "swipe" and self.direction is None:
                 raise ValueError("a targeted swipe needs direction (up/down/left/right)")
             extra = dict(self.model_extra or {})

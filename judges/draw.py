@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from harness.actions import Action, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
 
 DRAW_VERSION = 1  # bump when the drawing changes: it is part of the step-evidence cache key
 MARK = (255, 32, 48, 255)
@@ -102,11 +102,13 @@ def annotate_image(img: Image.Image, action: Action | None, screen_size: tuple[i
     d = ImageDraw.Draw(layer)
     w = max(3, W // 160)
     r = max(10, W // 22)
-    if isinstance(action, (Click, LongPress)):
+    if isinstance(action, (Click, LongPress, DoubleTap)):
         x, y = action.x * sx, action.y * sy
         _ring(d, x, y, r, w)
         if isinstance(action, LongPress):
             _ring(d, x, y, r * 1.6, w)
+        if isinstance(action, DoubleTap):
+            _ring(d, x, y, r * 0.6, w)
         for dx, dy in ((1, 0), (0, 1)):
             d.line([(x - dx * r * 0.6, y - dy * r * 0.6), (x + dx * r * 0.6, y + dy * r * 0.6)], fill=MARK, width=max(2, w // 2))
     elif isinstance(action, Swipe):

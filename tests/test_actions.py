@@ -16,6 +16,7 @@ from harness.actions import (
     Answer,
     Click,
     CoordSpace,
+    DoubleTap,
     Finish,
     Key,
     LongPress,
@@ -37,6 +38,7 @@ SCREEN = (1080, 2400)
 EXAMPLES = [
     ({"type": "click", "x": 540, "y": 1200}, Click),
     ({"type": "long_press", "x": 540, "y": 1200, "duration_ms": 1500}, LongPress),
+    ({"type": "double_tap", "x": 540, "y": 1200}, DoubleTap),
     ({"type": "swipe", "start": [540, 1800], "end": [540, 600], "duration_ms": 300}, Swipe),
     ({"type": "type", "text": "hello 你好", "submit": True}, TypeText),
     ({"type": "key", "key": "back"}, Key),

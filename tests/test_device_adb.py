@@ -134,3 +134,34 @@ def test_harness_devices_lists_the_sim(serve_sim, capsys):
     rows = {r["serial"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows[s.serial]["healthy"] is True and rows[s.serial]["size"] == [1080, 2400]
     assert rows[s.serial]["simulated"] is True
+
+
+@pytest.mark.parametrize("backend", ["adb", "uiautomator2"])
+def test_double_tap_reaches_the_phone_as_a_double_tap(serve_sim, backend):
+    """A unified double_tap through each backend: the phone pairs the two taps (40-300 ms apart) and
+    the file preview zooms; a single click does not."""
+    from harness import hierarchy
+    from harness.actions import DoubleTap
+    from harness.device.config import DeviceConfig
+    from harness.tasks import Selector
+
+    s = serve_sim()
+    dev = DeviceConfig(backend=backend, adb_port=s.adb.port).open(s.serial)
+
+    def find(**sel):
+        el = hierarchy.find(hierarchy.parse(dev.hierarchy()), Selector(**sel))
+        assert el is not None, sel
+        return el
+
+    dev.execute(OpenApp(app="Files"))
+    for text in ("Pictures", "family_2024.jpg"):
+        e = find(text=text)
+        dev.execute(Click(x=e.center[0], y=e.center[1]))
+    preview = find(rid="preview")
+    x, y = preview.center
+    assert not preview.selected
+    dev.execute(DoubleTap(x=x, y=y))
+    assert find(rid="preview").selected, s.phone.events[-3:]
+    assert s.phone.events[-2:] == [{"type": "tap", "x": x, "y": y}, {"type": "tap", "x": x, "y": y, "double_tap": True}]
+    dev.execute(Click(x=x, y=y))  # one tap after a finished double tap is a tap: no zoom change
+    assert find(rid="preview").selected and s.phone.events[-1] == {"type": "tap", "x": x, "y": y}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.actions import Click, LongPress, OpenApp, Swipe, check_on_screen
+from harness.actions import Click, DoubleTap, LongPress, OpenApp, Swipe, check_on_screen
 from harness.hierarchy import Element, HierarchyError, find, matches, parse, resolve_step
 from harness.tasks import RefStep, Selector
 
@@ -158,6 +158,7 @@ def test_targeted_click_and_long_press_hit_the_centre(els):
     assert lp == LongPress(x=540, y=700, duration_ms=1000)
     lp = resolve_step(step({"type": "long_press", "target": {"text": "Bluetooth"}, "duration_ms": 2500}), els, SCREEN)
     assert lp.duration_ms == 2500
+    assert resolve_step(step({"type": "double_tap", "target": {"text": "Wi-Fi"}}), els, SCREEN) == DoubleTap(x=540, y=500)
 
 
 @pytest.mark.parametrize(

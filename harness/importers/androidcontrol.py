@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.actions import (Action, ActionError, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
                              Wait, parse_action)
 
 AC_ACTION_TYPES = ("click", "long_press", "swipe", "type", "open", "wait", "system_button")
 # what a prediction may also say although no ground truth uses it (scored as a wrong action type)
-EXTRA_PREDICTION_TYPES = ("answer", "finish")
+EXTRA_PREDICTION_TYPES = ("answer", "finish", "double_tap")  # not in AndroidControl: never match
 # our named keys <-> AndroidControl's system_button words
 _BUTTON_OF_KEY = {"back": "Back", "home": "Home", "enter": "Enter", "app_switch": "Recent", "delete": "Delete"}
 
@@ -208,6 +208,8 @@ def from_unified(action: Action) -> dict[str, Any]:
         return {"action": "click", "coordinate": [action.x, action.y]}
     if isinstance(action, LongPress):
         return {"action": "long_press", "coordinate": [action.x, action.y], "time": action.duration_ms / 1000}
+    if isinstance(action, DoubleTap):
+        return {"action": "double_tap", "coordinate": [action.x, action.y]}
     if isinstance(action, Swipe):
         return {"action": "swipe", "coordinate": list(action.start), "coordinate2": list(action.end)}
     if isinstance(action, TypeText):

@@ -595,9 +595,7 @@ def map_androidworld_action(a: Any, size: tuple[int, int] | None,
     if kind in ("click", "double_tap", "long_press"):
         if xy is None:
             return None, f"{kind} without x,y (index-based actions need the UI element list)"
-        if kind == "long_press":
-            return {"type": "long_press", "x": xy[0], "y": xy[1]}, None
-        return {"type": "click", "x": xy[0], "y": xy[1]}, None
+        return {"type": kind, "x": xy[0], "y": xy[1]}, None
     if kind == "input_text":
         if not a.get("text"):
             return None, "input_text without text"

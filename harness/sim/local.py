@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import hierarchy
-from harness.actions import Action, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
 from harness.sim.phone import SimPhone
 from harness.tasks import Milestone, MilestoneGroup, Task
 
@@ -40,6 +40,8 @@ def execute(phone: SimPhone, action: Action) -> None:
         phone.tap(action.x, action.y)
     elif isinstance(action, LongPress):
         phone.long_press(action.x, action.y, action.duration_ms)
+    elif isinstance(action, DoubleTap):
+        phone.double_tap(action.x, action.y)
     elif isinstance(action, Swipe):
         phone.swipe(*action.start, *action.end, action.duration_ms)
     elif isinstance(action, TypeText):

@@ -13,6 +13,7 @@ import copy
 import json
 import random
 import threading
+import time
 from typing import Any, Callable
 
 from harness.sim import render, ui
@@ -48,6 +49,9 @@ for _i in range(10):
 
 STATUS_DP, NAV_DP, KEYBOARD_DP = 24, 48, 232
 
+
+# android.view.ViewConfiguration: a second touch 40-300 ms after the first, within 100 dp, is a double tap
+DOUBLE_TAP_MIN_MS, DOUBLE_TAP_TIMEOUT_MS, DOUBLE_TAP_SLOP_DP = 40, 300, 100
 
 class SimPhone:
     """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh).
@@ -90,6 +94,8 @@ class SimPhone:
         self._tree: Node | None = None
         self._tree_version = -1
         self.events: list[dict[str, Any]] = []  # input events received (for tests and debugging)
+        # (monotonic time, x, y, view) of the last tap on a view with a double-tap gesture
+        self._last_tap: tuple[float, int, int, tuple[Any, ...]] | None = None
 
     def _reset_fields(self) -> None:
         self.foreground: str = LAUNCHER
@@ -409,16 +415,58 @@ class SimPhone:
         return found[0]
 
     def tap(self, x: int, y: int) -> None:
+        """One tap. On a view with a double-tap gesture, a tap that follows the previous one on that
+        same view 40-300 ms later is the second tap of a double tap (Android's GestureDetector, which
+        sees only the touches of its own view: DOUBLE_TAP_MIN_TIME 40 ms, DOUBLE_TAP_TIMEOUT 300 ms,
+        DOUBLE_TAP_SLOP 100 dp; ViewConfiguration.java). Anywhere else two taps are two taps."""
         with self.lock:
-            self.events.append({"type": "tap", "x": x, "y": y})
-            if not self.keyguard.awake:
+            if not self.keyguard.awake:  # asleep: nothing to touch
+                self.events.append({"type": "tap", "x": x, "y": y})
                 return
-            node = self._hit(x, y, "on_click")
-            if node is not None:
-                if node.on_click_at is not None:
-                    self._mutate(lambda: node.on_click_at(x, y))
-                else:
-                    self._mutate(node.on_click)
+            now = time.monotonic()
+            target = self._double_tap_target(x, y)
+            last, self._last_tap = self._last_tap, None
+            if target is not None and last is not None and last[3] == target \
+                    and DOUBLE_TAP_MIN_MS <= round((now - last[0]) * 1000, 6) <= DOUBLE_TAP_TIMEOUT_MS \
+                    and (x - last[1]) ** 2 + (y - last[2]) ** 2 <= (DOUBLE_TAP_SLOP_DP * self.dp) ** 2:
+                self._second_tap(x, y)  # a third tap then starts a new sequence
+                return
+            self._single_tap(x, y)
+            if target is not None:
+                self._last_tap = (now, x, y, target)
+
+    def double_tap(self, x: int, y: int) -> None:
+        """Both taps of a double tap as one gesture (in-process callers; over adb and uiautomator2 the
+        two taps arrive separately and :meth:`tap` pairs them)."""
+        with self.lock:
+            self._last_tap = None
+            if not self.keyguard.awake:  # asleep: two taps on nothing
+                self.events += [{"type": "tap", "x": x, "y": y}, {"type": "tap", "x": x, "y": y}]
+                return
+            self._single_tap(x, y)
+            if self._double_tap_target(x, y) is not None:
+                self._second_tap(x, y)
+            else:
+                self._single_tap(x, y)
+
+    def _double_tap_target(self, x: int, y: int) -> tuple[Any, ...] | None:
+        """Which view with a double-tap gesture is under (x, y), as a comparable identity."""
+        node = self._hit(x, y, "on_double_click")
+        return None if node is None else (self.foreground, node.rid, node.desc, node.bounds)
+
+    def _single_tap(self, x: int, y: int) -> None:
+        self.events.append({"type": "tap", "x": x, "y": y})
+        node = self._hit(x, y, "on_click")
+        if node is not None:
+            if node.on_click_at is not None:
+                self._mutate(lambda: node.on_click_at(x, y))
+            else:
+                self._mutate(node.on_click)
+
+    def _second_tap(self, x: int, y: int) -> None:
+        node = self._hit(x, y, "on_double_click")
+        self.events.append({"type": "tap", "x": x, "y": y, "double_tap": True})
+        self._mutate(node.on_double_click)
 
     def long_press(self, x: int, y: int, duration_ms: int = 1000) -> None:
         with self.lock:

@@ -273,7 +273,7 @@ class Painter:
         """A product or file thumbnail: a tinted block with a big glyph."""
         s = n.style
         self.d.rounded_rectangle(n.bounds, radius=self.px(8), fill=s.get("color", (232, 234, 237)))
-        self._text(n.bounds, s.get("glyph", ""), 22, ui.TEXT_2, align="center")
+        self._text(n.bounds, s.get("glyph", ""), 22 * s.get("zoom", 1), ui.TEXT_2, align="center")
 
 
 def _shift(n: Node, dx: int, dy: int) -> Node:

@@ -54,6 +54,7 @@ class Node:
     # input
     on_click: Callback | None = None
     on_long_click: Callback | None = None
+    on_double_click: Callback | None = None                # a view with a double-tap gesture (zoom, like)
     on_scroll: Callable[[int, int], None] | None = None  # (dx, dy) finger travel, + = towards left/up
     on_text: Callable[[str], None] | None = None          # a text field: the new full value
     on_submit: Callback | None = None                      # a text field: IME action / enter

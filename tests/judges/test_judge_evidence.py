@@ -12,7 +12,7 @@ import threading
 import pytest
 from PIL import Image
 
-from harness.actions import Click, LongPress, Swipe, TypeText
+from harness.actions import Click, DoubleTap, LongPress, Swipe, TypeText
 from harness.model import ImagePolicy, ModelClient
 from judges.draw import annotate, banner_text
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
@@ -100,6 +100,9 @@ def test_tap_marker_is_drawn_where_the_tap_lands_even_on_a_scaled_image():
     assert small.size == (288, 640) and small.getpixel((144 + 288 // 22, 320)) != _img(annotate(shot, None, None, 640)).getpixel((144 + 288 // 22, 320))
     long = _img(annotate(shot, LongPress(x=540, y=1200), (1080, 2400)))
     assert long.getpixel((540 + int(1080 // 22 * 1.6), 1200)) != plain.getpixel((540 + int(1080 // 22 * 1.6), 1200))
+    double = _img(annotate(shot, DoubleTap(x=540, y=1200), (1080, 2400)))  # an inner ring marks the second tap
+    inner = (540 + round(1080 // 22 * 0.5 * 0.7071), 1200 + round(1080 // 22 * 0.5 * 0.7071))  # on it, off the cross
+    assert double.getpixel(inner) != plain.getpixel(inner) and marked.getpixel(inner) == plain.getpixel(inner)
 
 
 def test_swipe_arrow_and_text_banner():

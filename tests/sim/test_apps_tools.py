@@ -498,3 +498,63 @@ def test_files_back_navigation_and_zh():
     assert state(p)["screen"]["page"] == "files/home"
     p.keyevent("BACK")
     assert state(p)["screen"]["package"] == "com.android.launcher3"
+
+
+# --- double tap ----------------------------------------------------------------------------------------
+def _open_preview(p: SimPhone) -> tuple[int, int]:
+    p.launch(FILES)
+    tap(p, text="Pictures")
+    tap(p, text="family_2024.jpg")
+    e = find(p, rid="preview")
+    assert e is not None and not e.selected
+    return e.center
+
+
+def test_a_double_tap_zooms_the_file_preview():
+    p = make()
+    x, y = _open_preview(p)
+    p.double_tap(x, y)
+    e = find(p, rid="preview")
+    assert e.selected and e.desc == "Preview of family_2024.jpg (zoomed in)"
+    assert p.events[-2:] == [{"type": "tap", "x": x, "y": y}, {"type": "tap", "x": x, "y": y, "double_tap": True}]
+    p.double_tap(x, y)
+    assert not find(p, rid="preview").selected
+
+
+@pytest.mark.parametrize("gap_ms,dist_dp,double", [(10, 0, False), (39, 0, False), (40, 0, True), (150, 0, True),
+                                                   (300, 0, True), (301, 0, False), (150, 99, True), (150, 101, False)])
+def test_two_taps_are_a_double_tap_only_within_androids_window(monkeypatch, gap_ms, dist_dp, double):
+    """ViewConfiguration: the second touch 40-300 ms after the first and within 100 dp (the clock is
+    the phone's: patched here, so the test does not depend on how fast this machine is)."""
+    import harness.sim.phone as phone_mod
+
+    p = make()
+    x, y = _open_preview(p)
+    clock = [1000.0]
+    monkeypatch.setattr(phone_mod.time, "monotonic", lambda: clock[0])
+    p.tap(x, y)
+    clock[0] += gap_ms / 1000
+    p.tap(x + round(dist_dp * p.dp), y)
+    assert find(p, rid="preview").selected is double
+    assert bool(p.events[-1].get("double_tap")) is double
+    if double:  # a third tap 100 ms later starts a new sequence: no zoom back
+        clock[0] += 0.1
+        p.tap(x, y)
+        assert find(p, rid="preview").selected and not p.events[-1].get("double_tap")
+
+
+def test_a_double_tap_on_a_plain_view_is_two_clicks(monkeypatch):
+    """A view without a double-tap gesture gets two clicks, as on Android: a switch toggles twice."""
+    import harness.sim.phone as phone_mod
+
+    p = make()
+    p.launch("com.android.settings")
+    tap(p, text="Network & internet")
+    e = find(p, rid="wifi_switch")
+    before = e.checked
+    clock = [50.0]
+    monkeypatch.setattr(phone_mod.time, "monotonic", lambda: clock[0])
+    p.tap(*e.center)
+    clock[0] += 0.12
+    p.tap(*e.center)
+    assert find(p, rid="wifi_switch").checked == before and "double_tap" not in p.events[-1]

@@ -202,6 +202,10 @@ class Files(App):
         self.push("file", folder=folder, name=name)
 
     # --- selection ----------------------------------------------------------------------------
+    @staticmethod
+    def _toggle_zoom(params: dict[str, Any]) -> None:
+        params["zoomed"] = not params.get("zoomed")
+
     def _start_select(self, name: str) -> None:
         p = self.params
         p.update(selecting=True, selected=[name], menu=False)
@@ -359,9 +363,14 @@ class Files(App):
             return
         glyph, color = self._kind(name)
         ext = name.rsplit(".", 1)[-1].upper() if "." in name else "FILE"
+        zoomed = bool(p.get("zoomed"))
+        # a double tap zooms the preview in and out, as Android image viewers do
         ui.block(180, left=16, top=12, right=16, bottom=8, cls="android.widget.ImageView",
-                 desc=self.t(f"Preview of {name}", f"{name} 的预览"), rid="preview", paint="image",
-                 style={"glyph": ext, "color": tuple(min(255, c + (255 - c) * 3 // 4) for c in color)})
+                 desc=self.t(f"Preview of {name}" + (" (zoomed in)" if zoomed else ""),
+                             f"{name} 的预览" + ("（已放大）" if zoomed else "")),
+                 rid="preview", paint="image", selected=zoomed, on_double_click=lambda: self._toggle_zoom(p),
+                 style={"glyph": ext, "zoom": 2 if zoomed else 1,
+                        "color": tuple(min(255, c + (255 - c) * 3 // 4) for c in color)})
         ui.row(self.t("Name", "名称"), name, rid="info_name")
         ui.row(self.t("Size", "大小"), size_text(f["size_kb"]), rid="info_size")
         ui.row(self.t("Modified", "修改时间"), self._date_text(f["modified"]), rid="info_modified")
