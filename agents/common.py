@@ -10,6 +10,7 @@ step cap while the episode goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority
 from harness.registry import RegistryError
 
-from agents.parsing import Parsed, ParseError, clean_text
+from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
 
@@ -159,6 +160,10 @@ class ModelAgent:
         res = self.client.chat(messages, priority=Priority.AGENT, meter=self.ctx.meter if self.ctx else None,
                                role="agent")
         trace.calls.append({"purpose": purpose, **res.to_json()})
+        if res.tool_calls:  # returned the OpenAI way: read (and recorded) as the model wrote them
+            res = dataclasses.replace(res, text=with_tool_calls(res.text, res.tool_calls))
+        if res.truncated and purpose == "action":
+            trace.extra["truncated"] = True
         trace.skip()
         return res
 
@@ -189,7 +194,9 @@ class ModelAgent:
         extras = trace.to_json()
         if parsed is None:
             extras["parse_error"] = str(error)
-            return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}", extras=extras)
+            cut = (f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
+                   if extras.get("truncated") else "")
+            return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}{cut}", extras=extras)
         extras["raw_action"] = parsed.raw
         if parsed.notes:
             extras["parse_notes"] = parsed.notes
@@ -199,8 +206,6 @@ class ModelAgent:
         return AgentOutput(action=parsed.actions[0], raw_output=text, thought=parsed.thought, extras=extras)
 
     def base_spec(self) -> dict[str, Any]:
-        import dataclasses
-
         opts = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name != "model"}
         return {"name": self.name, "family": self.family, "options": opts, "model": self.model.to_json()}
 

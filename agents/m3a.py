@@ -1,13 +1,17 @@
 """``m3a``: an M3A-style agent (AndroidWorld's Multimodal Autonomous Agent for Android), with our
 own prompts (``agents/prompts/m3a_en.md``, ``m3a_summary_en.md``).
 
-Protocol (facts from ``google-research/android_world`` ``agents/m3a.py`` and ``env/actuation.py``):
+Protocol (facts from ``google-research/android_world`` ``agents/m3a.py``, ``agents/infer.py``,
+``env/json_action.py`` and ``env/actuation.py``):
 
-- Each step sends the plain screenshot and a Set-of-Mark copy (numbered boxes on UI elements,
-  drawn here from the uiautomator dump with Pillow), the element list as text, and the history.
+- Each step sends the prompt, then the plain screenshot and a Set-of-Mark copy (numbered boxes on UI
+  elements, drawn here from the uiautomator dump with Pillow), at full size as JPEG (AndroidWorld's
+  Gpt4Wrapper); the prompt holds the element list in M3A's form (``UI element N: {"index": N, "text":
+  ..., "is_clickable": True, ...}``) and the history.
 - The model answers ``Reason: ...`` then ``Action: {json}`` over element indexes: click,
   long_press, input_text, keyboard_enter, navigate_home, navigate_back, scroll, open_app, wait,
-  answer, status (complete / infeasible).
+  answer, status (complete / infeasible). AndroidWorld's action space also has ``double_tap`` and
+  ``input_text``'s ``clear_text``, which are read too.
 - A second call summarises each executed step from the screens before and after it (labelled
   "before" and "after"); the summary becomes the step's history line
   (``Step N- Action selected: {...}. <summary>``). Here that call is made at the start of the next
@@ -18,10 +22,12 @@ Protocol (facts from ``google-research/android_world`` ``agents/m3a.py`` and ``e
 - ``input_text`` with an index taps that element, types, and presses Enter (AndroidWorld's
   actuation). That is two device steps here: the tap now, the typing (``submit`` =
   ``enter_after_input``) on the next step without a model call.
-- Absolute ``x``/``y`` clicks (AndroidControl's JSON) are accepted as screen pixels.
+- Absolute ``x``/``y`` clicks (AndroidControl's JSON) are accepted as screen pixels; a function
+  call such as ``open_app(app_name='Recorder')`` where JSON was asked for is read as the JSON action
+  it spells (noted).
 
-An index that is not in the list, JSON that does not parse, a function call instead of JSON:
-invalid steps, each with a history line saying so (as M3A does).
+An index that is not in the list, JSON that does not parse, a call that is no M3A action: invalid
+steps, each with a history line saying so (as M3A does).
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from typing import Any, Literal
 from PIL import Image, ImageDraw, ImageFont
 
 from harness import hierarchy
-from harness.actions import (Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait, from_device)
+from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
+                             TypeText, Wait, from_device)
 from harness.device.base import DeviceError
 from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.hierarchy import Element
@@ -44,8 +50,9 @@ from harness.model import ImagePolicy, ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record, language_name
-from agents.parsing import (ParseError, Parsed, as_int, clean_text, content_direction, device_point, direction_of,
-                            finger_swipe, json_spans, loads_lenient, register_parser, reveal_swipe)
+from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
+                            direction_of, finger_swipe, json_spans, key_action, loads_lenient, parse_call,
+                            register_parser, reveal_swipe, type_text)
 from agents.prompts import load_prompt
 
 # --- elements and Set-of-Mark ----------------------------------------------------------------------
@@ -80,24 +87,26 @@ def element_center(e: Element, screen: tuple[int, int]) -> tuple[int, int]:
 
 
 def describe_element(i: int, e: Element) -> str:
-    d: dict[str, Any] = {}
+    """One line of the element list in AndroidWorld's M3A form (agents/m3a.py
+    ``_generate_ui_element_description``): ``UI element N: {"index": N, "text": ..., "content_description":
+    ..., "is_clickable": True, ...}``, booleans written True/False as there; strings are JSON-escaped
+    here (the original pastes them raw)."""
+    parts = [f'"index": {i}']
     if e.text:
-        d["text"] = e.text
-    if e.desc and e.desc != e.text:
-        d["description"] = e.desc
-    if e.short_rid:
-        d["id"] = e.short_rid
-    d["class"] = e.cls.rsplit(".", 1)[-1]
-    for flag, on in (("clickable", e.clickable), ("long_clickable", e.long_clickable),
-                     ("editable", "EditText" in e.cls), ("scrollable", e.scrollable), ("focused", e.focused),
-                     ("selected", e.selected)):
-        if on:
-            d[flag] = True
-    if e.checkable:
-        d["checked"] = e.checked
+        parts.append(f'"text": {json.dumps(e.text, ensure_ascii=False)}')
+    if e.desc:
+        parts.append(f'"content_description": {json.dumps(e.desc, ensure_ascii=False)}')
+    flags = [("is_clickable", e.clickable), ("is_long_clickable", e.long_clickable),
+             ("is_editable", "EditText" in e.cls)]
+    parts += [f'"{k}": {v}' for k, v in flags]
+    if e.scrollable:
+        parts.append('"is_scrollable": True')
+    if e.focused:
+        parts.append('"is_focused": True')
+    parts += [f'"is_selected": {e.selected}', f'"is_checked": {e.checked}']
     if not e.enabled:
-        d["enabled"] = False
-    return f"{i}: {json.dumps(d, ensure_ascii=False)}"
+        parts.append('"is_enabled": False')
+    return f"UI element {i}: {{{', '.join(parts)}}}"
 
 
 def describe_elements(elements: list[Element]) -> str:
@@ -176,22 +185,46 @@ def image_bytes(img: Image.Image) -> bytes:
 
 
 # --- parsing -------------------------------------------------------------------------------------------
-_KNOWN_KEYS = {"action_type", "index", "x", "y", "text", "direction", "app_name", "goal_status"}
+# AndroidWorld's JSONAction keys (env/json_action.py): clear_text and keycode are in it, not in M3A's prompt
+_KNOWN_KEYS = {"action_type", "index", "x", "y", "text", "direction", "app_name", "goal_status", "clear_text",
+               "keycode", "key"}
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_INDEXED = {"click": "click", "long_press": "long_press", "double_tap": "double_tap"}
 
 
-def _element(idx: Any, elements: list[Element] | None, what: str) -> Element:
+def _element(idx: Any, elements: list[Element], what: str) -> Element:
     i = as_int(idx, f"{what}: index")
-    if elements is None:
-        raise ParseError(f"{what}: index {i} needs the screen's element list (pass the hierarchy)")
     if not 0 <= i < len(elements):
         top = f"0-{len(elements) - 1}" if elements else "the list is empty"
         raise ParseError(f"{what}: index {i} is not in the element list ({top})")
     return elements[i]
 
 
+def _call_action(t: str, at: int, notes: list[str]) -> dict[str, Any] | None:
+    """``Action: open_app(app_name='Recorder')``: a function call where M3A asks for JSON (models
+    trained on UI-TARS-style calls answer so) read as the JSON action it spells, when its name is
+    an M3A action."""
+    m = _CALL.match(t[at:])
+    if not m or m.group(1) not in _M3A_TYPES:
+        return None
+    call = parse_call(t, at)
+    notes += call.notes
+    obj: dict[str, Any] = {"action_type": call.name}
+    for k, v in call.args.items():
+        obj[k] = int(v) if k in ("index", "x", "y") and v.strip().lstrip("-").isdigit() else v
+    notes.append(f"a function call where M3A's JSON was asked for; read as {json.dumps(obj, ensure_ascii=False)}")
+    return obj
+
+
+_M3A_TYPES = {"click", "long_press", "double_tap", "input_text", "keyboard_enter", "navigate_home", "navigate_back",
+              "scroll", "swipe", "open_app", "wait", "answer", "status", "press_keyboard"}
+
+
 def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Element] | None = None,
                    enter_after_input: bool = True) -> Parsed:
+    """One M3A output as unified actions. ``elements`` is the screen's element list the indexes refer
+    to; without it (None) an action on an index is kept as an :class:`ElementAction` (unresolved:
+    the element and its point are unknown), which only ``harness agents parse`` produces."""
     t, notes = clean_text(text)
     m = re.search(r"Reason:\s*(.*?)(?=\n\s*Action:|\Z)", t, re.S)
     thought = m.group(1).strip() if m else None
@@ -208,13 +241,17 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
         if isinstance(obj, dict) and "action_type" in obj:
             found.append((s, obj))
     if not found:
-        if bad:
+        called = _call_action(t, label_at, notes) if label_at is not None else None
+        if called is not None:
+            found = [(label_at, called)]
+        elif bad:
             pick = next((err for s, err in bad if label_at is not None and s >= label_at), bad[-1][1])
             raise ParseError(f"the action JSON is not valid: {pick}")
-        if label_at is not None and _CALL.match(t[label_at:]):
+        elif label_at is not None and _CALL.match(t[label_at:]):
             call = t[label_at:].strip().splitlines()[0][:60]
             raise ParseError(f"expected a JSON action after 'Action:', got a function call {call!r}")
-        raise ParseError('no JSON action (an object with "action_type") in the output')
+        else:
+            raise ParseError('no JSON action (an object with "action_type") in the output')
     chosen = next((o for s, o in found if label_at is not None and s >= label_at), found[0][1])
     others = [o for s, o in found if o is not chosen]
     if others:
@@ -231,33 +268,41 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
     kind = str(obj.get("action_type", "")).strip().lower()
     raw: dict[str, Any] = dict(obj)
 
-    def target(what: str) -> tuple[tuple[int, int], Element | None]:
+    def element(what: str) -> Element | None:
+        """The indexed element, or None when parsing without the list (the index is still checked)."""
+        i = as_int(obj["index"], f"{what}: index")
+        if elements is None:
+            return None
+        el = _element(i, elements, what)
+        raw["element"] = {"text": el.text, "desc": el.desc, "id": el.short_rid, "bounds": list(el.bounds)}
+        return el
+
+    def point_action(unified: str, what: str, make: Any) -> Action | ElementAction:
+        """``make(x, y)`` at the indexed element's centre or at M3A/AndroidControl's x, y pixels."""
         if obj.get("index") is not None:
-            el = _element(obj["index"], elements, what)
-            raw["element"] = {"text": el.text, "desc": el.desc, "id": el.short_rid, "bounds": list(el.bounds)}
-            return element_center(el, screen_size), el
+            el = element(what)
+            if el is None:
+                return ElementAction(unified, as_int(obj["index"], f"{what}: index"))
+            return make(*element_center(el, screen_size))
         if obj.get("x") is not None and obj.get("y") is not None:
             x, y = as_int(obj["x"], f"{what}: x"), as_int(obj["y"], f"{what}: y")
-            return device_point(x, y, CoordSpace.PIXELS, screen_size, what=f"{what} point"), None
+            return make(*device_point(x, y, CoordSpace.PIXELS, screen_size, what=f"{what} point"))
         raise ParseError(f"{what} needs an index (or x and y)")
 
-    acts: list[Action]
+    acts: list[Action | ElementAction]
     if kind == "click":
-        (x, y), _ = target("click")
-        acts = [Click(x=x, y=y)]
+        acts = [point_action("click", "click", lambda x, y: Click(x=x, y=y))]
     elif kind == "long_press":
-        (x, y), _ = target("long_press")
-        acts = [LongPress(x=x, y=y)]
-    elif kind == "double_tap":
-        raise ParseError("double_tap is not in the phone action space")
+        acts = [point_action("long_press", "long_press", lambda x, y: LongPress(x=x, y=y))]
+    elif kind == "double_tap":  # in AndroidWorld's action space (json_action.py), not in M3A's prompt
+        acts = [point_action("double_tap", "double_tap", lambda x, y: DoubleTap(x=x, y=y))]
     elif kind in ("input_text", "type"):
         text_v = obj.get("text")
         if not isinstance(text_v, str) or text_v == "":
             raise ParseError("input_text needs a non-empty text")
-        typing = TypeText(text=text_v, submit=enter_after_input)
+        typing = type_text(text_v, submit=enter_after_input, clear=obj.get("clear_text") is True, notes=notes)
         if obj.get("index") is not None or obj.get("x") is not None:
-            (x, y), _ = target("input_text")
-            acts = [Click(x=x, y=y), typing]
+            acts = [point_action("click", "input_text", lambda x, y: Click(x=x, y=y)), typing]
         else:
             acts = [typing]
     elif kind == "keyboard_enter":
@@ -266,14 +311,21 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
         acts = [Key(key="home")]
     elif kind == "navigate_back":
         acts = [Key(key="back")]
+    elif kind in ("press_keyboard", "key"):
+        acts = [key_action(obj.get("keycode") or obj.get("key"), kind)]
     elif kind in ("scroll", "swipe"):
         d = direction_of(obj.get("direction"), f"{kind} direction")
-        region = None
+        geometry = reveal_swipe if kind == "scroll" else finger_swipe
         if obj.get("index") is not None:
-            el = _element(obj["index"], elements, kind)
-            region = visible_bounds(el, screen_size)
-            raw["element"] = {"text": el.text, "desc": el.desc, "id": el.short_rid, "bounds": list(el.bounds)}
-        acts = [(reveal_swipe if kind == "scroll" else finger_swipe)(d, screen_size, region=region)]
+            el = element(kind)
+            if el is None:
+                # a scroll names the content's direction, a swipe the finger's
+                acts = [ElementAction("swipe", as_int(obj["index"], f"{kind}: index"),
+                                      {"scroll" if kind == "scroll" else "finger": d})]
+            else:
+                acts = [geometry(d, screen_size, region=visible_bounds(el, screen_size))]
+        else:
+            acts = [geometry(d, screen_size)]
     elif kind == "open_app":
         app = str(obj.get("app_name") or "").strip()
         if not app:
@@ -318,6 +370,8 @@ def action_json(action: Action, screen: tuple[int, int]) -> dict[str, Any]:
         return {"action_type": "click", **xy(action.x, action.y)}
     if isinstance(action, LongPress):
         return {"action_type": "long_press", **xy(action.x, action.y)}
+    if isinstance(action, DoubleTap):
+        return {"action_type": "double_tap", **xy(action.x, action.y)}
     if isinstance(action, Swipe):
         return {"action_type": "scroll", "direction": content_direction(action)}
     if isinstance(action, TypeText):
@@ -358,8 +412,9 @@ class M3AConfig:
     lang: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "language of Reason and summaries"})
     summarize: bool = field(default=True, metadata={"help": "the second call that summarises each step"})
     enter_after_input: bool = field(default=True, metadata={"help": "input_text presses Enter after typing (M3A)"})
-    max_side: int = field(default=1280, metadata={"help": "longest side of the images sent (0: full size)"})
-    image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "image encoding"})
+    # AndroidWorld's Gpt4Wrapper sends the screenshots at full size as JPEG (infer.py array_to_jpeg_bytes)
+    max_side: int = field(default=0, metadata={"help": "longest side of the images sent (0: full size, as M3A)"})
+    image_format: Literal["png", "jpeg"] = field(default="jpeg", metadata={"help": "image encoding"})
     jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
 
 
@@ -436,8 +491,9 @@ class M3AAgent(ModelAgent):
                                                   after_elements=elements_text, action=d.action_json,
                                                   reason=d.reason or "-", language=lang)
                 trace.lap("summary_prompt")
-                res = self.chat([{"role": "user", "content": [before.part(), after.part(),
-                                                              {"type": "text", "text": text}]}], trace, "summary")
+                # AndroidWorld's predict_mm: the prompt's text, then the images
+                res = self.chat([{"role": "user", "content": [{"type": "text", "text": text}, before.part(),
+                                                              after.part()]}], trace, "summary")
                 summary = _one_line(res.text)
                 trace.extra["summary"] = summary
             else:
@@ -452,7 +508,7 @@ class M3AAgent(ModelAgent):
         trace.images += [image_record(raw_enc, "screenshot"), image_record(som_enc, "set-of-mark")]
         trace.lap("encode")
         trace.extra.update({"history_lines": len(self.history), "language": lang})
-        res = self.chat([{"role": "user", "content": [raw_enc.part(), som_enc.part(), {"type": "text", "text": text}]}],
+        res = self.chat([{"role": "user", "content": [{"type": "text", "text": text}, raw_enc.part(), som_enc.part()]}],
                         trace, "action")
         try:
             parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, elements, c.enter_after_input)

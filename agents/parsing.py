@@ -29,14 +29,29 @@ import ast
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
-from harness.actions import (Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait, action_to_json, to_device)
+from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
+                             TypeText, Wait, action_to_json, to_device)
 
 
 class ParseError(ValueError):
     """A model output that does not hold a usable action; the message says why."""
+
+
+@dataclass(frozen=True)
+class ElementAction:
+    """An action on an element of the screen's list (an M3A index) read without that list, as
+    ``harness agents parse --agent m3a`` does when no ``--hierarchy`` is given: what the model asked
+    for (``type`` is the unified action it becomes), not yet a point on a screen. Agents always have
+    the list, so they never produce one."""
+
+    type: str                      # click, long_press, double_tap or swipe
+    index: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "index": self.index, **self.extra, "resolved": False}
 
 
 @dataclass
@@ -48,7 +63,7 @@ class Parsed:
     ``finished(content=...)`` is an Answer then a Finish; M3A ``input_text`` on an element is a tap
     on it then the typing)."""
 
-    actions: list[Action]
+    actions: list[Action | ElementAction]
     raw: dict[str, Any]
     thought: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -58,7 +73,7 @@ class Parsed:
         return self.actions[0]
 
     def to_json(self) -> dict[str, Any]:
-        return {"actions": [action_to_json(a) for a in self.actions], "raw": self.raw, "thought": self.thought,
+        return {"actions": [a.to_json() for a in self.actions], "raw": self.raw, "thought": self.thought,
                 "notes": list(self.notes)}
 
 
@@ -99,6 +114,20 @@ def clean_text(text: Any) -> tuple[str, list[str]]:
     if not t:
         raise ParseError("the output is empty")
     return t, notes
+
+
+def with_tool_calls(text: str | None, tool_calls: list[dict[str, Any]] | None) -> str:
+    """A reply's text with the tool calls a server returned the OpenAI way (``message.tool_calls``,
+    parsed out of the model's text by vLLM's ``--tool-call-parser hermes`` or DashScope) written back
+    as the hermes ``<tool_call>`` blocks the model produced, so one parser reads both forms. Each call
+    is ``{"name", "arguments"}`` (or OpenAI's ``{"type": "function", "function": {...}}``);
+    ``arguments`` stays as sent (a JSON string or an object)."""
+    out = [text or ""]
+    for tc in tool_calls or []:
+        fn = tc.get("function", tc) if isinstance(tc, dict) else {}
+        out.append("<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": fn.get("arguments")},
+                                                 ensure_ascii=False) + "\n</tool_call>")
+    return "\n".join(p for p in out if p)
 
 
 # --- coordinates ------------------------------------------------------------------------------------
@@ -236,6 +265,17 @@ def type_action(content: Any, what: str = "type") -> TypeText:
         raise ParseError(f"{what}: text must be a string, got {content!r}")
     submit = content.endswith("\n")
     return TypeText(text=content.rstrip("\n") if submit else content, submit=submit)
+
+
+def type_text(text: str, *, submit: bool, clear: bool = False, notes: list[str] | None = None) -> TypeText:
+    """Typing, clearing the field first when the family asked for it (AndroidWorld's ``clear_text``)
+    and the unified ``type`` action can do it (its ``clear`` field); else it is typed as is, noted."""
+    if clear:
+        if "clear" in TypeText.model_fields:
+            return TypeText(text=text, submit=submit, clear=True)
+        if notes is not None:
+            notes.append("clear_text: this build's type action cannot clear the field first; typed without clearing")
+    return TypeText(text=text, submit=submit)
 
 
 def answer_then_finish(content: Any) -> list[Action]:
@@ -409,13 +449,20 @@ def map_tars_call(name: str, args: dict[str, str], point: Callable[[str], tuple[
             except ValueError:
                 raise ParseError(f"long_press: time must be seconds, got {t!r}") from None
         return [LongPress(x=x, y=y, duration_ms=ms)]
-    if name == "left_double":
-        raise ParseError("left_double (double tap) is not in the phone action space")
+    if name in ("left_double", "double_tap", "double_click"):
+        if name == "left_double":
+            notes.append("left_double (the desktop's double click) done as a double tap")
+        x, y = point("start_box")
+        return [DoubleTap(x=x, y=y)]
     if name == "type":
         if "content" not in args:
             raise ParseError("type(...) has no content")
         return [type_action(args["content"])]
     if name == "scroll":
+        if args.get("end_box"):  # UI-TARS v1's mobile scroll: two points, no direction: the finger's path
+            if args.get("direction"):
+                notes.append(f"scroll gave both an end point and direction={args['direction']!r}; followed the points")
+            return [Swipe(start=point("start_box"), end=point("end_box"), duration_ms=600)]
         d = direction_of(args.get("direction"), "scroll direction")
         start = point("start_box") if args.get("start_box") else None
         return [reveal_swipe(d, screen, start=start)]
@@ -462,23 +509,45 @@ def content_direction(swipe: Swipe) -> str:
     return _OPPOSITE[finger]
 
 
-def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]]) -> str:
+@dataclass(frozen=True)
+class TarsNotation:
+    """How a UI-TARS-style protocol writes its calls (for the model's own history turns and for a
+    ground-truth history): ``points`` ``box`` is ``start_box='(x,y)'`` (UI-TARS v1/1.5, vlm),
+    ``point`` is Doubao's ``point='<point>x y</point>'`` (``start_point``/``end_point`` for a drag);
+    ``swipe`` ``direction`` writes a swipe as ``scroll(start, direction)`` in the content direction,
+    ``two_points`` as ``scroll(start_box, end_box)``, the finger's path (UI-TARS v1's mobile scroll)."""
+
+    points: Literal["box", "point"] = "box"
+    swipe: Literal["direction", "two_points"] = "direction"
+
+
+def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]],
+              notation: TarsNotation = TarsNotation()) -> str:
     """A unified action as a UI-TARS-style call (the ``uitars`` and ``vlm`` protocols; the inverse of
     :func:`map_tars_call`), e.g. ``click(start_box='(546,1204)')``. ``point`` maps device pixels to
     the protocol's space (:func:`harness.actions.from_device`); points are written as integers.
 
     A swipe is written ``scroll(start_box, direction)`` with the content direction (how the prompts
-    describe moving the content); other keys than Home and Back as ``hotkey(key='...')``; an answer
-    as ``finished(content='...')`` and a finish (complete or infeasible) as ``finished()``."""
+    describe moving the content), or with both points (``notation.swipe``); other keys than Home and
+    Back as ``hotkey(key='...')``; an answer as ``finished(content='...')`` and a finish (complete or
+    infeasible) as ``finished()``."""
     def box(x: int, y: int, key: str = "start_box") -> str:
-        px, py = point(x, y)
-        return f"{key}='({round(px)},{round(py)})'"
+        fx, fy = point(x, y)
+        px, py = round(fx), round(fy)
+        if notation.points == "point":
+            name = {"start_box": "point", "end_box": "end_point"}[key]
+            return f"{name}='<point>{px} {py}</point>'"
+        return f"{key}='({px},{py})'"
 
     if isinstance(action, Click):
         return f"click({box(action.x, action.y)})"
     if isinstance(action, LongPress):
         return f"long_press({box(action.x, action.y)})"
+    if isinstance(action, DoubleTap):
+        return f"double_tap({box(action.x, action.y)})"
     if isinstance(action, Swipe):
+        if notation.swipe == "two_points":
+            return f"scroll({box(*action.start)}, {box(*action.end, key='end_box')})"
         return f"scroll({box(*action.start)}, direction='{content_direction(action)}')"
     if isinstance(action, TypeText):
         content = action.text + ("\n" if action.submit else "")

@@ -1,20 +1,29 @@
-"""``qwen``: Qwen2.5-VL / Qwen3-VL's native ``mobile_use`` function call.
+"""``qwen``: Qwen2.5-VL / Qwen3-VL's native ``mobile_use`` function call, as each version's official
+cookbook (QwenLM/Qwen2.5-VL and QwenLM/Qwen3-VL ``cookbooks/mobile_agent.ipynb``) lays it out.
+The wording of the prompts (``agents/prompts/qwen25_mobile_use.md``, ``qwen3_mobile_use.md``,
+``qwen_user.md``) is ours; their structure, action lists, argument names and history form are the
+cookbooks'.
 
-Protocol (facts from the Qwen2.5-VL and Qwen3-VL ``mobile_agent`` cookbooks and their
-``agent_function_call.py``; prompt text in ``agents/prompts/qwen_mobile_use.md`` is ours):
-
-- A system prompt declares one tool, ``mobile_use``, whose description states the screen's
-  resolution; a user turn gives the task, the progress so far (one line per earlier step), and the
-  screenshot.
-- Output: ``<tool_call>{"name": "mobile_use", "arguments": {"action": ..., ...}}</tool_call>``,
-  Qwen3 usually with ``Thought:`` / ``Action:`` lines before it.
-- Actions: key(text), click(coordinate), long_press(coordinate, time), swipe(coordinate,
-  coordinate2), type(text), system_button(button: Back/Home/Menu/Enter), open(text), wait(time),
-  answer(text), terminate(status: success/failure).
-- Coordinates: ``version=2.5``: absolute pixels of the screenshot after ``smart_resize`` (factor
-  28, min 4x28x28, max ``max_pixels``); the prompt states that resized resolution and the image is
-  sent at exactly that size. ``version=3``: the normalised grid, 0-999 (``grid=999``, the prompt
-  says 999x999) or 0-1000 (``grid=1000``), whatever the image size.
+- ``version=2.5``: a system turn "You are a helpful assistant." with the ``mobile_use`` tool in the
+  Nous/hermes function-call form (``name_for_human``, ``args_format``). Actions: key, click,
+  long_press, swipe, type, system_button, open, wait, terminate (no ``answer``). Coordinates:
+  absolute pixels of the screenshot after ``smart_resize`` (factor 28, 4x28x28 to 16384x28x28
+  pixels); the tool description states that resolution and the image is sent at exactly that size.
+  History: one ``Step N: {"name": "mobile_use", "arguments": {...}};`` per earlier step.
+- ``version=3``: the tool without ``name_for_human``, then a response format: ``Thought:`` /
+  ``Action:`` (a short plain-language description) / one ``<tool_call>``. Actions: click,
+  long_press, swipe, type, answer, system_button, wait, terminate (no ``key``, no ``open``: the model
+  opens apps from the launcher). Coordinates: the normalised grid, "The screen's resolution is
+  999x999" (``grid=999``; ``grid=1000`` for 0-1000), whatever the image size (the cookbook scales
+  by ``/999 * size``). Images: ``smart_resize`` with factor 32 (Qwen3-VL's 16-pixel patches merged
+  2x2), 4x32x32 to 16384x32x32 pixels. History: the plain-language ``Action:`` line of each earlier
+  step (``Step N: <what it did>;``), as the cookbook's history list.
+- The user turn: the task, the progress so far, then the screenshot (``history=N`` adds the N-1
+  previous screenshots).
+- Output: ``<tool_call>{"name": "mobile_use", "arguments": {"action": ..., ...}}</tool_call>``, or
+  the same calls returned the OpenAI way (``message.tool_calls``, servers with a tool-call parser),
+  which are read alike. Actions the version does not list (``open`` for 3, ``answer`` for 2.5) are
+  still done, with a note.
 - ``swipe`` is the finger's path (from ``coordinate`` to ``coordinate2``): a swipe from bottom to
   top scrolls a list towards its end. A ``direction`` without ``coordinate2`` is also read as the
   finger's direction.
@@ -28,13 +37,14 @@ call, ``<think>`` blocks, a bare JSON object without the tags, prose without any
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ui_tars.action_parser import smart_resize
 
-from harness.actions import (Action, Answer, Click, CoordSpace, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait, from_device)
+from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
+                             TypeText, Wait, from_device)
 from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
@@ -42,21 +52,33 @@ from harness.registry import AGENTS
 from agents.common import ModelAgent, StepTrace, image_record
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
                             json_spans, key_action, loads_lenient, register_parser, type_action)
-from agents.prompts import load_prompt
+from agents.prompts import load_prompt, sha12
 
-MIN_PIXELS = 4 * 28 * 28
+FACTOR = {"2.5": 28, "3": 32}          # Qwen2.5-VL: 14-pixel patches merged 2x2; Qwen3-VL: 16-pixel patches
+MIN_PIXELS = 4 * 28 * 28                # Qwen2.5-VL's processor defaults (qwen-vl-utils: 4 and 16384 tokens)
 MAX_PIXELS = 16384 * 28 * 28
+# each version's mobile_use action list, as its cookbook declares it
+ACTIONS = {"2.5": ("key", "click", "long_press", "swipe", "type", "system_button", "open", "wait", "terminate"),
+           "3": ("click", "long_press", "swipe", "type", "answer", "system_button", "wait", "terminate")}
 _TAG_OPEN = "<tool_call>"
 _TAG_CLOSE = "</tool_call>"
 _BUTTONS = {"back": "back", "home": "home", "menu": "menu", "enter": "enter"}
 
 
-def resized_size(screen: tuple[int, int], version: str = "2.5", min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+def pixel_limits(version: str, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
+    """``smart_resize``'s (min_pixels, max_pixels): the given ones, else the version's processor
+    defaults (4 and 16384 tokens of factor x factor pixels)."""
+    f = FACTOR[str(version)]
+    return (min_pixels if min_pixels is not None else 4 * f * f,
+            max_pixels if max_pixels is not None else 16384 * f * f)
+
+
+def resized_size(screen: tuple[int, int], version: str = "2.5", min_pixels: int | None = None,
+                 max_pixels: int | None = None) -> tuple[int, int]:
     """(width, height) of the screenshot sent: smart_resize with factor 28 (2.5) or 32 (3)."""
     w, h = screen
-    factor = 28 if version == "2.5" else 32
-    rh, rw = smart_resize(h, w, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+    lo, hi = pixel_limits(version, min_pixels, max_pixels)
+    rh, rw = smart_resize(h, w, factor=FACTOR[str(version)], min_pixels=lo, max_pixels=hi)
     return rw, rh
 
 
@@ -129,9 +151,9 @@ def _calls(text: str, notes: list[str]) -> tuple[list[dict[str, Any]], int]:
 
 
 def parse_detailed(text: str, screen_size: tuple[int, int], version: str = "2.5", grid: int = 999,
-                   max_pixels: int = MAX_PIXELS, min_pixels: int = MIN_PIXELS) -> Parsed:
+                   max_pixels: int | None = None, min_pixels: int | None = None) -> Parsed:
     version = str(version)
-    if version not in ("2.5", "3"):
+    if version not in ACTIONS:
         raise ParseError(f"version must be 2.5 or 3, got {version!r}")
     t, notes = clean_text(text)
     calls, first_at = _calls(t, notes)
@@ -160,6 +182,8 @@ def parse_detailed(text: str, screen_size: tuple[int, int], version: str = "2.5"
         return device_point(x, y, space, screen_size, resized, what=key)
 
     action = str(args.get("action", "")).strip().lower()
+    if action and action not in ACTIONS[version]:
+        notes.append(f"{action!r} is not in Qwen{version}-VL's mobile_use action list; done as asked")
     acts: list[Action]
     if action == "click":
         x, y = pt("coordinate")
@@ -167,6 +191,9 @@ def parse_detailed(text: str, screen_size: tuple[int, int], version: str = "2.5"
     elif action == "long_press":
         x, y = pt("coordinate")
         acts = [LongPress(x=x, y=y, duration_ms=_ms(args.get("time"), 1000))]
+    elif action in ("double_tap", "double_click"):
+        x, y = pt("coordinate")
+        acts = [DoubleTap(x=x, y=y)]
     elif action == "swipe":
         if "coordinate2" in args:
             acts = [Swipe(start=pt("coordinate"), end=pt("coordinate2"), duration_ms=400)]
@@ -231,6 +258,8 @@ def call_arguments(action: Action, point: Any) -> dict[str, Any]:
         return {"action": "click", "coordinate": xy(action.x, action.y)}
     if isinstance(action, LongPress):
         return {"action": "long_press", "coordinate": xy(action.x, action.y), "time": action.duration_ms / 1000}
+    if isinstance(action, DoubleTap):
+        return {"action": "double_tap", "coordinate": xy(action.x, action.y)}
     if isinstance(action, Swipe):
         return {"action": "swipe", "coordinate": xy(*action.start), "coordinate2": xy(*action.end)}
     if isinstance(action, TypeText):
@@ -249,20 +278,63 @@ def call_arguments(action: Action, point: Any) -> dict[str, Any]:
     raise ValueError(f"no mobile_use form for {action!r}")
 
 
+_ACTION_LINE = re.compile(r"(?m)^[ \t]*Action:[ \t]*(.+?)[ \t]*$")
+
+
+def action_line(text: str) -> str | None:
+    """The plain-language ``Action:`` line before the tool call (Qwen3-VL's response format)."""
+    head = text.split(_TAG_OPEN, 1)[0]
+    found = _ACTION_LINE.findall(head)
+    return found[-1] if found else None
+
+
+def plain_words(args: dict[str, Any]) -> str:
+    """A ``mobile_use`` call told in a few plain words (Qwen3-VL's history when the model's own
+    ``Action:`` line is missing, and for a ground-truth history)."""
+    a = str(args.get("action", ""))
+    c, c2 = args.get("coordinate"), args.get("coordinate2")
+
+    def xy(p: Any) -> str:
+        return f"({p[0]}, {p[1]})" if isinstance(p, (list, tuple)) and len(p) == 2 else "the screen"
+
+    text = str(args.get("text", ""))
+    words = {
+        "click": f"Tapped {xy(c)}.",
+        "long_press": f"Long-pressed {xy(c)} for {args.get('time', 1)} s.",
+        "double_tap": f"Double-tapped {xy(c)}.",
+        "swipe": f"Swiped from {xy(c)} to {xy(c2)}." if c2 is not None else f"Swiped {args.get('direction', '')}.",
+        "type": f"Typed {text.rstrip(chr(10))!r}" + (" and pressed Enter." if text.endswith("\n") else "."),
+        "system_button": f"Pressed the {args.get('button', '')} button.",
+        "key": f"Pressed the {text} key.",
+        "open": f"Opened the {text} app.",
+        "wait": f"Waited {args.get('time', 2)} s.",
+        "answer": f"Answered {text!r}.",
+        "terminate": f"Ended the task ({args.get('status', 'success')}).",
+    }
+    return words.get(a, f"{a}.")
+
+
+def history_item(text: str) -> str:
+    """One entry of Qwen3-VL's history, as the cookbook writes it (line breaks and double quotes
+    removed)."""
+    return text.replace("\n", "").replace('"', "").strip()
+
+
 def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
     return parse_detailed(text, screen_size, **opts).action
 
 
 def _cli(text: str, screen_size: tuple[int, int], version: str = "2.5", grid: str | int = 999,
-         max_pixels: str | int = MAX_PIXELS, min_pixels: str | int = MIN_PIXELS, **_: Any) -> Parsed:
-    return parse_detailed(text, screen_size, version=str(version), grid=int(grid), max_pixels=int(max_pixels),
-                          min_pixels=int(min_pixels))
+         max_pixels: str | int | None = None, min_pixels: str | int | None = None, **_: Any) -> Parsed:
+    return parse_detailed(text, screen_size, version=str(version), grid=int(grid),
+                          max_pixels=None if max_pixels is None else int(max_pixels),
+                          min_pixels=None if min_pixels is None else int(min_pixels))
 
 
 register_parser("qwen", _cli, {"version": "2.5 (resized pixels, default) or 3 (normalised grid)",
                                "grid": "version 3: 999 (default) or 1000",
-                               "max_pixels": f"smart_resize max_pixels (default {MAX_PIXELS})",
-                               "min_pixels": f"smart_resize min_pixels (default {MIN_PIXELS})"})
+                               "max_pixels": "smart_resize max_pixels (default 16384 x factor^2: 28 for 2.5, 32 for 3)",
+                               "min_pixels": "smart_resize min_pixels (default 4 x factor^2)"})
 
 
 # --- the agent ---------------------------------------------------------------------------------
@@ -273,8 +345,9 @@ class QwenConfig:
         "help": "2.5: pixels of the smart_resize'd screenshot; 3: normalised grid"})
     grid: int = field(default=999, metadata={"help": "version 3 only: 999 (0-999) or 1000 (0-1000)"})
     history: int = field(default=1, metadata={"help": "screenshots per request, the current one included"})
-    max_pixels: int = field(default=MAX_PIXELS, metadata={"help": "smart_resize max_pixels"})
-    min_pixels: int = field(default=MIN_PIXELS, metadata={"help": "smart_resize min_pixels"})
+    max_pixels: int | None = field(default=None, metadata={
+        "help": "smart_resize max_pixels (default: the version's, 16384 x factor^2)"})
+    min_pixels: int | None = field(default=None, metadata={"help": "smart_resize min_pixels (default: 4 x factor^2)"})
     image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "screenshot encoding"})
     jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
 
@@ -283,10 +356,10 @@ class QwenConfig:
             raise ValueError("grid must be 999 or 1000")
         if self.history < 1:
             raise ValueError("history must be >= 1 (the current screenshot)")
-
-
-_FORMAT_3 = ("\nBefore the call, write one line `Thought: ...` with your reasoning and one line `Action: ...` "
-             "that says in a short sentence what you do.")
+        # the version's sizes, written out so that the manifest records the numbers used
+        self.min_pixels, self.max_pixels = pixel_limits(self.version, self.min_pixels, self.max_pixels)
+        if not 0 < self.min_pixels <= self.max_pixels:
+            raise ValueError("need 0 < min_pixels <= max_pixels")
 
 
 class QwenAgent(ModelAgent):
@@ -294,7 +367,7 @@ class QwenAgent(ModelAgent):
 
     def __init__(self, config: QwenConfig, name: str = "qwen"):
         super().__init__(config, name)
-        self.system = load_prompt("qwen_mobile_use")
+        self.system = load_prompt("qwen25_mobile_use" if config.version == "2.5" else "qwen3_mobile_use")
         self.user = load_prompt("qwen_user")
         self.progress: list[str] = []
         self.shots: list[bytes] = []
@@ -305,15 +378,20 @@ class QwenAgent(ModelAgent):
     def spec(self) -> dict[str, Any]:
         c = self.config
         space = "resized (smart_resize, factor 28)" if c.version == "2.5" else f"grid 0-{c.grid}"
-        return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": space}
+        return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": space,
+                "actions": list(ACTIONS[c.version]),
+                "history_form": "mobile_use calls" if c.version == "2.5" else "plain-language Action lines"}
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
-        """The progress line of a ground-truth action: its ``mobile_use`` call as the model writes it,
-        points in the model's space (smart_resize'd pixels for 2.5, the grid for 3)."""
+        """The progress entry of a ground-truth action: for 2.5 its ``mobile_use`` call as the model
+        writes it, for 3 the call told in plain words; points in the model's space (smart_resize'd
+        pixels for 2.5, the grid for 3)."""
         c = self.config
         space = _space(c.version, c.grid)
         resized = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
         args = call_arguments(action, lambda x, y: from_device(x, y, space, screen, resized))
+        if c.version == "3":
+            return history_item(plain_words(args))
         return json.dumps({"name": "mobile_use", "arguments": args}, ensure_ascii=False)
 
     def replace_history(self, texts: list[str]) -> None:
@@ -327,14 +405,24 @@ class QwenAgent(ModelAgent):
         self.progress = []
         self.shots = []
 
+    def _progress_entry(self, text: str, parsed: Parsed | None, err: ParseError | None) -> str:
+        """What the next request's progress says of this step, in the version's history form."""
+        if parsed is None:
+            return f"(output not understood: {str(err)[:80]})"
+        if self.config.version == "3":
+            said = action_line(clean_text(text)[0])
+            return history_item(said or plain_words(parsed.raw["arguments"]))
+        return json.dumps({"name": "mobile_use", "arguments": parsed.raw["arguments"]}, ensure_ascii=False)
+
     def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         size = resized_size(obs.screen_size, c.version, c.min_pixels, c.max_pixels)
         stated = size if c.version == "2.5" else (c.grid, c.grid)
-        system = self.system.render(width=stated[0], height=stated[1], response_format=_FORMAT_3 if c.version == "3" else "")
+        system = self.system.render(width=stated[0], height=stated[1])
         progress = " ".join(f"Step {i + 1}: {p};" for i, p in enumerate(self.progress)) or "none yet."
         user_text = self.user.render(instruction=obs.instruction, progress=progress)
+        trace.prompt = {**trace.prompt, "rendered_sha256_12": sha12(system + user_text)}
         trace.lap("prompt")
         policy = self.policy()
         parts: list[dict[str, Any]] = [{"type": "text", "text": user_text}]
@@ -358,11 +446,7 @@ class QwenAgent(ModelAgent):
         except ParseError as e:
             parsed, err = None, e
         self.shots.append(obs.screenshot)
-        if parsed is not None:
-            summary = json.dumps({"name": "mobile_use", "arguments": parsed.raw["arguments"]}, ensure_ascii=False)
-            self.progress.append(summary)
-        else:
-            self.progress.append(f"(output not understood: {str(err)[:80]})")
+        self.progress.append(self._progress_entry(res.text, parsed, err))
         return self.output(res.text, parsed, err, trace, obs.step)
 
 

@@ -1,38 +1,51 @@
-"""``uitars`` and ``uitars-v1``: the UI-TARS mobile protocol.
+"""The UI-TARS family's mobile protocols, one agent per release: ``uitars-v1`` (UI-TARS v1),
+``uitars`` (UI-TARS-1.5) and ``doubao`` (Doubao-1.5-UI-TARS / Seed, the ``ui-tars`` package's
+current prompts). Each variant fixes its prompt, coordinate space, point notation and history form;
+nothing about coordinates is a default that another variant could inherit.
 
-Protocol (facts from the ``ui-tars`` package 0.5.1 and FIELD_NOTES section 7):
+Facts, from the ``ui-tars`` package (0.5.1) and bytedance/UI-TARS:
 
-- Prompt: the package's own ``ui_tars.prompt.MOBILE_USE_DOUBAO`` constant, with ``{language}``
-  (the thought's language) and ``{instruction}`` filled in; its identity is recorded.
-- Messages (as the UI-TARS deploy examples lay them out): a user turn holding the prompt, then for
-  each earlier step a user turn with its screenshot (only the last ``history`` screenshots are
-  sent, the current one included) and an assistant turn with the model's own output, then the
-  current screenshot.
-- Output: ``Thought: ...`` then ``Action: <call>``; calls click, long_press, type, scroll,
-  open_app, drag, press_home, press_back, wait, finished(content). Points are written
-  ``<point>x y</point>`` (the prompt's form) or ``(x,y)`` / ``<|box_start|>(x,y)<|box_end|>``
-  (UI-TARS-1.5's own habit).
-- Coordinates: ``uitars`` (UI-TARS-1.5): absolute pixels of the screenshot after
-  ``smart_resize`` (factor 28, ``min_pixels``..``max_pixels``); the screenshot is sent at exactly
-  that size, so what the model sees is what it points in. ``uitars-v1`` (UI-TARS v1): the 0-1000
-  grid.
-- Conversion: the output is normalised (see agents.parsing), rewritten as one canonical call and
-  read by the package's ``parse_action_to_structure_output(factor=1000, origin_resized_height=H,
-  origin_resized_width=W, model_type="qwen25vl")`` (``"qwen2vl"`` for v1), which gives 0-1
-  fractions of the resized image; ``harness.actions.to_device`` maps those to device pixels.
-- ``type(content)`` with a trailing newline submits (TypeText(submit=True)).
-- ``scroll(direction)`` is the content direction: ``down`` shows what is below, so the finger
-  moves up (the package's computer prompt: "Show more information on the direction side").
-  ``drag(start, end)`` is the finger's path.
-- ``finished(content)``: when ``content`` is not empty the step is an Answer (the runner keeps the
-  episode's last answer for the judges) and the next step is the Finish, without a model call;
-  ``finished()`` is a Finish.
+- ``doubao``: the package's ``ui_tars.prompt.MOBILE_USE_DOUBAO`` as it ships; points are
+  ``<point>x y</point>`` on the 0-1000 grid (``point=``, ``start_point=``/``end_point=``); no system
+  turn; history turns are the model's own outputs as written.
+- ``uitars`` (UI-TARS-1.5): the mobile prompt as released (codes/prompts.py ``MOBILE_USE`` at commit
+  6b315cc, README "MOBILE_USE"), which is MOBILE_USE_DOUBAO with the 1.5 notation:
+  ``start_box='<|box_start|>(x1,y1)<|box_end|>'`` and ``drag(start_box=..., end_box=...)``. It is built
+  here from the package constant by exactly that substitution; :data:`RELEASED_SHA256` is the released
+  text's sha256 (a test checks the two agree). Points are absolute pixels of the screenshot after
+  ``smart_resize`` (factor 28, 100x28x28 to 16384x28x28 pixels; README_coordinates.md). The deploy
+  example (README_deploy.md, data/training_example.json) sends a system turn "You are a helpful
+  assistant." and writes earlier assistant turns with the box tokens back in (``add_box_token``).
+- ``uitars-v1`` (UI-TARS v1, README_v1.md "Prompt template for mobile"): click(start_box),
+  long_press(start_box, time), type(content), ``scroll(start_box, end_box)`` (two points, no
+  direction: the finger's path), press_home, press_back, finished(content); the 0-1000 grid; box
+  tokens in the action space and in history turns as in 1.5; no system turn in the example (the
+  Qwen2-VL chat template adds its default one). The prompt's frame (introduction, output format,
+  notes) is the package constant's; the action lines are v1's, the finished() comment ours.
+
+Common to all three:
+
+- Messages: [system], a user turn with the prompt (thought language and instruction filled in), then
+  per earlier step a user turn with its screenshot (only the last ``history`` screenshots are sent,
+  the current one included; README_v1 serves with ``--limit-mm-per-prompt image=5``) and an assistant
+  turn with the model's output, then the current screenshot.
+- Images: sent at exactly the ``smart_resize`` size, so the model points in what it sees.
+- Parsing: the output is normalised (agents.parsing), rewritten as one canonical call and read by the
+  package's ``parse_action_to_structure_output(factor=1000, model_type="qwen25vl")`` for 1.5 (0-1
+  fractions of the resized image) or ``"qwen2vl"`` for the 0-1000 variants; ``harness.actions.to_device``
+  maps the fractions to device pixels. A trailing newline in ``type`` submits; ``scroll(direction)``
+  is the content direction (``down`` shows what is below: the finger moves up); ``drag`` and the
+  two-point ``scroll`` are the finger's path; ``finished(content)`` with an answer is an Answer then a
+  Finish on the next step.
+- A ``<point>``/``<bbox>`` point under ``uitars`` (1.5) is refused: that notation is Doubao's 0-1000
+  grid, and read as 1.5 pixels it would land in the wrong place (run such a model as ``doubao``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Literal
@@ -46,23 +59,120 @@ from harness.model import ModelConfig, encode_image, user_message
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record, language_name
-from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, numbers_in, point_of,
-                            quote_text, register_parser, tars_call, _fmt)
-from agents.prompts import identity
+from agents.parsing import (ParseError, Parsed, TarsNotation, device_point, first_tars_call, map_tars_call,
+                            numbers_in, point_of, quote_text, register_parser, tars_call, _fmt)
+from agents.prompts import Prompt, identity
 
 FACTOR = 28
 MIN_PIXELS = 100 * 28 * 28
 MAX_PIXELS = 16384 * 28 * 28
 KNOWN = {"click", "long_press", "type", "scroll", "open_app", "drag", "press_home", "press_back", "wait",
-         "finished", "hotkey", "press", "left_double", "right_single", "call_user", "swipe", "left_single"}
+         "finished", "hotkey", "press", "left_double", "right_single", "call_user", "swipe", "left_single",
+         "double_tap"}
 
 try:
     _UITARS_VERSION = metadata.version("ui-tars")
 except metadata.PackageNotFoundError:  # pragma: no cover
     _UITARS_VERSION = "unknown"
 
-PROMPT = identity("ui_tars.MOBILE_USE_DOUBAO", _UITARS_VERSION, MOBILE_USE_DOUBAO,
-                  f"ui-tars {_UITARS_VERSION}: ui_tars/prompt.py MOBILE_USE_DOUBAO")
+# --- the three prompts ---------------------------------------------------------------------------
+# Doubao's point notation -> UI-TARS-1.5's (the only differences between the two released prompts)
+_TO_BOX_NOTATION = (
+    ("click(point='<point>x1 y1</point>')", "click(start_box='<|box_start|>(x1,y1)<|box_end|>')"),
+    ("long_press(point='<point>x1 y1</point>')", "long_press(start_box='<|box_start|>(x1,y1)<|box_end|>')"),
+    ("scroll(point='<point>x1 y1</point>'", "scroll(start_box='<|box_start|>(x1,y1)<|box_end|>'"),
+    ("drag(start_point='<point>x1 y1</point>', end_point='<point>x2 y2</point>')",
+     "drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')"),
+)
+# sha256 of UI-TARS-1.5's mobile prompt as released (bytedance/UI-TARS codes/prompts.py MOBILE_USE, 6b315cc)
+RELEASED_SHA256 = {"uitars": "2367ade469667c65cc6c7f2a85cab969a2a6192ccc0bd5bda24a88253832c6e7"}
+
+# UI-TARS v1's mobile action space (README_v1.md, "Prompt template for mobile")
+_V1_ACTIONS = """click(start_box='<|box_start|>(x1,y1)<|box_end|>')
+long_press(start_box='<|box_start|>(x1,y1)<|box_end|>', time='')
+type(content='')
+scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')
+press_home()
+press_back()
+finished(content='') # End the task, whether it succeeded or not."""
+
+
+def _tars15_prompt() -> str:
+    text = MOBILE_USE_DOUBAO
+    for old, new in _TO_BOX_NOTATION:
+        if old not in text:  # a package release that changed the constant: refuse rather than send a hybrid
+            raise RuntimeError(f"ui-tars {_UITARS_VERSION}: MOBILE_USE_DOUBAO no longer holds {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def _v1_prompt() -> str:
+    head, sep, rest = MOBILE_USE_DOUBAO.partition("## Action Space\n\n")
+    _, sep2, tail = rest.partition("\n\n\n## Note")
+    if not (sep and sep2):  # pragma: no cover - guards a changed package constant
+        raise RuntimeError(f"ui-tars {_UITARS_VERSION}: MOBILE_USE_DOUBAO has no '## Action Space' block")
+    return head + sep + _V1_ACTIONS + sep2 + tail
+
+
+_SRC = f"ui-tars {_UITARS_VERSION}: ui_tars/prompt.py MOBILE_USE_DOUBAO"
+PROMPTS: dict[str, Prompt] = {
+    "doubao": identity("ui_tars.MOBILE_USE_DOUBAO", _UITARS_VERSION, MOBILE_USE_DOUBAO, _SRC),
+    "uitars": identity("ui_tars.MOBILE_USE_1.5", _UITARS_VERSION, _tars15_prompt(),
+                       f"{_SRC}, in UI-TARS-1.5's <|box_start|>(x,y)<|box_end|> notation (= UI-TARS codes/prompts.py "
+                       "MOBILE_USE @6b315cc)"),
+    "uitars-v1": identity("ui_tars.MOBILE_USE_V1", _UITARS_VERSION, _v1_prompt(),
+                          f"{_SRC} frame with UI-TARS v1's mobile action space (README_v1.md)"),
+}
+
+_POINT_WORDS = re.compile(r"((?:start|end)_box)='\(\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\)'")
+
+
+def with_box_tokens(text: str) -> str:
+    """``start_box='(x,y)'`` -> ``start_box='<|box_start|>(x,y)<|box_end|>'`` (what the 1.5 deploy
+    example does to earlier assistant turns: servers that skip special tokens strip them from the
+    model's output, and the model was trained on turns that hold them)."""
+    return _POINT_WORDS.sub(lambda m: f"{m.group(1)}='<|box_start|>({m.group(2)},{m.group(3)})<|box_end|>'", text)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One release of the protocol: everything that differs between v1, 1.5 and Doubao."""
+
+    name: str
+    release: str
+    space: CoordSpace              # RESIZED: pixels of the smart_resize'd screenshot; THOUSAND: 0-1000
+    notation: TarsNotation         # how calls are written in history turns
+    box_tokens: bool               # history turns carry <|box_start|>/<|box_end|> around points
+    system: str | None             # the system turn, when the release sends one
+    doubao_points_ok: bool         # <point>/<bbox> are in this variant's space
+
+    @property
+    def prompt(self) -> Prompt:
+        return PROMPTS[self.name]
+
+    @property
+    def model_type(self) -> str:
+        """The ui-tars parser's mode: qwen25vl reads absolute pixels, qwen2vl the 0-1000 grid."""
+        return "qwen25vl" if self.space is CoordSpace.RESIZED else "qwen2vl"
+
+    def coordinate_space(self) -> str:
+        return "resized (smart_resize, factor 28)" if self.space is CoordSpace.RESIZED else "thousand (0-1000)"
+
+    def history_turn(self, said: str) -> str:
+        return with_box_tokens(said) if self.box_tokens else said
+
+
+VARIANTS: dict[str, Variant] = {
+    "uitars-v1": Variant("uitars-v1", "UI-TARS v1 (README_v1.md)", CoordSpace.THOUSAND,
+                         TarsNotation(points="box", swipe="two_points"), box_tokens=True, system=None,
+                         doubao_points_ok=True),
+    "uitars": Variant("uitars", "UI-TARS-1.5 (README.md, README_deploy.md)", CoordSpace.RESIZED,
+                      TarsNotation(points="box", swipe="direction"), box_tokens=True,
+                      system="You are a helpful assistant.", doubao_points_ok=False),
+    "doubao": Variant("doubao", "Doubao-1.5-UI-TARS / Seed (ui-tars package prompts)", CoordSpace.THOUSAND,
+                      TarsNotation(points="point", swipe="direction"), box_tokens=False, system=None,
+                      doubao_points_ok=True),
+}
 
 
 def resized_size(screen: tuple[int, int], min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
@@ -72,67 +182,74 @@ def resized_size(screen: tuple[int, int], min_pixels: int = MIN_PIXELS, max_pixe
     return rw, rh
 
 
-def parse_detailed(text: str, screen_size: tuple[int, int], coords: str = "resized",
+def parse_detailed(text: str, screen_size: tuple[int, int], variant: str = "uitars",
                    max_pixels: int = MAX_PIXELS, min_pixels: int = MIN_PIXELS) -> Parsed:
+    """One output of ``variant`` (uitars, uitars-v1, doubao) as unified actions in device pixels."""
+    if variant not in VARIANTS:
+        raise ParseError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    v = VARIANTS[variant]
     w, h = screen_size
-    if coords not in ("resized", "thousand"):
-        raise ParseError(f"coords must be resized or thousand, got {coords!r}")
     call, args, thought, notes = first_tars_call(text, KNOWN)
-    space = CoordSpace.RESIZED if coords == "resized" else CoordSpace.THOUSAND
     resized = resized_size(screen_size, min_pixels, max_pixels)
     parts = []
-    for k, v in args.items():
+    for k, val in args.items():
         if k in ("start_box", "end_box"):
-            x, y = point_of(v, k, notes)
-            device_point(x, y, space, screen_size, resized, what=k)  # refuses out-of-range points
+            if not v.doubao_points_ok and re.search(r"<(point|bbox)>", val):
+                raise ParseError(f"{k}: {val[:40]!r} is Doubao's <point>/<bbox> notation on the 0-1000 grid, not "
+                                 f"{v.release}'s pixels of the resized screenshot; a model that writes it runs as "
+                                 "--agent doubao")
+            x, y = point_of(val, k, notes)
+            device_point(x, y, v.space, screen_size, resized, what=k)  # refuses out-of-range points
             parts.append(f"{k}='({_fmt(x)},{_fmt(y)})'")
         else:
-            parts.append(f"{k}='{quote_text(v)}'")
+            parts.append(f"{k}='{quote_text(val)}'")
     canon = f"{call.name}({', '.join(parts)})"
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the package prints on failure
             out = parse_action_to_structure_output(
                 "Action: " + canon, factor=1000, origin_resized_height=h, origin_resized_width=w,
-                model_type="qwen25vl" if space is CoordSpace.RESIZED else "qwen2vl",
-                max_pixels=max_pixels, min_pixels=min_pixels)
+                model_type=v.model_type, max_pixels=max_pixels, min_pixels=min_pixels)
     except Exception as e:  # noqa: BLE001  (the package raises ValueError, AssertionError, SyntaxError...)
         raise ParseError(f"the ui-tars parser refused {canon!r}: {type(e).__name__}: {e}") from None
     if not out:
         raise ParseError(f"the ui-tars parser found no action in {canon!r}")
     first = out[0]
-    inputs = {k: v for k, v in (first.get("action_inputs") or {}).items()}
+    inputs = {k: val for k, val in (first.get("action_inputs") or {}).items()}
     name = first.get("action_type") or call.name
 
     def point(key: str) -> tuple[int, int]:
-        v = inputs.get(key)
-        if not v:
+        val = inputs.get(key)
+        if not val:
             raise ParseError(f"{name}(...) needs {key}")
-        fr = numbers_in(str(v))
+        fr = numbers_in(str(val))
         if len(fr) < 2:
-            raise ParseError(f"{name}: {key} is not a point: {v!r}")
+            raise ParseError(f"{name}: {key} is not a point: {val!r}")
         return to_device(fr[0], fr[1], CoordSpace.UNIT, screen_size)
 
     actions = map_tars_call(name, inputs, point, screen_size, notes)
     raw = {"action_type": name, "action_inputs": inputs, "model_args": call.args, "call": canon,
-           "coords": coords, "resized": list(resized)}
+           "variant": variant, "coordinate_space": v.space.value, "resized": list(resized)}
     return Parsed(actions=actions, raw=raw, thought=thought or first.get("thought"), notes=notes)
 
 
 def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
-    """The unified action (device pixels) for one UI-TARS output; raises ParseError."""
+    """The unified action (device pixels) for one UI-TARS-family output; raises ParseError."""
     return parse_detailed(text, screen_size, **opts).action
 
 
-def _cli(text: str, screen_size: tuple[int, int], coords: str = "resized", max_pixels: str | int = MAX_PIXELS,
-         min_pixels: str | int = MIN_PIXELS, **_: Any) -> Parsed:
-    return parse_detailed(text, screen_size, coords=coords, max_pixels=int(max_pixels), min_pixels=int(min_pixels))
-
-
-_CLI_OPTS = {"coords": "resized (UI-TARS-1.5, default for uitars) or thousand (default for uitars-v1)",
-             "max_pixels": f"smart_resize max_pixels (default {MAX_PIXELS})",
+_CLI_OPTS = {"max_pixels": f"smart_resize max_pixels (default {MAX_PIXELS})",
              "min_pixels": f"smart_resize min_pixels (default {MIN_PIXELS})"}
-register_parser("uitars", _cli, _CLI_OPTS)
-register_parser("uitars-v1", lambda text, size, **o: _cli(text, size, **{"coords": "thousand", **o}), _CLI_OPTS)
+
+
+def _cli_for(variant: str) -> Any:
+    def parse(text: str, screen_size: tuple[int, int], max_pixels: str | int = MAX_PIXELS,
+              min_pixels: str | int = MIN_PIXELS, **_: Any) -> Parsed:
+        return parse_detailed(text, screen_size, variant, max_pixels=int(max_pixels), min_pixels=int(min_pixels))
+    return parse
+
+
+for _name in VARIANTS:
+    register_parser(_name, _cli_for(_name), _CLI_OPTS)
 
 
 # --- the agent ---------------------------------------------------------------------------------
@@ -141,8 +258,6 @@ class UITarsConfig:
     model: ModelConfig | None = field(default=None, metadata={"help": "endpoint (from --model-base-url/--model)"})
     history: int = field(default=5, metadata={"help": "screenshots per request, the current one included"})
     lang: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "language of the Thought (auto: the task's)"})
-    coords: Literal["resized", "thousand"] = field(default="resized", metadata={
-        "help": "resized: pixels of the smart_resize'd screenshot (UI-TARS-1.5); thousand: 0-1000 (v1)"})
     max_pixels: int = field(default=MAX_PIXELS, metadata={"help": "smart_resize max_pixels"})
     min_pixels: int = field(default=MIN_PIXELS, metadata={"help": "smart_resize min_pixels"})
     image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "screenshot encoding"})
@@ -155,61 +270,64 @@ class UITarsConfig:
             raise ValueError("need 784 <= min_pixels <= max_pixels")
 
 
-@dataclass
-class UITarsV1Config(UITarsConfig):
-    coords: Literal["resized", "thousand"] = field(default="thousand", metadata={
-        "help": "thousand: the 0-1000 grid of UI-TARS v1"})
-
-
 class UITarsAgent(ModelAgent):
     family = "uitars"
 
     def __init__(self, config: UITarsConfig, name: str = "uitars"):
         super().__init__(config, name)
+        self.variant = VARIANTS[name]
 
     def spec(self) -> dict[str, Any]:
-        return {**self.base_spec(), "prompt": PROMPT.to_json(), "ui_tars_version": _UITARS_VERSION,
-                "coordinate_space": "resized (smart_resize, factor 28)" if self.config.coords == "resized" else "thousand"}
+        v = self.variant
+        return {**self.base_spec(), "prompt": v.prompt.to_json(), "ui_tars_version": _UITARS_VERSION,
+                "variant": v.name, "release": v.release, "coordinate_space": v.coordinate_space(),
+                "system_turn": v.system, "history_box_tokens": v.box_tokens}
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
-        """A ground-truth action as UI-TARS writes it (``set_history``): ``Action: click(start_box='(x,y)')``
-        in the model's space (smart_resize'd pixels, or 0-1000 for v1), no Thought."""
-        c = self.config
-        space = CoordSpace.RESIZED if c.coords == "resized" else CoordSpace.THOUSAND
+        """A ground-truth action as this variant's model writes it (``set_history``), in its space
+        and notation: ``Action: click(start_box='(546,1204)')`` (1.5: smart_resize'd pixels; v1 0-1000,
+        a swipe as ``scroll(start_box, end_box)``), Doubao ``click(point='<point>500 500</point>')``."""
+        c, v = self.config, self.variant
         resized = resized_size(screen, c.min_pixels, c.max_pixels)
-        return "Action: " + tars_call(action, lambda x, y: from_device(x, y, space, screen, resized))
+        return "Action: " + tars_call(action, lambda x, y: from_device(x, y, v.space, screen, resized), v.notation)
 
     def model_step(self, obs: Observation) -> AgentOutput:
-        c = self.config
-        trace = StepTrace(prompt=PROMPT.to_json())
+        c, v = self.config, self.variant
+        trace = StepTrace(prompt=v.prompt.to_json())
         size = resized_size(obs.screen_size, c.min_pixels, c.max_pixels)
         lang = language_name(c.lang, obs.language)
-        text = MOBILE_USE_DOUBAO.replace("{language}", lang).replace("{instruction}", obs.instruction)
+        text = v.prompt.text.replace("{language}", lang).replace("{instruction}", obs.instruction)
         trace.lap("prompt")
         policy = self.policy()
         first_kept = self.first_kept(c.history)
-        messages: list[dict[str, Any]] = [user_message(text)]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": v.system}] if v.system else []
+        messages.append(user_message(text))
         for i, (png, said) in enumerate(self.turns):
             if i >= first_kept:
                 enc = encode_image(png, policy, size=size)
                 trace.images.append(image_record(enc, f"step {i + 1}"))
                 messages.append({"role": "user", "content": [enc.part()]})
-            messages.append({"role": "assistant", "content": said})
+            messages.append({"role": "assistant", "content": v.history_turn(said)})
         enc = encode_image(obs.screenshot, policy, size=size)
         trace.images.append(image_record(enc, "current"))
         messages.append({"role": "user", "content": [enc.part()]})
         trace.lap("encode")
-        trace.extra.update({"history": c.history, "thought_language": lang, "resized": list(size)})
+        trace.extra.update({"history": c.history, "thought_language": lang, "resized": list(size), "variant": v.name})
         res = self.chat(messages, trace, "action")
-        return self.conclude(res, lambda text: parse_detailed(text, obs.screen_size, c.coords, c.max_pixels,
-                                                              c.min_pixels), obs.screenshot, trace, obs.step)
+        return self.conclude(res, lambda t: parse_detailed(t, obs.screen_size, v.name, c.max_pixels, c.min_pixels),
+                             obs.screenshot, trace, obs.step)
 
 
-@AGENTS.register("uitars", UITarsConfig, help="UI-TARS-1.5 mobile protocol (smart_resize'd pixel coordinates)")
+@AGENTS.register("uitars", UITarsConfig, help="UI-TARS-1.5 mobile protocol (<|box_start|> points, smart_resize'd pixels)")
 def _build(config: UITarsConfig) -> UITarsAgent:
     return UITarsAgent(config, "uitars")
 
 
-@AGENTS.register("uitars-v1", UITarsV1Config, help="UI-TARS v1 mobile protocol (0-1000 coordinates)")
-def _build_v1(config: UITarsV1Config) -> UITarsAgent:
+@AGENTS.register("uitars-v1", UITarsConfig, help="UI-TARS v1 mobile protocol (0-1000 grid, two-point scroll)")
+def _build_v1(config: UITarsConfig) -> UITarsAgent:
     return UITarsAgent(config, "uitars-v1")
+
+
+@AGENTS.register("doubao", UITarsConfig, help="Doubao-1.5-UI-TARS / Seed: the ui-tars package's MOBILE_USE_DOUBAO (<point> 0-1000)")
+def _build_doubao(config: UITarsConfig) -> UITarsAgent:
+    return UITarsAgent(config, "doubao")

@@ -37,7 +37,7 @@ from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, m
 from agents.prompts import load_prompt
 
 KNOWN = {"click", "long_press", "type", "scroll", "drag", "open_app", "press_back", "press_home", "wait",
-         "finished", "swipe", "press_enter", "hotkey", "left_double", "call_user"}
+         "finished", "swipe", "press_enter", "hotkey", "left_double", "call_user", "double_tap"}
 
 _COORDS = {
     ("pixels", "en"): "Points are pixels of the screenshot you see: x counts from the left edge (0-{w}), y from the "

@@ -251,11 +251,12 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 
 def cmd_agents_parse(args: argparse.Namespace) -> int:
-    """Raw model outputs (one JSON string per line, or a JSON object with a "text" field) -> the
-    unified action per line in device pixels (a list when one output is two device actions), or
-    {"error": ...}: for checking a model's output format against a family's parser."""
+    """Raw model outputs (one JSON string per line, or a JSON object with a "text" field, or an
+    OpenAI assistant message with "content" and "tool_calls") -> the unified action per line in
+    device pixels (a list when one output is two device actions), or {"error": ...}: for checking a
+    model's output format against a family's parser."""
     import agents  # noqa: F401  (registers the families' parsers)
-    from agents.parsing import PARSERS, ParseError
+    from agents.parsing import PARSERS, ParseError, with_tool_calls
     from harness.registry import RegistryError, parse_options
 
     entry = PARSERS.get(args.agent)
@@ -290,7 +291,13 @@ def cmd_agents_parse(args: argparse.Namespace) -> int:
             except json.JSONDecodeError as e:
                 print(json.dumps({"error": f"line {n} is not JSON ({e.msg}); give one JSON string per line"}))
                 continue
-            text = item.get("text") if isinstance(item, dict) else item
+            text = item.get("text", item.get("content")) if isinstance(item, dict) else item
+            calls = item.get("tool_calls") if isinstance(item, dict) else None
+            if calls:  # an OpenAI message whose tool calls the server parsed out of the text
+                if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                    print(json.dumps({"error": f"line {n}: tool_calls must be a list of objects"}))
+                    continue
+                text = with_tool_calls(text if isinstance(text, str) else "", calls)
             if not isinstance(text, str):
                 print(json.dumps({"error": f"line {n}: expected a JSON string or an object with a \"text\" string"}))
                 continue
@@ -582,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag_sub = ag.add_subparsers(dest="agents_cmd", required=False)
     ap = ag_sub.add_parser("parse", help="parse raw model outputs (one JSON string per line) into unified actions")
     ap.add_argument("file", nargs="?", help="file of outputs (default stdin)")
-    ap.add_argument("--agent", required=True, help="uitars, uitars-v1, m3a, qwen or vlm")
+    ap.add_argument("--agent", required=True, help="uitars, uitars-v1, doubao, m3a, qwen or vlm")
     ap.add_argument("--size", type=_size, required=True, help="device screen WIDTHxHEIGHT, e.g. 1080x2400")
     ap.add_argument("--opt", action="append", metavar="KEY=VALUE",
                     help="parser option, e.g. coords=thousand, version=3 (repeatable)")

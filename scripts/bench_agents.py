@@ -36,6 +36,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 REPLIES = {
     "uitars": "Thought: go home.\nAction: press_home()",
     "uitars-v1": "Thought: go home.\nAction: press_home()",
+    "doubao": "Thought: go home.\nAction: press_home()",
     "qwen": '<tool_call>\n{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Home"}}\n</tool_call>',
     "vlm": "Thought: go home.\nAction: press_home()",
     "m3a": 'Reason: go home.\nAction: {"action_type": "navigate_home"}',
@@ -43,6 +44,7 @@ REPLIES = {
 CONFIGS = [
     ("uitars", "uitars", {}),
     ("uitars-v1", "uitars-v1", {}),
+    ("doubao", "doubao", {}),
     ("qwen2.5", "qwen", {"version": "2.5"}),
     ("qwen3", "qwen", {"version": "3"}),
     ("vlm", "vlm", {}),

@@ -18,7 +18,7 @@ from PIL import Image
 import agents  # noqa: F401  (registers the agents)
 from agents import m3a, qwen, uitars, vlm
 from agents.common import ground_truth_turns
-from harness.actions import (Action, Answer, Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
+from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
                              action_to_json)
 from harness.episode import EpisodeContext, Observation
 from harness.model import ModelConfig
@@ -33,17 +33,19 @@ GT: list[Action] = [Click(x=540, y=1200), TypeText(text="hello world", submit=Tr
 OWN = {
     "uitars": "Thought: my own idea\nAction: click(start_box='(111,222)')",
     "uitars-v1": "Thought: my own idea\nAction: click(start_box='(111,222)')",
+    "doubao": "Thought: my own idea\nAction: click(point='<point>111 222</point>')",
     "vlm": "Thought: my own idea\nAction: click(start_box='(111,222)')",
     "qwen": '<tool_call>\n{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [111, 222]}}\n</tool_call>',
     "m3a": 'Reason: my own idea\nAction: {"action_type": "click", "x": 111, "y": 222}',
 }
-OWN_MARK = {"uitars": "(111,222)", "uitars-v1": "(111,222)", "vlm": "(111,222)", "qwen": "[111, 222]", "m3a": '"x": 111'}
+OWN_MARK = {"uitars": "(111,222)", "uitars-v1": "(111,222)", "doubao": "111 222", "vlm": "(111,222)", "qwen": "[111, 222]", "m3a": '"x": 111'}
 
 # GT rendered for a 1080x2400 screen, as each model writes it
 EXPECTED = {
-    # smart_resize: 1080x2400 -> 1092x2408
-    "uitars": ["Action: click(start_box='(546,1204)')", "Action: type(content='hello world\\n')"],
-    "uitars-v1": ["Action: click(start_box='(500,500)')", "Action: type(content='hello world\\n')"],
+    # smart_resize: 1080x2400 -> 1092x2408; the box tokens the 1.5 deploy example writes back into turns
+    "uitars": ["Action: click(start_box='<|box_start|>(546,1204)<|box_end|>')", "Action: type(content='hello world\\n')"],
+    "uitars-v1": ["Action: click(start_box='<|box_start|>(500,500)<|box_end|>')", "Action: type(content='hello world\\n')"],
+    "doubao": ["Action: click(point='<point>500 500</point>')", "Action: type(content='hello world\\n')"],
     # max_side 1280: the screenshot is sent at 576x1280
     "vlm": ["Action: click(start_box='(288,640)')", "Action: type(content='hello world\\n')"],
     "qwen": ['Step 1: {"name": "mobile_use", "arguments": {"action": "click", "coordinate": [546, 1204]}};',
@@ -100,7 +102,7 @@ def two_own_steps_then_ground_truth(name: str, opts: dict[str, Any] | None = Non
         return list(srv.requests), before, out
 
 
-@pytest.mark.parametrize("name", ["uitars", "uitars-v1", "vlm", "qwen", "m3a"])
+@pytest.mark.parametrize("name", ["uitars", "uitars-v1", "doubao", "vlm", "qwen", "m3a"])
 def test_next_request_shows_the_ground_truth_not_its_own_answers(name: str) -> None:
     requests, before, out = two_own_steps_then_ground_truth(name)
     assert len(requests) == before + 1  # one action call (M3A: no summary of a step it did not take)
@@ -116,8 +118,8 @@ def test_next_request_shows_the_ground_truth_not_its_own_answers(name: str) -> N
 def test_uitars_turns_pair_the_ground_truth_with_the_screens_it_was_shown() -> None:
     requests, _, _ = two_own_steps_then_ground_truth("uitars")  # history=5: both earlier screens fit
     msgs = requests[-1]["messages"]
-    assert [m["role"] for m in msgs] == ["user", "user", "assistant", "user", "assistant", "user"]
-    assert [msgs[2]["content"], msgs[4]["content"]] == EXPECTED["uitars"]
+    assert [m["role"] for m in msgs] == ["system", "user", "user", "assistant", "user", "assistant", "user"]
+    assert [msgs[3]["content"], msgs[5]["content"]] == EXPECTED["uitars"]
     shown = [request_images(r)[-1] for r in requests[:2]]  # the current screen of steps 1 and 2
     assert request_images(requests[-1]) == [*shown, request_images(requests[-1])[-1]]
     assert request_images(requests[-1])[-1] not in shown
@@ -137,8 +139,12 @@ def test_vlm_window_and_older_text() -> None:
 def test_qwen_thousand_grid_and_m3a_swipe() -> None:
     swipe = [Swipe(start=(540, 1800), end=(540, 600)), Key(key="back")]
     requests, _, _ = two_own_steps_then_ground_truth("qwen", {"version": "3", "grid": 1000}, swipe)
-    assert ('Step 1: {"name": "mobile_use", "arguments": {"action": "swipe", "coordinate": [500, 750], '
-            '"coordinate2": [500, 250]}}; Step 2: {"name": "mobile_use", "arguments": {"action": "system_button", '
+    # Qwen3-VL's history is plain words (its cookbook), points on its grid
+    assert ("Step 1: Swiped from (500, 750) to (500, 250).; Step 2: Pressed the Back button.;"
+            in request_text(requests[-1]))
+    requests, _, _ = two_own_steps_then_ground_truth("qwen", {"version": "2.5"}, swipe)
+    assert ('Step 1: {"name": "mobile_use", "arguments": {"action": "swipe", "coordinate": [546, 1806], '
+            '"coordinate2": [546, 602]}}; Step 2: {"name": "mobile_use", "arguments": {"action": "system_button", '
             '"button": "Back"}};') in request_text(requests[-1])
     requests, _, _ = two_own_steps_then_ground_truth("m3a", {}, swipe)
     text = request_text(requests[-1])
@@ -148,7 +154,7 @@ def test_qwen_thousand_grid_and_m3a_swipe() -> None:
 
 def test_an_empty_history_forgets_its_own_answers() -> None:
     requests, _, _ = two_own_steps_then_ground_truth("uitars", history=[])
-    assert [m["role"] for m in requests[-1]["messages"]] == ["user", "user"]
+    assert [m["role"] for m in requests[-1]["messages"]] == ["system", "user", "user"]
     assert len(request_images(requests[-1])) == 1
 
 
@@ -174,8 +180,8 @@ def test_a_step_whose_call_failed_joins_the_turn_before() -> None:
         agent.set_history(list(GT))
         agent.step(obs(3))
     msgs = srv.requests[-1]["messages"]
-    assert [m["role"] for m in msgs] == ["user", "user", "assistant", "user"]
-    assert msgs[2]["content"] == "\n".join(EXPECTED["uitars"])  # both actions, in order, after screen 1
+    assert [m["role"] for m in msgs] == ["system", "user", "user", "assistant", "user"]
+    assert msgs[3]["content"] == "\n".join(EXPECTED["uitars"])  # both actions, in order, after screen 1
     assert request_images(srv.requests[-1])[0] == request_images(srv.requests[0])[-1]
 
 
@@ -213,14 +219,15 @@ def test_ground_truth_turns() -> None:
 
 
 # --- every action type reads back through the agent's own parser ---------------------------------------
-ALL = [Click(x=540, y=1200), LongPress(x=100, y=2399), Swipe(start=(540, 1800), end=(540, 600)),
+ALL = [Click(x=540, y=1200), LongPress(x=100, y=2399), DoubleTap(x=300, y=700), Swipe(start=(540, 1800), end=(540, 600)),
        Swipe(start=(900, 1200), end=(100, 1200)), TypeText(text="it's \"x\"\nnext", submit=True),
        TypeText(text="no enter"), Key(key="home"), Key(key="back"), Key(key="enter"), OpenApp(app="设置"),
        Wait(seconds=2), Answer(text="42"), Finish(status="complete")]
 
 PARSE = {
-    "uitars": lambda ag, t: uitars.parse_detailed(t, SCREEN, "resized"),
-    "uitars-v1": lambda ag, t: uitars.parse_detailed(t, SCREEN, "thousand"),
+    "uitars": lambda ag, t: uitars.parse_detailed(t, SCREEN, "uitars"),
+    "uitars-v1": lambda ag, t: uitars.parse_detailed(t, SCREEN, "uitars-v1"),
+    "doubao": lambda ag, t: uitars.parse_detailed(t, SCREEN, "doubao"),
     "vlm": lambda ag, t: vlm.parse_detailed(t, SCREEN, "pixels", vlm.sent_size(SCREEN, ag.policy())),
     "qwen": lambda ag, t: qwen.parse_detailed(f"<tool_call>\n{t}\n</tool_call>", SCREEN),
     "m3a": lambda ag, t: m3a.parse_detailed(f"Action: {t}", SCREEN),
@@ -235,7 +242,7 @@ def _same(want: Action, got: Action, tol: int) -> bool:
         (sx, sy), (ex, ey) = w["start"], w["end"]
         (gx, gy), (hx, hy) = g["start"], g["end"]
         return (ex - sx > 0) == (hx - gx > 0) and (ey - sy > 0) == (hy - gy > 0)
-    if w["type"] in ("click", "long_press"):
+    if w["type"] in ("click", "long_press", "double_tap"):
         return abs(w["x"] - g["x"]) <= tol and abs(w["y"] - g["y"]) <= tol
     if w["type"] == "wait":
         return True  # UI-TARS's wait() has no duration
@@ -244,7 +251,7 @@ def _same(want: Action, got: Action, tol: int) -> bool:
     return w == g
 
 
-@pytest.mark.parametrize("name", ["uitars", "uitars-v1", "vlm", "qwen", "m3a"])
+@pytest.mark.parametrize("name", ["uitars", "uitars-v1", "doubao", "vlm", "qwen", "m3a"])
 def test_rendered_actions_read_back_as_the_same_action(name: str) -> None:
     agent = AGENTS.build(name, {"model": model("http://127.0.0.1:9/v1")})
     for a in ALL:
@@ -281,7 +288,8 @@ def test_static_run_gives_a_model_agent_the_ground_truth_history(tmp_path: Path,
         assert (res.history_mode, res.steps, res.agent_errors, res.invalid) == ("ground truth", 3, 0, 0)
         last = srv.requests[-1]["messages"]
         assistant = [m["content"] for m in last if m["role"] == "assistant"]
-        assert assistant == ["Action: click(start_box='(546,1204)')", "Action: type(content='hello world')"]
+        assert assistant == ["Action: click(start_box='<|box_start|>(546,1204)<|box_end|>')",
+                             "Action: type(content='hello world')"]
         assert "(111,222)" not in request_text(srv.requests[-1])
         assert len(request_images(srv.requests[-1])) == 3  # the screens of steps 1 and 2, then step 3's
 
