@@ -189,7 +189,9 @@ def image_bytes(img: Image.Image) -> bytes:
 _KNOWN_KEYS = {"action_type", "index", "x", "y", "text", "direction", "app_name", "goal_status", "clear_text",
                "keycode", "key"}
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_INDEXED = {"click": "click", "long_press": "long_press", "double_tap": "double_tap"}
+# the action types a call form may name (M3A's prompt plus AndroidWorld's JSONAction)
+_M3A_TYPES = {"click", "long_press", "double_tap", "input_text", "keyboard_enter", "navigate_home", "navigate_back",
+              "scroll", "swipe", "open_app", "wait", "answer", "status", "press_keyboard"}
 
 
 def _element(idx: Any, elements: list[Element], what: str) -> Element:
@@ -215,9 +217,6 @@ def _call_action(t: str, at: int, notes: list[str]) -> dict[str, Any] | None:
     notes.append(f"a function call where M3A's JSON was asked for; read as {json.dumps(obj, ensure_ascii=False)}")
     return obj
 
-
-_M3A_TYPES = {"click", "long_press", "double_tap", "input_text", "keyboard_enter", "navigate_home", "navigate_back",
-              "scroll", "swipe", "open_app", "wait", "answer", "status", "press_keyboard"}
 
 
 def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Element] | None = None,

@@ -54,9 +54,8 @@ from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_poi
                             json_spans, key_action, loads_lenient, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
 
-FACTOR = {"2.5": 28, "3": 32}          # Qwen2.5-VL: 14-pixel patches merged 2x2; Qwen3-VL: 16-pixel patches
-MIN_PIXELS = 4 * 28 * 28                # Qwen2.5-VL's processor defaults (qwen-vl-utils: 4 and 16384 tokens)
-MAX_PIXELS = 16384 * 28 * 28
+# smart_resize factor: Qwen2.5-VL's 14-pixel patches merged 2x2, Qwen3-VL's 16-pixel patches merged 2x2
+FACTOR = {"2.5": 28, "3": 32}
 # each version's mobile_use action list, as its cookbook declares it
 ACTIONS = {"2.5": ("key", "click", "long_press", "swipe", "type", "system_button", "open", "wait", "terminate"),
            "3": ("click", "long_press", "swipe", "type", "answer", "system_button", "wait", "terminate")}
@@ -67,7 +66,7 @@ _BUTTONS = {"back": "back", "home": "home", "menu": "menu", "enter": "enter"}
 
 def pixel_limits(version: str, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
     """``smart_resize``'s (min_pixels, max_pixels): the given ones, else the version's processor
-    defaults (4 and 16384 tokens of factor x factor pixels)."""
+    defaults (qwen-vl-utils vision_process.py: 4 and 16384 tokens of factor x factor pixels)."""
     f = FACTOR[str(version)]
     return (min_pixels if min_pixels is not None else 4 * f * f,
             max_pixels if max_pixels is not None else 16384 * f * f)

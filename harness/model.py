@@ -216,9 +216,9 @@ PROVIDER_KEYS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 class KeyChoice:
     """The key a client sends (None: no Authorization header) and why, for messages (never the key)."""
 
-    key: str | None
-    variable: str | None
-    reason: str
+    key: str | None = field(repr=False)  # never in a repr, a log line or a traceback's locals dump
+    variable: str | None = None
+    reason: str = ""
 
 
 def key_for(config: ModelConfig) -> KeyChoice:

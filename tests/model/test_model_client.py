@@ -417,3 +417,11 @@ def test_encode_cache_is_bounded_by_bytes(monkeypatch):
     assert len(big.data_url) > budget  # larger than the whole budget: encoded, not kept
     assert model_mod.encode_cache_bytes() <= budget and len(model_mod._encode_cache) == 3
     model_mod.clear_encode_cache()
+
+
+def test_the_key_choice_never_shows_the_key(monkeypatch):
+    from harness.model import key_for
+
+    monkeypatch.setenv("CRATE_TEST_KEY", "sk-secret-123456789")
+    choice = key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CRATE_TEST_KEY"))
+    assert choice.key == "sk-secret-123456789" and "sk-secret" not in repr(choice) + choice.reason
