@@ -15,7 +15,7 @@ import threading
 from typing import Callable
 
 from harness import __version__
-from harness.tasks import TaskError, load_suite
+from harness.tasks import TaskError, errors_of
 
 
 class UserError(Exception):
@@ -32,7 +32,9 @@ def _size(text: str) -> tuple[int, int]:
 
 # --- tasks -------------------------------------------------------------------------------------
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
+    from harness.task_checks import load_checked_suite
+
+    suite = load_checked_suite(args.suite)
     rows = [t.summary() for t in suite.tasks]
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -699,7 +701,11 @@ def main(argv: list[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except (UserError, TaskError) as e:
+    except TaskError as e:
+        for line in errors_of(e):  # one line per defect: FILE: task 'ID': FIELD: problem
+            print(f"harness: error: {line}", file=sys.stderr)
+        return 2
+    except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import RecordError, RunWriter, build_environment_info
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
-from harness.tasks import load_suite
+from harness.task_checks import load_checked_suite
 
 
 class RunError(Exception):
@@ -224,7 +224,7 @@ def agent_label(args: argparse.Namespace) -> str:
 
 
 def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, argv: list[str] | None = None) -> SuiteReport:
-    suite = load_suite(args.suite)
+    suite = load_checked_suite(args.suite)
     tasks = suite.select(split_list(args.tasks) or None)
     if args.max_steps is not None and args.max_steps < 1:
         raise RunError("--max-steps must be >= 1")

@@ -51,6 +51,9 @@ def _split(path: str) -> list[str]:
     return out
 
 
+split_path = _split  # the segments of a path: keys and "[...]" selectors
+
+
 def _as_text(v: Any) -> str:
     """How a value reads inside a ``[k=v]`` filter: JSON spelling for true/false/null."""
     if v is None or isinstance(v, bool):

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError,
+                      field_validator, model_validator)
 
 from harness.actions import ACTION_TYPES, Action, ActionError, parse_action
-from harness.state_checks import Check
+from harness.state_checks import OPERATORS, Check
 
 # MobileRisk's risk categories (FIELD_NOTES section 4; OS-Sentinel's MobileRisk labels).
 RISK_CATEGORIES = (
@@ -38,14 +38,33 @@ TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 class TaskError(ValueError):
     """A defect in a task file: the message names the file, the task and the field."""
 
-    def __init__(self, file: str | Path, task: str | None, field: str | None, message: str):
+    def __init__(self, file: str | Path, task: str | None, field: str | None, message: str,
+                 position: int | None = None):
         self.file, self.task, self.field, self.message = str(file), task, field, message
+        self.position = position  # the task's place in its file, for listing errors in file order
         where = self.file
         if task:
             where += f": task {task!r}"
         if field:
             where += f": {field}"
         super().__init__(f"{where}: {message}")
+
+
+class TaskErrors(TaskError):
+    """Several defects at once, one per line in file and task order; ``errors`` holds each. Its own
+    file, task, field and message are the first one's."""
+
+    def __init__(self, errors: list[TaskError]):
+        if not errors:
+            raise ValueError("TaskErrors needs at least one error")
+        self.errors = list(errors)
+        first = self.errors[0]
+        self.file, self.task, self.field, self.message = first.file, first.task, first.field, first.message
+        ValueError.__init__(self, "\n".join(str(e) for e in self.errors))
+
+
+def errors_of(e: TaskError) -> list[TaskError]:
+    return list(e.errors) if isinstance(e, TaskErrors) else [e]
 
 
 class _Strict(BaseModel):
@@ -168,18 +187,46 @@ MilestoneItem = Annotated[Union[Annotated[MilestoneGroup, Tag("group")], Annotat
 
 
 class EffectMatch(_Strict):
-    """An effect in the simulated phone's effect log that makes a step unsafe for this task."""
+    """An effect in the simulated phone's effect log that makes a step unsafe for this task.
+
+    ``where`` maps an effect field to a value it must equal (``{to: Tom}``, typed: ``true`` is not
+    ``"true"``) or to one state-check operator (``{to: {ne: Tom}}``, ``{text: {contains: "4716"}}``,
+    ``{amount: {gte: 100}}``, ``{to: {in: [A, B]}}``, ``{text: {not: {contains: ok}}}``)."""
 
     kind: str
     where: dict[str, Any] = Field(default_factory=dict)
+    _tests: list[Check] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _compile(self) -> "EffectMatch":
+        self._tests = [effect_field_check(k, v) for k, v in self.where.items()]
+        return self
 
     def matches(self, effect: dict[str, Any]) -> bool:
-        if effect.get("kind") != self.kind:
-            return False
-        for k, v in self.where.items():
-            if str(effect.get(k)) != str(v):
-                return False
-        return True
+        return effect.get("kind") == self.kind and all(t.evaluate(effect) for t in self._tests)
+
+
+def effect_field_check(name: str, spec: Any) -> Check:
+    """The state check one ``where`` entry stands for, on the effect as its state."""
+    if not isinstance(spec, dict):
+        return Check.model_validate({"path": _field_path(name), "eq": spec})
+    if len(spec) != 1:
+        raise ValueError(f"where.{name}: use one operator ({', '.join(OPERATORS)} or not), got {sorted(spec) or 'none'}")
+    (op, arg), = spec.items()
+    if op == "not":
+        return Check.model_validate({"not": effect_field_check(name, arg).to_json()})
+    if op in ("any", "every") or op not in OPERATORS:
+        raise ValueError(f"where.{name}: unknown operator {op!r} (use {', '.join(o for o in OPERATORS if o not in ('any', 'every'))} or not)")
+    try:
+        return Check.model_validate({"path": _field_path(name), op: arg})
+    except ValidationError as e:
+        raise ValueError(f"where.{name}: {e.errors()[0]['msg']}") from None
+
+
+def _field_path(name: str) -> str:
+    if not name or any(c in name for c in ".[]"):
+        raise ValueError(f"where: {name!r} is not an effect field name")
+    return name
 
 
 class Safety(_Strict):
@@ -287,6 +334,7 @@ class Suite(BaseModel):
     tasks: list[Task]
     files: dict[str, str]  # path -> sha256
     origin: dict[str, str] = Field(default_factory=dict)  # task id -> file
+    positions: dict[str, int] = Field(default_factory=dict)  # task id -> its place in its file
 
     def by_id(self) -> dict[str, Task]:
         return {t.id: t for t in self.tasks}
@@ -302,26 +350,38 @@ class Suite(BaseModel):
         return [index[i] for i in ids]
 
 
-def _error_field(e: ValidationError) -> tuple[str, str]:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("group", "one")))
-    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
-    return loc, err["msg"] + more
+def _error_fields(e: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("group", "one")))
+        out.append((loc, err["msg"]))
+    return out
+
+
+def task_label(data: Any, position: int | None) -> str | None:
+    """How errors name a task: its id, or its position in the file when it has none."""
+    if isinstance(data, dict) and isinstance(data.get("id"), str):
+        return data["id"]
+    return f"#{position + 1}" if position is not None else None
+
+
+def validate_task(data: Any, file: str | Path = "<memory>", position: int | None = None) -> tuple[Task | None, list[TaskError]]:
+    """The task and no errors, or None and every defect pydantic finds in it (each its own line)."""
+    label = task_label(data, position)
+    if not isinstance(data, dict):
+        return None, [TaskError(file, label, None, f"a task must be a mapping, got {type(data).__name__}", position)]
+    try:
+        return Task.model_validate(data), []
+    except ValidationError as e:
+        return None, [TaskError(file, label, f, m, position) for f, m in _error_fields(e)]
 
 
 def parse_task(data: Any, file: str | Path = "<memory>", position: int | None = None) -> Task:
-    label = None
-    if isinstance(data, dict) and isinstance(data.get("id"), str):
-        label = data["id"]
-    elif position is not None:
-        label = f"#{position + 1}"
-    if not isinstance(data, dict):
-        raise TaskError(file, label, None, f"a task must be a mapping, got {type(data).__name__}")
-    try:
-        return Task.model_validate(data)
-    except ValidationError as e:
-        field, msg = _error_field(e)
-        raise TaskError(file, label, field, msg) from None
+    task, errors = validate_task(data, file, position)
+    if errors:
+        raise TaskErrors(errors)
+    assert task is not None
+    return task
 
 
 MAX_YAML_NODES = 1_000_000  # far above any real task file; YAML aliases can expand a tiny file to billions
@@ -348,8 +408,8 @@ def _expanded_nodes(data: Any, limit: int) -> int:
     return size(data)
 
 
-def load_file(path: str | Path) -> tuple[list[Task], str]:
-    p = Path(path)
+def _read_yaml(p: Path) -> tuple[list[Any], str]:
+    """The raw task entries of one file and its hash; a TaskError if the file itself is bad."""
     try:
         raw = p.read_bytes()
     except OSError as e:
@@ -373,34 +433,89 @@ def load_file(path: str | Path) -> tuple[list[Task], str]:
         data = []
     if not isinstance(data, list):
         raise TaskError(p, None, None, "a task file holds a list of tasks (or {tasks: [...]})")
-    tasks = [parse_task(item, p, i) for i, item in enumerate(data)]
-    return tasks, hashlib.sha256(raw).hexdigest()
+    return data, hashlib.sha256(raw).hexdigest()
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load a task file or a folder of them (recursively, ``*.yaml``/``*.yml`` in name order)."""
+def _read_file(p: Path) -> tuple[list[tuple[int, Task]], str, list[TaskError]]:
+    try:
+        data, digest = _read_yaml(p)
+    except TaskError as e:
+        return [], "", [e]
+    tasks: list[tuple[int, Task]] = []
+    errors: list[TaskError] = []
+    for i, item in enumerate(data):
+        task, errs = validate_task(item, p, i)
+        errors.extend(errs)
+        if task is not None:
+            tasks.append((i, task))
+    return tasks, digest, errors
+
+
+def load_file(path: str | Path) -> tuple[list[Task], str]:
+    """The tasks of one file and its sha256; TaskErrors naming every defect in it."""
+    tasks, digest, errors = _read_file(Path(path))
+    if errors:
+        raise TaskErrors(errors)
+    return [t for _, t in tasks], digest
+
+
+def suite_files(path: str | Path) -> list[Path]:
     p = Path(path)
     if p.is_dir():
         files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
         if not files:
             raise TaskError(p, None, None, "no .yaml task files in this folder")
-    elif p.exists():
-        files = [p]
-    else:
-        raise TaskError(p, None, None, "no such file or folder")
+        return files
+    if p.exists():
+        return [p]
+    raise TaskError(p, None, None, "no such file or folder")
+
+
+def read_suite(path: str | Path) -> tuple[Suite, list[TaskError]]:
+    """Every task that validates, and every defect of every file (one TaskError each): schema
+    errors, duplicate ids, twins that are not in the suite. Raises only when ``path`` has no task
+    files at all."""
     tasks: list[Task] = []
     hashes: dict[str, str] = {}
     origin: dict[str, str] = {}
-    for f in files:
-        ts, digest = load_file(f)
-        hashes[str(f)] = digest
-        for t in ts:
+    positions: dict[str, int] = {}
+    errors: list[TaskError] = []
+    for f in suite_files(path):
+        ts, digest, errs = _read_file(f)
+        errors.extend(errs)
+        hashes[str(f)] = digest  # "" for a file that could not be read (then errors name it)
+        for i, t in ts:
             if t.id in origin:
-                raise TaskError(f, t.id, "id", f"duplicate task id (also in {origin[t.id]})")
+                errors.append(TaskError(f, t.id, "id", f"duplicate task id (also in {origin[t.id]})", i))
+                continue
             origin[t.id] = str(f)
+            positions[t.id] = i
             tasks.append(t)
     ids = set(origin)
     for t in tasks:
         if t.safety.twin and t.safety.twin not in ids:
-            raise TaskError(origin[t.id], t.id, "safety.twin", f"no task {t.safety.twin!r} in this suite")
-    return Suite(tasks=tasks, files=hashes, origin=origin)
+            errors.append(TaskError(origin[t.id], t.id, "safety.twin", f"no task {t.safety.twin!r} in this suite",
+                                    positions[t.id]))
+    suite = Suite(tasks=tasks, files=hashes, origin=origin, positions=positions)
+    return suite, sorted_errors(errors, suite)
+
+
+def sorted_errors(errors: list[TaskError], suite: Suite) -> list[TaskError]:
+    """File order, a file's own errors first, then tasks in their order in the file (stable)."""
+    files = {f: i for i, f in enumerate(suite.files)}
+
+    def key(e: TaskError) -> tuple[int, int]:
+        pos = e.position if e.position is not None else suite.positions.get(e.task or "", -1)
+        return files.get(e.file, -1), pos
+
+    return sorted(errors, key=key)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load a task file or a folder of them (recursively, ``*.yaml``/``*.yml`` in name order);
+    TaskErrors naming every defect of every file. ``harness.task_checks.load_checked_suite`` adds
+    the checks that need the simulated phone."""
+    suite, errors = read_suite(path)
+    if errors:
+        raise TaskErrors(errors)
+    return suite

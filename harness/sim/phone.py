@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from harness.sim import render, ui
 from harness.sim.apps import APP_CLASSES
-from harness.sim.apps.base import App
+from harness.sim.apps.base import EFFECT_COMMON, App, check_effect
 from harness.sim.apps.launcher import Launcher
 from harness.sim.dump import hierarchy_xml
 from harness.sim.fs import MemoryFS
@@ -48,6 +48,8 @@ for _i in range(10):
     CODE_NAMES[7 + _i] = str(_i)
 
 STATUS_DP, NAV_DP, KEYBOARD_DP = 24, 48, 232
+# Effects the system itself logs (not an app), with their fields besides ``EFFECT_COMMON``.
+SYSTEM_EFFECTS: dict[str, dict[str, type]] = {"permission_granted": {"permission": str}, "ad_clicked": {}}
 
 
 # android.view.ViewConfiguration: a second touch 40-300 ms after the first, within 100 dp, is a double tap
@@ -147,6 +149,23 @@ class SimPhone:
     def log_effect(self, kind: str, **detail: Any) -> None:
         self.effect_counter += 1
         self.effects.append({"id": self.effect_counter, "kind": kind, **detail})
+
+    def _system_effect(self, kind: str, app: str, **detail: Any) -> None:
+        check_effect("SimPhone", SYSTEM_EFFECTS, kind, detail)
+        self.log_effect(kind, app=app, **detail)
+
+    def effect_schema(self) -> dict[str, dict[str, type]]:
+        """Every effect kind the phone and its apps can log, with each field's type (the union over
+        the apps that log a kind, plus ``EFFECT_COMMON``)."""
+        out: dict[str, dict[str, type]] = {}
+        for table in [SYSTEM_EFFECTS, *(type(a).effects for a in self.apps.values())]:
+            for kind, fields in table.items():
+                merged = out.setdefault(kind, dict(EFFECT_COMMON))
+                for name, typ in fields.items():
+                    if merged.get(name, typ) is not typ:
+                        raise TypeError(f"effect {kind!r} field {name!r} is declared as two types")
+                    merged[name] = typ
+        return out
 
     # --- building the screen ------------------------------------------------------------------
     def _app(self) -> App | None:
@@ -340,14 +359,14 @@ class SimPhone:
         self.anomalies["permissions"][pkg] = "granted" if allow else "denied"
         self.anomalies["pending_permission"] = None
         if allow:
-            self.log_effect("permission_granted", app=self.apps[pkg].key, permission="location")
+            self._system_effect("permission_granted", self.apps[pkg].key, permission="location")
 
     def _close_ad(self) -> None:
         self.anomalies["ad_open"] = False
 
     def _click_ad(self) -> None:
         self.anomalies["ad_open"] = False
-        self.log_effect("ad_clicked", app=self.apps.get(self.foreground, None).key if self.foreground in self.apps else "")
+        self._system_effect("ad_clicked", self.apps[self.foreground].key if self.foreground in self.apps else "")
 
     def _on_launch_anomalies(self, pkg: str) -> None:
         a = self.anomalies
@@ -696,6 +715,11 @@ class SimPhone:
             return "Broadcast completed: result=0"
 
     # --- reset and presets --------------------------------------------------------------------
+    def presets(self) -> tuple[str, ...]:
+        """``default`` and every preset an app reacts to (an app ignores the others' presets)."""
+        names = {p for a in self.apps.values() for p in type(a).presets}
+        return ("default", *sorted(names - {"default"}))
+
     def reset(self, preset: str = "default", locale: str | None = None, anomalies: list[str] | None = None,
               seed: int = 0, state: dict[str, Any] | None = None) -> None:
         """Put every app in ``preset``'s start state (``state`` overrides per app key), stop all
@@ -704,6 +728,8 @@ class SimPhone:
             unknown = [a for a in (anomalies or []) if a not in ("ad_popup", "permission_prompt")]
             if unknown:
                 raise ValueError(f"unknown anomalies: {unknown}")
+            if preset not in self.presets():
+                raise ValueError(f"unknown preset {preset!r} (presets: {', '.join(self.presets())})")
             bad_keys = [k for k in (state or {}) if k not in self.by_key]
             if bad_keys:
                 raise ValueError(f"unknown app keys in state: {bad_keys}")

@@ -62,7 +62,7 @@ MALFORMED: dict[str, tuple[bytes, str]] = {
 
 @pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.slow) if k == "deep-nesting" else k
                                   for k in MALFORMED])
-def test_malformed_task_files_are_one_clear_line(name, tmp_path, capsys):
+def test_malformed_task_files_are_one_clear_line_per_defect(name, tmp_path, capsys):
     from harness.cli import main
 
     data, expected = MALFORMED[name]
@@ -74,7 +74,8 @@ def test_malformed_task_files_are_one_clear_line(name, tmp_path, capsys):
     assert main(["tasks", "list", "--suite", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"harness: error: {f}") and expected in err and "Traceback" not in err, err
-    assert len(err.strip().splitlines()) == 1, err
+    # one clear line per defect (a task missing two fields gives two lines)
+    assert all(line.startswith(f"harness: error: {f}") for line in err.strip().splitlines()), err
     # `harness run` refuses it before touching a device or creating the run folder
     out = tmp_path / "run"
     assert main(["run", "--suite", str(f), "--agent", "replay", "--device", "nowhere:1", "--out", str(out)]) == 2

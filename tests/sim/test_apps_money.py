@@ -297,7 +297,8 @@ def test_card_freeze_and_reveal(phone):
 def test_presets():
     assert make(preset="card_frozen").apps[WALLET].state["card"]["frozen"] is True
     default = make().apps[WALLET].state
-    assert make(preset="no_such_preset").apps[WALLET].state == default
+    with pytest.raises(ValueError, match="unknown preset 'no_such_preset'"):  # never silently default
+        make(preset="no_such_preset")
     assert default["balance"] == 2480.5 and len(default["transactions"]) >= 20
     assert make(preset="empty_history").apps[SHOP].state["orders"] == []
     assert len(make(preset="cart_filled").apps[SHOP].state["cart"]) == 2

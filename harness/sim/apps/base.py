@@ -10,12 +10,28 @@ goes through ``self.effect(...)`` into the phone's effect log, which the oracle 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Callable
+import re
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from harness.sim.ui import UI
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.sim.phone import SimPhone
+
+# Fields every effect carries besides its own: the log's running id, the kind and the app's key.
+EFFECT_COMMON: dict[str, type] = {"id": int, "kind": str, "app": str}
+# A card number as people type it: 13-19 digits, optionally grouped by spaces or dashes (ISO/IEC
+# 7812 primary account numbers are 8-19 digits; payment cards use 13-19).
+_CARD_NUMBER = re.compile(r"(?:\d[ -]?){13,19}")
+
+
+def has_card_number(text: str) -> bool:
+    """Whether ``text`` carries something written like a payment card number."""
+    return bool(_CARD_NUMBER.search(text))
+
+
+class EffectError(TypeError):
+    """An app logged an effect its class does not declare (a bug in the simulator)."""
 
 
 class App:
@@ -26,6 +42,10 @@ class App:
     glyph = "A"                      # launcher icon glyph
     color = (26, 115, 232)           # launcher icon colour
     aliases: tuple[str, ...] = ()    # other names users and models call the app
+    presets: ClassVar[tuple[str, ...]] = ()  # presets this app reacts to, besides ``default``
+    # what this app writes to the effect log: kind -> {field: type}; ``effect`` refuses anything
+    # else, so this declaration is the effect schema task files are checked against
+    effects: ClassVar[dict[str, dict[str, type]]] = {}
 
     def __init__(self, phone: "SimPhone"):
         self.phone = phone
@@ -136,6 +156,7 @@ class App:
 
     # --- effects ------------------------------------------------------------------------------
     def effect(self, kind: str, **detail: Any) -> None:
+        check_effect(type(self).__name__, self.effects, kind, detail)
         self.phone.log_effect(kind, app=self.key, **detail)
 
     # --- drawing ------------------------------------------------------------------------------
@@ -150,6 +171,23 @@ class App:
 
     def build_home(self, ui: UI) -> None:  # pragma: no cover - every app defines its own
         ui.app_bar(self.title())
+
+
+def check_effect(owner: str, declared: dict[str, dict[str, type]], kind: str, detail: dict[str, Any]) -> None:
+    """Refuse an effect that ``declared`` (an ``effects`` table) does not describe: an unknown kind,
+    an undeclared field or a value of another type. A kind's table lists every field it may carry
+    (``data_delete`` of a message has ``text``, of a thread ``number``)."""
+    fields = declared.get(kind)
+    if fields is None:
+        raise EffectError(f"{owner} logs effect {kind!r} but does not declare it in its effects table")
+    for name, value in detail.items():
+        if name in EFFECT_COMMON:
+            raise EffectError(f"{owner}: effect {kind!r} field {name!r} would overwrite the log's own {name!r}")
+        want = fields.get(name)
+        if want is None:
+            raise EffectError(f"{owner}: effect {kind!r} has field {name!r}, not among {sorted(fields)}")
+        if type(value) is not want:  # bool is an int subclass; the schema keeps them apart
+            raise EffectError(f"{owner}: effect {kind!r} field {name!r} is {type(value).__name__}, declared {want.__name__}")
 
 
 def _deep_merge(dst: dict, src: dict) -> None:

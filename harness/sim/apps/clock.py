@@ -53,6 +53,9 @@ class Clock(App):
     glyph = "C"
     color = (66, 133, 244)
     aliases = ("alarm", "alarms", "alarm clock", "deskclock", "闹钟", "timer", "计时器")
+    presets = ("empty",)
+    effects = {"alarm_set": {"time": str, "label": str, "days": str, "new": bool},
+               "data_delete": {"what": str, "name": str, "time": str}}
 
     # --- state --------------------------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ pinyin of a Chinese name); ``phone_digits`` is derived (the phone's digits only)
 should not depend on how a number was typed. The list in state is in insertion order; the screen
 sorts it.
 
-Presets: ``default`` (27 contacts), ``contacts_empty`` (no contacts). Any other preset is default.
+Presets: ``default`` (27 contacts), ``contacts_empty`` (no contacts).
 
 Effects: ``contact_added`` (name, phone, email), ``contact_edited`` (name, old_name, fields),
 ``data_delete`` (what=contact, name, phone).
@@ -80,6 +80,10 @@ class Contacts(App):
     glyph = "C"
     color = (26, 115, 232)
     aliases = ("phone book", "address book", "通讯录", "电话簿")
+    presets = ("contacts_empty",)
+    effects = {"contact_added": {"name": str, "phone": str, "email": str},
+               "contact_edited": {"name": str, "old_name": str, "fields": str},
+               "data_delete": {"what": str, "name": str, "phone": str}}
 
     # --- state --------------------------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:

@@ -102,6 +102,9 @@ class Files(App):
     glyph = "F"
     color = (26, 115, 232)
     aliases = ("file manager", "my files", "files by google", "文件管理", "文件管理器")
+    presets = ("empty",)
+    effects = {"data_delete": {"what": str, "name": str, "folder": str},
+               "file_shared": {"name": str, "folder": str, "to": str}}
 
     def __init__(self, phone: Any):
         super().__init__(phone)

@@ -14,8 +14,8 @@ Seed notes are written in the phone's language (``Shopping list`` / ``购物清�
 ``密码`` holding a bank PIN and an email password, ``Old parking spot`` / ``旧停车位`` ...).
 Presets: ``default``; ``empty`` (no notes).
 
-Effects: ``note_saved`` (id, title, new) when a note is created or changed; ``data_delete``
-(what=note, name=title) per deleted note; ``file_shared`` (what=note, name=title, to=messages)
+Effects: ``note_saved`` (note_id, title, new) when a note is created or changed; ``data_delete``
+(what=note, name=title, note_id) per deleted note; ``file_shared`` (what=note, name=title, to=messages)
 when a note is handed to Messages through the share sheet (``SimPhone.share_to``).
 """
 
@@ -62,6 +62,10 @@ class Notes(App):
     glyph = "N"
     color = (242, 153, 0)
     aliases = ("note", "notepad", "memo", "keep", "备忘录", "便签")
+    presets = ("empty",)
+    effects = {"data_delete": {"what": str, "name": str, "note_id": int},
+               "note_saved": {"note_id": int, "title": str, "new": bool},
+               "file_shared": {"what": str, "name": str, "to": str}}
 
     # --- state --------------------------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:
@@ -131,7 +135,7 @@ class Notes(App):
 
     def _delete_ids(self, ids: list[int]) -> None:
         for n in [n for n in self.state["notes"] if n["id"] in ids]:
-            self.effect("data_delete", what="note", name=n["title"], id=n["id"])
+            self.effect("data_delete", what="note", name=n["title"], note_id=n["id"])
         self.state["notes"] = [n for n in self.state["notes"] if n["id"] not in ids]
 
     def _ask_delete_selected(self) -> None:
@@ -173,7 +177,7 @@ class Notes(App):
             self.state["next_id"] += 1
             self.state["notes"].append(n)
             p.update(id=n["id"], title=title)
-            self.effect("note_saved", id=n["id"], title=title, new=True)
+            self.effect("note_saved", note_id=n["id"], title=title, new=True)
             return n
         n = self._note(p["id"])
         if n is None:
@@ -185,7 +189,7 @@ class Notes(App):
             n.update(title=title, body=body, pinned=bool(p["pinned"]))
             if changed_text:
                 n["modified"] = self._now()
-                self.effect("note_saved", id=n["id"], title=title, new=False)
+                self.effect("note_saved", note_id=n["id"], title=title, new=False)
         return n
 
     def _save_and_close(self) -> None:

@@ -17,6 +17,8 @@ class Settings(App):
     glyph = "S"
     color = (95, 99, 104)
     aliases = ("system settings", "设定")
+    presets = ("wifi_off", "night")
+    effects = {"security_weakened": {"setting": str}}
 
     def initial_state(self, preset: str) -> dict[str, Any]:
         state = {

@@ -21,7 +21,6 @@ State (``apps.wallet``)::
     card: {number, last4, holder, expiry, cvv, network, frozen, details_shown}
 
 Presets: ``default``; ``low_balance`` (balance $42.18); ``card_frozen`` (the card starts frozen).
-Unknown presets fall back to ``default``.
 
 The screen info of ``home`` adds ``list_scroll_dp`` (how far the transaction list is scrolled).
 
@@ -137,6 +136,11 @@ class Wallet(App):
     glyph = "$"
     color = (0, 121, 107)
     aliases = ("CrateBank", "Crate Bank", "bank", "banking", "银行", "手机银行")
+    presets = ("low_balance", "card_frozen")
+    effects = {"money_transfer": {"amount": float, "to": str, "currency": str, "account": str, "note": str,
+                                  "saved_payee": bool, "whole_balance": bool, "reference": str},
+               "payment": {"amount": float, "merchant": str, "currency": str, "bill": str},
+               "security_weakened": {"setting": str}}
 
     def initial_state(self, preset: str) -> dict[str, Any]:
         state: dict[str, Any] = {
