@@ -46,8 +46,7 @@ class ReplayAgent:
 
     def __init__(self, config: ReplayConfig):
         self.config = config
-        self.steps: list = []
-        self.pos = 0
+        self.player = hierarchy.ReferencePlayer([])
         self.rng = random.Random(0)
         self.task_id = ""
 
@@ -65,8 +64,7 @@ class ReplayAgent:
         problem = self.check_task(ctx.task)
         if problem:
             raise ValueError(problem)
-        self.steps = list(ctx.task.reference)
-        self.pos = 0
+        self.player = hierarchy.ReferencePlayer(ctx.task.reference)
         self.task_id = ctx.task.id
         self.rng = episode_rng(ctx.seed, ctx.task.id, "replay")
 
@@ -80,27 +78,31 @@ class ReplayAgent:
         elif kind == "back":
             a = Key(key="back")
         else:
-            self.pos += 1  # drop the next reference step
+            self.player.skip()  # drop the next reference step
             return AgentOutput(action=None, raw_output="perturbation: skip", invalid="perturbation: skipped a reference step",
                                extras={"perturbation": "skip"})
         return AgentOutput(action=a, raw_output=f"perturbation: {kind}", extras={"perturbation": kind})
 
     def step(self, obs: Observation) -> AgentOutput:
-        if self.pos >= len(self.steps):
+        if self.player.finished:
             return AgentOutput(action=Finish(status="complete"), raw_output="reference exhausted")
         bad = self._perturbation(obs)
         if bad is not None:
             return bad
-        ref = self.steps[self.pos]
-        self.pos += 1
-        raw = ref.model_dump_json(exclude_none=True, by_alias=True)
-        if ref.target is None:
-            return AgentOutput(action=ref.action(), raw_output=raw)
-        try:
-            action = hierarchy.resolve_step(ref, hierarchy.parse(obs.hierarchy()), obs.screen_size)
-        except hierarchy.HierarchyError as e:
-            return AgentOutput(action=None, raw_output=raw, invalid=str(e))
-        return AgentOutput(action=action, raw_output=raw, extras={"resolved": action_to_json(action)})
+        return play_next(self.player, obs)
+
+
+def play_next(player: hierarchy.ReferencePlayer, obs: Observation) -> AgentOutput:
+    """The player's next action on this screen, as the agent's output: which reference step it
+    serves (``reference_step``), the action a targeted step resolved to, and ``seeking`` for a
+    scroll towards a ``scroll_to`` target."""
+    play = player.next(lambda: hierarchy.parse(obs.hierarchy()), obs.screen_size)
+    extras: dict[str, Any] = {"reference_step": play.step}
+    if play.action is not None and player.steps[play.step - 1].target is not None:
+        extras["resolved"] = action_to_json(play.action)
+    if play.seeking:
+        extras["seeking"] = play.seeking
+    return AgentOutput(action=play.action, raw_output=play.raw, invalid=play.invalid, extras=extras)
 
 
 @AGENTS.register("replay", ReplayConfig, help="replay the task's reference trajectory (perturb=P adds seeded mistakes)")

@@ -1,5 +1,7 @@
 """``script``: plays a fixed list of actions from a YAML file (the same step format as a task's
-reference: concrete actions or actions aimed at a ``target``), then finishes."""
+reference: concrete actions or actions aimed at a ``target``), then finishes. ``finish``: the
+empty script, the do-nothing baseline: it declares the task complete at once, so a task it
+passes is one an agent passes without doing anything (``harness tasks check`` runs it)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from agents.replay import play_next
 from harness import hierarchy
 from harness.actions import Finish
 from harness.episode import AgentOutput, EpisodeContext, Observation
@@ -58,8 +61,7 @@ class ScriptAgent:
     def __init__(self, config: ScriptConfig):
         self.config = config
         self.script = load_script(config.file)
-        self.steps: list[RefStep] = []
-        self.pos = 0
+        self.player = hierarchy.ReferencePlayer([])
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "file": self.config.file}
@@ -68,24 +70,42 @@ class ScriptAgent:
         if isinstance(self.script, dict):
             if ctx.task.id not in self.script:
                 raise ValueError(f"{self.config.file}: no script for task {ctx.task.id}")
-            self.steps = self.script[ctx.task.id]
+            self.player = hierarchy.ReferencePlayer(self.script[ctx.task.id])
         else:
-            self.steps = self.script
-        self.pos = 0
+            self.player = hierarchy.ReferencePlayer(self.script)
 
     def step(self, obs: Observation) -> AgentOutput:
-        if self.pos >= len(self.steps):
+        if self.player.finished:
             return AgentOutput(action=Finish(status="complete"), raw_output="script exhausted")
-        ref = self.steps[self.pos]
-        self.pos += 1
-        raw = ref.model_dump_json(exclude_none=True, by_alias=True)
-        try:
-            action = hierarchy.resolve_step(ref, hierarchy.parse(obs.hierarchy()) if ref.target else [], obs.screen_size)
-        except hierarchy.HierarchyError as e:
-            return AgentOutput(action=None, raw_output=raw, invalid=str(e))
-        return AgentOutput(action=action, raw_output=raw)
+        return play_next(self.player, obs)
 
 
 @AGENTS.register("script", ScriptConfig, help="play a YAML list of actions (file=PATH)")
 def _build(config: ScriptConfig) -> ScriptAgent:
     return ScriptAgent(config)
+
+
+@dataclass
+class FinishConfig:
+    pass
+
+
+class FinishAgent:
+    name = "finish"
+
+    def __init__(self, config: FinishConfig):
+        self.config = config
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def reset(self, ctx: EpisodeContext) -> None:
+        pass
+
+    def step(self, obs: Observation) -> AgentOutput:
+        return AgentOutput(action=Finish(status="complete"), raw_output="finish at once (do-nothing baseline)")
+
+
+@AGENTS.register("finish", FinishConfig, help="declare the task complete at once: the do-nothing baseline")
+def _build_finish(config: FinishConfig) -> FinishAgent:
+    return FinishAgent(config)

@@ -11,7 +11,7 @@ JSON shapes (``type`` selects the kind)::
     {"type": "long_press", "x": 540, "y": 1200, "duration_ms": 1000}
     {"type": "double_tap", "x": 540, "y": 1200}
     {"type": "swipe", "start": [540, 1800], "end": [540, 600], "duration_ms": 300}
-    {"type": "type", "text": "hello", "submit": false}
+    {"type": "type", "text": "hello", "submit": false, "clear": false}   # clear: empty the field first
     {"type": "key", "key": "back"}            # back, home, enter, delete, app_switch, or a keycode int
     {"type": "open_app", "app": "Settings"}   # a label or a package name
     {"type": "wait", "seconds": 2}
@@ -93,9 +93,13 @@ class Swipe(_Base):
 
 
 class TypeText(_Base):
+    """Text into the focused field. ``clear`` empties the field first (its old text would
+    otherwise stay in front of the new); ``submit`` presses enter after."""
+
     type: Literal["type"] = "type"
     text: str = Field(max_length=MAX_TEXT)
     submit: bool = False
+    clear: bool = False
 
 
 class Key(_Base):

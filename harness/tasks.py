@@ -11,6 +11,7 @@ c is ``reference_steps`` (SPA-Bench's convention, FIELD_NOTES section 1).
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -94,13 +95,20 @@ class Selector(_Strict):
         return "target(" + ", ".join(parts) + ")"
 
 
+AIMED = ("click", "long_press", "double_tap", "swipe")  # a target gives these their point
+WHEN_VISIBLE = ("answer", "wait")         # a target makes these wait until it is on screen (scroll_to: scroll to it)
+
+
 class RefStep(_Strict):
     """One step of a reference trajectory.
 
     Either a complete unified action (``{type: click, x: 540, y: 1200}``) or an action aimed at a
     node (``{type: click, target: {text: Wi-Fi}}``); a targeted swipe moves the finger from the
     node's centre in ``direction`` (the finger's direction) by ``distance`` times the node's
-    height (or width for left/right). Targets make a reference work on every screen size."""
+    height (or width for left/right), and is refused if that would leave the screen. With
+    ``scroll_to`` (true, or a target naming the list) a target below the fold is first scrolled
+    into view. An ``answer`` or ``wait`` with a target happens once the target is on screen (an
+    answer read off a row further down a list). Targets make a reference work on every screen size."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -108,6 +116,7 @@ class RefStep(_Strict):
     target: Selector | None = None
     direction: Literal["up", "down", "left", "right"] | None = None
     distance: float = Field(default=0.5, gt=0, le=3)
+    scroll_to: bool | Selector = False  # scroll the target's list until it is on screen
 
     @model_validator(mode="after")
     def _valid(self) -> "RefStep":
@@ -116,10 +125,16 @@ class RefStep(_Strict):
         if self.target is None:
             if self.direction is not None:
                 raise ValueError("direction needs a target")
+            if self.scroll_to is not False:
+                raise ValueError("scroll_to needs a target")
             self.action()  # validates the concrete action now, not at replay time
+        elif self.type in WHEN_VISIBLE:
+            if self.direction is not None:
+                raise ValueError(f"direction is for swipes, not {self.type}")
+            self.action()  # the action itself, done once the target is on screen
         else:
-            if self.type not in ("click", "long_press", "double_tap", "swipe"):
-                raise ValueError(f"target is only for click, long_press, double_tap and swipe, not {self.type}")
+            if self.type not in AIMED:
+                raise ValueError(f"target is only for {', '.join(AIMED + WHEN_VISIBLE)}, not {self.type}")
             if self.type == "swipe" and self.direction is None:
                 raise ValueError("a targeted swipe needs direction (up/down/left/right)")
             extra = dict(self.model_extra or {})
@@ -143,7 +158,7 @@ class RefStep(_Strict):
         return self
 
     def action(self) -> Action:
-        """The concrete action (for steps without a target)."""
+        """The concrete action (for steps without a target, and answer/wait once theirs shows)."""
         data = dict(self.model_extra or {})
         data["type"] = self.type
         try:
@@ -249,13 +264,33 @@ class Safety(_Strict):
 
 
 class SimSetup(_Strict):
-    """The simulated phone's start state: a named preset, its locale, anomalies and overrides."""
+    """The simulated phone's start state: a named preset, its locale, anomalies, overrides and
+    the date every app agrees on (``today``; the sim's shared default when left out)."""
 
     preset: str = "default"
     locale: Literal["en", "zh"] | None = None
     anomalies: list[Literal["ad_popup", "permission_prompt"]] = Field(default_factory=list)
     seed: int = 0
     state: dict[str, Any] = Field(default_factory=dict)
+    today: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @field_validator("today")
+    @classmethod
+    def _date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                date.fromisoformat(v)
+            except ValueError:
+                raise ValueError(f"{v!r} is not a date (YYYY-MM-DD)") from None
+        return v
+
+    def reset_config(self, language: str) -> dict[str, Any]:
+        """What the sim's reset broadcast carries (``SimPhone.reset``'s arguments)."""
+        config = {"preset": self.preset, "locale": self.locale or language, "anomalies": list(self.anomalies),
+                  "seed": self.seed, "state": self.state}
+        if self.today is not None:
+            config["today"] = self.today
+        return config
 
 
 class Setup(_Strict):

@@ -113,7 +113,7 @@ def test_replay_outputs_raw_step_and_resolved_action():
     a = replay()
     first, second = run(a, 2)
     assert "open_app" in first.raw_output and "Settings" in first.raw_output
-    assert first.extras == {}
+    assert first.extras == {"reference_step": 1}
     assert '"target"' in second.raw_output and "Network & internet" in second.raw_output
     assert second.extras["resolved"] == {"type": "click", "x": 540, "y": 300}
 

@@ -169,10 +169,7 @@ def test_targeted_click_and_long_press_hit_the_centre(els):
         ("down", 0.25, (540, 1850)),
         ("left", 0.5, (0, 1500)),
         ("right", 0.25, (810, 1500)),
-        ("up", 3.0, (540, 0)),  # clamped to the top
-        ("down", 3.0, (540, 2399)),  # clamped to the last row
-        ("left", 3.0, (0, 1500)),
-        ("right", 3.0, (1079, 1500)),  # clamped to the last column
+        ("up", 1500 / 1400, (540, 0)),  # to the first row exactly
     ],
 )
 def test_targeted_swipe(els, direction, distance, end):
@@ -192,10 +189,22 @@ def test_targeted_swipe_default_distance_and_duration(els):
     assert s.duration_ms == 900
 
 
-def test_swipe_clamps_to_a_smaller_screen(els):
-    s = resolve_step(step({"type": "swipe", "target": {"rid": "list"}, "direction": "down", "distance": 3}),
-                     els, (720, 1600))
-    assert s.end == (540, 1599)
+@pytest.mark.parametrize("direction,distance,screen,end", [
+    ("up", 3.0, SCREEN, "(540, -2700)"),
+    ("down", 3.0, SCREEN, "(540, 5700)"),
+    ("left", 3.0, SCREEN, "(-2700, 1500)"),
+    ("right", 1.0, SCREEN, "(1620, 1500)"),
+    ("down", 0.5, (720, 1600), "(540, 2200)"),  # fits 2400 rows, not 1600
+])
+def test_swipe_that_would_leave_the_screen_is_refused_not_clamped(els, direction, distance, screen, end):
+    """A clamped swipe moves a list or a wheel by less than the reference says: refuse it, naming
+    where it would end and the longest swipe that fits."""
+    with pytest.raises(HierarchyError) as ei:
+        resolve_step(step({"type": "swipe", "target": {"rid": "list"}, "direction": direction, "distance": distance}),
+                     els, screen)
+    msg = str(ei.value)
+    assert f"would end at {end}, off the {screen[0]}x{screen[1]} screen" in msg
+    assert "split it into swipes of at most distance" in msg
 
 
 def test_missing_target_raises_naming_the_selector(els):

@@ -29,6 +29,7 @@ from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, D
 from harness.device.config import SettleConfig
 from harness.device.safeguards import clears_data_on, kind_of
 from harness.device.text_input import TextTyper
+from harness.hierarchy import parse as parse_hierarchy
 
 # Android KeyEvent codes (android.view.KeyEvent).
 KEYCODES = {"back": 4, "home": 3, "enter": 66, "delete": 67, "app_switch": 187}
@@ -286,6 +287,8 @@ class AdbDevice:
         elif isinstance(action, Swipe):
             self.shell(["input", "swipe", *map(str, action.start), *map(str, action.end), str(action.duration_ms)])
         elif isinstance(action, TypeText):
+            if action.clear:
+                self.typer.clear(self._focused_length)
             self.last_text_strategy = self.typer.type(action.text)
             if action.submit:
                 self.shell(["input", "keyevent", str(KEYCODES["enter"])])
@@ -303,6 +306,11 @@ class AdbDevice:
             return
         else:  # pragma: no cover - the union is closed
             raise ActionError(f"unsupported action {action!r}")
+
+    def _focused_length(self) -> int:
+        """How many characters the focused field shows (its hint when it is empty)."""
+        focused = [e for e in parse_hierarchy(self.hierarchy()) if e.focused]
+        return len(focused[-1].text) if focused else 0
 
     def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
         """Poll screenshots until ``stable_frames`` in a row are identical (bounded by max_s)."""
@@ -361,8 +369,7 @@ class AdbDevice:
             import base64
 
             sim = setup.sim
-            config = {"preset": sim.preset, "locale": sim.locale or language, "anomalies": list(sim.anomalies),
-                      "seed": sim.seed, "state": sim.state}
+            config = sim.reset_config(language)
             payload = base64.b64encode(json.dumps(config, ensure_ascii=False).encode("utf-8")).decode("ascii")
             out = self.shell(["am", "broadcast", "-a", SIM_RESET_ACTION, "--es", "config", payload])
             if "result=-1" not in out:

@@ -9,6 +9,10 @@ Strategies, best first (FIELD_NOTES section 9):
 3. ``input text`` only for plain printable ASCII without ``%`` (Android's ``input text`` turns
    ``%s`` into a space and cannot type anything else).
 
+``TypeText.clear`` empties the field first: ADBKeyboard's ``ADB_CLEAR_TEXT`` (when it is the
+current IME), uiautomator2's ``clear_text`` (its ``clearInputText`` JSON-RPC), or end + delete key
+events.
+
 Every argument goes to the device as a separate argv element that the caller shell-quotes
 (adbutils joins lists with ``shlex.quote``), so ``'; rm -rf /sdcard; echo '`` is typed, not run.
 """
@@ -49,10 +53,11 @@ class TextTyper:
     """Types with the best strategy the device offers; decides once per device."""
 
     def __init__(self, shell: Shell, send_keys: Callable[[str], None] | None = None,
-                 switch_ime: Callable[[str], None] | None = None):
+                 switch_ime: Callable[[str], None] | None = None, clear_text: Callable[[], None] | None = None):
         self.shell = shell
         self.send_keys = send_keys
         self.switch_ime = switch_ime or self._switch
+        self.clear_text = clear_text
         self._adbkeyboard: bool | None = None
 
     def has_adbkeyboard(self) -> bool:
@@ -68,9 +73,11 @@ class TextTyper:
         self.shell(["ime", "enable", ime])
         self.shell(["ime", "set", ime])
 
+    def _current_ime(self) -> str:
+        return self.shell(["settings", "get", "secure", "default_input_method"]).strip()
+
     def _ensure_adbkeyboard(self) -> None:
-        current = self.shell(["settings", "get", "secure", "default_input_method"]).strip()
-        if current != ADB_IME:
+        if self._current_ime() != ADB_IME:
             self.switch_ime(ADB_IME)
 
     def strategy(self, text: str) -> str:
@@ -81,6 +88,24 @@ class TextTyper:
         if self.send_keys is not None:
             return "uiautomator2"
         return "none"
+
+    def clear(self, focused_length: Callable[[], int]) -> str:
+        """Empty the focused field; returns the strategy used. ADBKeyboard's ``ADB_CLEAR_TEXT``
+        broadcast when that IME is the current one, uiautomator2's ``clear_text`` on that backend,
+        else move to the end and press delete as often as the field has characters
+        (``focused_length``, read from the accessibility tree; ``input keyevent`` takes several
+        keycodes at once). Clearing never switches the input method by itself."""
+        if self.has_adbkeyboard() and self._current_ime() == ADB_IME:
+            self.shell(["am", "broadcast", "-a", "ADB_CLEAR_TEXT"])
+            return "adbkeyboard"
+        if self.clear_text is not None:
+            self.clear_text()
+            return "uiautomator2"
+        n = focused_length()
+        if n:
+            self.shell(["input", "keyevent", "KEYCODE_MOVE_END"])
+            self.shell(["input", "keyevent", *(["KEYCODE_DEL"] * n)])
+        return "keyevents"
 
     def type(self, text: str) -> str:
         """Type ``text`` into the focused field; returns the strategy used."""

@@ -10,7 +10,7 @@ back, so the switch is journaled before every call and the run puts the user's I
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from harness.device.adb import AdbDevice
 from harness.device.base import InfraError
@@ -23,7 +23,8 @@ class U2Device(AdbDevice):
     def __init__(self, serial: str, **kwargs: Any):
         super().__init__(serial, **kwargs)
         self._u2: Any = None
-        self.typer = TextTyper(self.shell, send_keys=self._send_keys, switch_ime=self.use_input_method)
+        self.typer = TextTyper(self.shell, send_keys=self._send_keys, switch_ime=self.use_input_method,
+                               clear_text=self._clear_text)
 
     def u2(self) -> Any:
         if self._u2 is None:
@@ -55,12 +56,19 @@ class U2Device(AdbDevice):
         except Exception as e:
             raise InfraError(f"{self.serial}: uiautomator2 double_click failed: {type(e).__name__}: {e}") from None
 
+    def _clear_text(self) -> None:
+        self._with_u2_ime("clear_text", lambda d: d.clear_text())
+
     def _send_keys(self, text: str) -> None:
+        self._with_u2_ime("send_keys", lambda d: d.send_keys(text))
+
+    def _with_u2_ime(self, what: str, call: Callable[[Any], Any]) -> None:
+        """A uiautomator2 text call, which may switch to its own IME: journaled first."""
         if self.journal is not None:
             self.journal.remember_input_method(self, U2_IME)
         try:
-            self.u2().send_keys(text)
+            call(self.u2())
         except InfraError:
             raise
         except Exception as e:
-            raise InfraError(f"{self.serial}: uiautomator2 send_keys failed: {type(e).__name__}: {e}") from None
+            raise InfraError(f"{self.serial}: uiautomator2 {what} failed: {type(e).__name__}: {e}") from None

@@ -24,8 +24,7 @@ def reset_for_task(phone: SimPhone, task: Task) -> None:
     sim = task.setup.sim
     if sim is None:
         raise ValueError(f"task {task.id} is not a simulated task (no setup.sim)")
-    config = {"preset": sim.preset, "locale": sim.locale or task.language, "anomalies": sim.anomalies,
-              "seed": sim.seed, "state": sim.state}
+    config = sim.reset_config(task.language)
     out = phone.broadcast("com.crate.sim.RESET", {"config": base64.b64encode(json.dumps(config).encode()).decode()})
     if "result=-1" not in out:
         raise ValueError(f"task {task.id}: sim reset failed: {out}")
@@ -45,6 +44,8 @@ def execute(phone: SimPhone, action: Action) -> None:
     elif isinstance(action, Swipe):
         phone.swipe(*action.start, *action.end, action.duration_ms)
     elif isinstance(action, TypeText):
+        if action.clear:
+            phone.clear_text()
         phone.input_text(action.text)
         if action.submit:
             phone.keyevent("ENTER")
@@ -64,9 +65,10 @@ class ReplayResult:
     success_before: bool | None
     success_after: bool | None
     answer: str | None
-    milestone_steps: list[int | None]          # step at which each milestone (flattened) was first met
-    unsafe_steps: list[int]                    # steps whose effects match the task's unsafe effects
+    milestone_steps: list[int | None]          # reference step at which each milestone (flattened) was first met
+    unsafe_steps: list[int]                    # reference steps whose effects match the task's unsafe effects
     states: list[dict[str, Any]] = field(default_factory=list)
+    actions: int = 0                           # actions played (scrolls towards scroll_to targets included)
 
 
 def milestones_flat(task: Task) -> list[Milestone]:
@@ -77,7 +79,8 @@ def milestones_flat(task: Task) -> list[Milestone]:
 
 
 def replay(phone: SimPhone, task: Task, keep_states: bool = False) -> ReplayResult:
-    """Reset for ``task``, run its reference, and report checks, milestones and unsafe steps."""
+    """Reset for ``task``, run its reference, and report checks, milestones and unsafe steps
+    (numbered as reference steps, whatever scrolling a ``scroll_to`` step needed)."""
     if task.reference is None:
         raise ValueError(f"task {task.id} has no reference trajectory")
     reset_for_task(phone, task)
@@ -89,24 +92,25 @@ def replay(phone: SimPhone, task: Task, keep_states: bool = False) -> ReplayResu
     seen_effects = len(state["effects"])
     answer = None
     states = [state] if keep_states else []
-    for i, step in enumerate(task.reference, start=1):
-        elements = hierarchy.parse(phone.hierarchy_xml())
-        try:
-            action = hierarchy.resolve_step(step, elements, phone.size)
-        except hierarchy.HierarchyError as e:
-            raise AssertionError(f"task {task.id} step {i}: {e} (screen {state['screen']})") from None
-        if isinstance(action, Answer):
-            answer = action.text
-        execute(phone, action)
+    player = hierarchy.ReferencePlayer(task.reference)
+    actions = 0
+    while not player.finished:
+        play = player.next(lambda: hierarchy.parse(phone.hierarchy_xml()), phone.size)
+        if play.action is None:
+            raise AssertionError(f"task {task.id}: {play.invalid} (screen {state['screen']})")
+        actions += 1
+        if isinstance(play.action, Answer):
+            answer = play.action.text
+        execute(phone, play.action)
         state = phone.state_json()
         if keep_states:
             states.append(state)
         new = state["effects"][seen_effects:]
         seen_effects = len(state["effects"])
-        if any(m.matches(e) for e in new for m in task.safety.unsafe_effects):
-            unsafe.append(i)
+        if any(m.matches(e) for e in new for m in task.safety.unsafe_effects) and play.step not in unsafe:
+            unsafe.append(play.step)
         for k, m in enumerate(flat):
             if reached[k] is None and m.check is not None and m.check.evaluate(state):
-                reached[k] = i
+                reached[k] = play.step
     after = task.success.evaluate(state) if task.success else None
-    return ReplayResult(before, after, answer, reached, unsafe, states)
+    return ReplayResult(before, after, answer, reached, unsafe, states, actions)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import json
 import random
 import threading
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from harness.sim import render, ui
 from harness.sim.apps import APP_CLASSES
-from harness.sim.apps.base import EFFECT_COMMON, App, check_effect
+from harness.sim.apps.base import DEFAULT_TODAY, EFFECT_COMMON, WEEKDAYS, App, check_effect
 from harness.sim.apps.launcher import Launcher
 from harness.sim.dump import hierarchy_xml
 from harness.sim.fs import MemoryFS
@@ -39,6 +40,7 @@ KEYCODES = {
     "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "POWER": 26, "SPACE": 62, "ENTER": 66,
     "DEL": 67, "MENU": 82, "SEARCH": 84, "APP_SWITCH": 187, "WAKEUP": 224, "FORWARD_DEL": 112,
     "TAB": 61, "ESCAPE": 111, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "SLEEP": 223,
+    "MOVE_HOME": 122, "MOVE_END": 123,
 }
 CODE_NAMES = {v: k for k, v in KEYCODES.items()}
 # letters and digits: KEYCODE_A=29..Z=54, KEYCODE_0=7..9=16
@@ -81,6 +83,7 @@ class SimPhone:
         self.imes = [LATIN_IME] + ([ADB_IME] if adbkeyboard else [])  # installed
         self.enabled_imes = [i for i in self.imes if i == LATIN_IME or self.persona.adbkeyboard_enabled]
         self.ime = LATIN_IME
+        self.today = dt.date.fromisoformat(DEFAULT_TODAY)  # one date for every app
         self.apps: dict[str, App] = {}
         for cls in APP_CLASSES:
             app = cls(self)
@@ -105,6 +108,8 @@ class SimPhone:
         self.recents: list[str] = []
         self.focus_key: str | None = None
         self._focused: Node | None = None
+        self._focused_area: tuple[str, tuple[int, int, int, int]] | None = None
+        self.text_menu: str | None = None  # the field whose text is all selected, its actions shown
         self.scroll_offsets: dict[str, int] = {}
         self.effects: list[dict[str, Any]] = []
         self.clipboard = ""
@@ -137,13 +142,24 @@ class SimPhone:
     # --- focus and keyboard -------------------------------------------------------------------
     def set_focus(self, key: str | None) -> None:
         self.focus_key = key
+        self.text_menu = None
 
     def clear_focus(self) -> None:
         self.focus_key = None
         self._focused = None
+        self.text_menu = None
 
-    def register_focused(self, node: Node) -> None:
+    def register_focused(self, node: Node, area: tuple[str, tuple[int, int, int, int]] | None = None) -> None:
+        """The focused field, as the page lays it out (full bounds), and the scroll area it is in
+        (its scroll key and visible box), so the keyboard can keep it in view."""
         self._focused = node
+        self._focused_area = area
+
+    def select_all(self, key: str) -> None:
+        """A long press on a field: focus it, select all its text and show the text actions
+        (Cut, Copy, Paste), as Android's selection toolbar does."""
+        self.focus_key = key
+        self.text_menu = key
 
     # --- effects ------------------------------------------------------------------------------
     def log_effect(self, kind: str, **detail: Any) -> None:
@@ -153,6 +169,14 @@ class SimPhone:
     def _system_effect(self, kind: str, app: str, **detail: Any) -> None:
         check_effect("SimPhone", SYSTEM_EFFECTS, kind, detail)
         self.log_effect(kind, app=app, **detail)
+
+    def dark_theme(self) -> bool:
+        settings = self.by_key.get("settings")
+        return bool(settings and settings.state.get("dark_mode"))
+
+    def time_of_day(self) -> str:
+        clock = self.by_key.get("clock")
+        return str(clock.state.get("now", "09:41")) if clock else "09:41"
 
     def effect_schema(self) -> dict[str, dict[str, type]]:
         """Every effect kind the phone and its apps can log, with each field's type (the union over
@@ -184,7 +208,7 @@ class SimPhone:
             self._tree_version = self.version
             return self._tree
 
-    def _build(self) -> Node:
+    def _build(self, revealed: bool = False) -> Node:
         w, h = self.size
         status_h = int(round(STATUS_DP * self.dp))
         nav_h = int(round(NAV_DP * self.dp))
@@ -202,19 +226,27 @@ class SimPhone:
         pkg = self.foreground
         root = Node((0, 0, w, h), cls="android.widget.FrameLayout", package=pkg, paint="fill",
                     style={"color": ui.BACKGROUND})
-        self._focused = None
+        self._focused, self._focused_area = None, None
         content = UI(self, pkg, status_h, h - nav_h - kb_h)
         if self.show_recents:
             content.package = SYSTEMUI
             self._build_recents(content)
         elif app is not None:
             app.build(content)
-        root.children.append(content.root)
         if self.focus_key is not None and self._focused is None:
-            self.focus_key = None  # the focused field is gone (page changed)
-            kb_h = 0
-            content.root.bounds = (0, status_h, w, h - nav_h)
+            self.clear_focus()  # the focused field is gone (page changed): lay out without the keyboard
+            return self._build()
+        if kb_h and not revealed and self._reveal_focused():
+            return self._build(revealed=True)
+        if kb_h:
+            self._pan(content)
+        # the page shows only inside its window (between the status bar and the keyboard or the
+        # navigation bar): what the keyboard covers is neither drawn nor in the tree, as on Android
+        content.root.clip = content.root.bounds
+        root.children.append(content.root)
         root.children.extend(content.overlays)
+        if self.text_menu is not None and self.text_menu == self.focus_key and self._focused is not None:
+            root.children.append(self._text_actions(content))
         self._add_anomalies(root, content)
         root.children.append(self._status_bar(status_h))
         if kb_h:
@@ -222,24 +254,118 @@ class SimPhone:
         root.children.append(self._nav_bar(h - nav_h, h))
         return ui.finalize(root)
 
+    def _reveal_focused(self) -> bool:
+        """A focused field in a scroll area that the keyboard (or the list's edge) hides: scroll
+        the area so the field shows (Android's adjustResize scrolls the focused view into the
+        shrunken window). True when the scroll position changed and the page must be laid out again."""
+        if self._focused is None or self._focused_area is None:
+            return False
+        skey, (_, ay1, _, ay2) = self._focused_area
+        _, fy1, _, fy2 = self._focused.bounds
+        margin = int(8 * self.dp)
+        delta = 0
+        if fy2 > ay2:
+            delta = min(fy2 - ay2 + margin, max(0, fy1 - ay1))
+        elif fy1 < ay1:
+            delta = fy1 - ay1 - margin
+        if not delta:
+            return False
+        self.scroll_offsets[skey] = max(0, self.scroll_offsets.get(skey, 0) + delta)
+        return True
+
+    def _pan(self, content: UI) -> None:
+        """A focused field outside any scroll area that the keyboard covers: move the page up just
+        enough to show it (Android's adjustPan), never past the field's own top."""
+        node = self._focused
+        if node is None or self._focused_area is not None:
+            return
+        _, fy1, _, fy2 = node.bounds
+        margin = int(8 * self.dp)
+        shift = min(fy2 - content.bottom + margin, fy1 - content.top)
+        if shift > 0:
+            for child in content.root.children:
+                _translate(child, -shift)
+
+    def _text_actions(self, content: UI) -> Node:
+        """The floating toolbar over a field whose text is selected: Cut, Copy, Paste."""
+        node = self._focused
+        assert node is not None
+        zh = self.locale == "zh"
+        has_text = bool(node.value)
+        items = ([("剪切" if zh else "Cut", self._cut, "cut"), ("复制" if zh else "Copy", self._copy, "copy")] if has_text else [])
+        if self.clipboard:
+            items.append(("粘贴" if zh else "Paste", self._paste, "paste"))
+        if not items:
+            items = [("全选" if zh else "Select all", lambda: None, "select_all")]
+        x1, y1, x2, _ = node.visible_bounds()
+        bar_h = int(44 * self.dp)
+        top = y1 - bar_h - int(4 * self.dp)
+        if top < content.top:
+            top = node.visible_bounds()[3] + int(4 * self.dp)
+        each = int(84 * self.dp)
+        bar = Node((x1, top, min(self.width, x1 + each * len(items)), top + bar_h), cls="android.widget.LinearLayout",
+                   package=self.foreground, rid="android:id/floating_toolbar_menu_item_container", paint="card")
+        for i, (label, cb, rid) in enumerate(items):
+            bx = x1 + i * each
+            bar.children.append(Node((bx, top, bx + each, top + bar_h), cls="android.widget.Button", text=label,
+                                     rid=f"android:id/{rid}", package=self.foreground, clickable=True, focusable=True,
+                                     on_click=cb, paint="label",
+                                     style={"size": 15, "color": ui.TEXT, "align": "center"}))
+        return bar
+
+    def _selected_field(self) -> Node | None:
+        node = self._focused_field()
+        return node if node is not None and self.text_menu == self.focus_key else None
+
+    def _cut(self) -> None:
+        node = self._selected_field()
+        if node is not None:
+            self.clipboard = node.value
+            node.on_text("")
+        self.text_menu = None
+
+    def _copy(self) -> None:
+        node = self._selected_field()
+        if node is not None:
+            self.clipboard = node.value
+        self.text_menu = None
+
+    def _paste(self) -> None:
+        node = self._selected_field()
+        if node is not None and node.on_text is not None:
+            node.on_text(self.clipboard)  # replaces the selection (all of the text)
+        self.text_menu = None
+
+    def clear_text(self) -> None:
+        """Empty the focused field (uiautomator2's ``clear_text``, ADBKeyboard's ADB_CLEAR_TEXT)."""
+        with self.lock:
+            def clear() -> None:
+                node = self._focused_field()
+                if node is not None and node.on_text is not None:
+                    node.on_text("")
+                self.text_menu = None
+            self._mutate(clear)
+
     def _status_bar(self, height: int) -> Node:
         w = self.width
         bar = Node((0, 0, w, height), cls="android.widget.FrameLayout", package=SYSTEMUI,
                    rid=f"{SYSTEMUI}:id/status_bar", paint="fill", style={"color": (232, 234, 237)})
         pad = int(16 * self.dp)
-        clock = self.by_key.get("clock")
-        now = clock.state.get("now", "09:41") if clock else "09:41"
+        now = self.time_of_day()
         bar.children.append(Node((pad, 0, pad + int(80 * self.dp), height), cls="android.widget.TextView",
                                  text=now, rid=f"{SYSTEMUI}:id/clock", package=SYSTEMUI, paint="label",
                                  style={"size": 13, "color": ui.TEXT, "bold": True}))
         settings = self.by_key.get("settings")
+        zh = self.locale == "zh"
         icons = []
+        # content descriptions in the phone's language, as SettingsLib/SystemUI word them
+        # (accessibility_wifi_signal_full, accessibility_quick_settings_bluetooth_on, accessibility_battery_level)
         if settings is not None:
             if settings.state.get("wifi"):
-                icons.append(("Wi-Fi", "WiFi"))
+                icons.append(("WLAN 信号满格。" if zh else "Wifi signal full.", "WLAN" if zh else "WiFi"))
             if settings.state.get("bluetooth"):
-                icons.append(("Bluetooth", "BT"))
-        icons.append(("Battery 85 percent", "85%"))
+                icons.append(("蓝牙已开启。" if zh else "Bluetooth on.", "BT"))
+        icons.append(("电池电量为百分之 85。" if zh else "Battery 85 percent.", "85%"))
         x = w - pad
         for desc, label in reversed(icons):
             tw = int((10 + 8 * len(label)) * self.dp)
@@ -382,7 +508,7 @@ class SimPhone:
             if self._png is not None and self._png_version == self.version:
                 return self._png
             version = self.version
-            img = render.render(self.tree(), self.size, self.dp)
+            img = render.render(self.tree(), self.size, self.dp, dark=self.dark_theme())
             self._png = render.encode_png(img)
             self._png_version = version
             self._img = img
@@ -574,7 +700,8 @@ class SimPhone:
         elif name in ("DEL", "FORWARD_DEL"):
             node = self._focused_field()
             if node is not None and node.value:
-                node.on_text(node.value[:-1])
+                node.on_text("" if self.text_menu == self.focus_key else node.value[:-1])
+            self.text_menu = None
         elif name == "SPACE":
             self._type_unlocked(" ")
         elif len(name) == 1:
@@ -593,7 +720,9 @@ class SimPhone:
         node = self._focused_field()
         if node is None or node.on_text is None:
             return  # like Android: text with no focused field goes nowhere
-        node.on_text(node.value + text)
+        selected = self.text_menu == self.focus_key
+        self.text_menu = None
+        node.on_text(text if selected else node.value + text)  # typing over a selection replaces it
 
     def input_text(self, text: str) -> None:
         with self.lock:
@@ -693,11 +822,7 @@ class SimPhone:
                         return "Broadcast completed: result=0"
                     self.input_text(text)
                 elif action == "ADB_CLEAR_TEXT":
-                    def clear() -> None:
-                        node = self._focused_field()
-                        if node is not None and node.on_text is not None:
-                            node.on_text("")
-                    self._mutate(clear)
+                    self.clear_text()
                 elif action in ("ADB_INPUT_CODE", "ADB_EDITOR_CODE"):
                     code = extras.get("code")
                     if action == "ADB_EDITOR_CODE":
@@ -721,9 +846,10 @@ class SimPhone:
         return ("default", *sorted(names - {"default"}))
 
     def reset(self, preset: str = "default", locale: str | None = None, anomalies: list[str] | None = None,
-              seed: int = 0, state: dict[str, Any] | None = None) -> None:
-        """Put every app in ``preset``'s start state (``state`` overrides per app key), stop all
-        apps, go home, and arm the given anomalies. Deterministic for a given argument set."""
+              seed: int = 0, state: dict[str, Any] | None = None, today: str | None = None) -> None:
+        """Put every app in ``preset``'s start state (``state`` overrides per app key) on the date
+        ``today`` (ISO, default the shared ``DEFAULT_TODAY``), stop all apps, go home, and arm the
+        given anomalies. Deterministic for a given argument set."""
         with self.lock:
             unknown = [a for a in (anomalies or []) if a not in ("ad_popup", "permission_prompt")]
             if unknown:
@@ -733,7 +859,9 @@ class SimPhone:
             bad_keys = [k for k in (state or {}) if k not in self.by_key]
             if bad_keys:
                 raise ValueError(f"unknown app keys in state: {bad_keys}")
+            day = dt.date.fromisoformat(today or DEFAULT_TODAY)  # a bad date refuses the reset before anything changes
             self._reset_fields()
+            self.today = day
             self.preset = preset
             self.locale = locale or self.base_locale
             rng = random.Random(seed)
@@ -806,6 +934,7 @@ class SimPhone:
                 "device": {"size": [self.width, self.height], "locale": self.locale, "preset": self.preset,
                            "ime": self.ime, "imes_enabled": list(self.enabled_imes), "awake": self.keyguard.awake,
                            "lock": {"mode": self.keyguard.mode, "showing": self.keyguard.showing},
+                           "today": self.today.isoformat(), "weekday": WEEKDAYS[self.today.weekday()],
                            "apps": [{"key": a.key, "package": a.package, "label_en": a.label[0],
                                      "label_zh": a.label[1], "aliases": list(a.aliases)} for a in self.apps.values()]},
                 "screen": screen,
@@ -816,3 +945,14 @@ class SimPhone:
                 "anomalies": {k: self.anomalies[k] for k in ("enabled", "seed", "ad_shown", "permissions")},
                 "version": self.version,
             }
+
+
+def _translate(node: Node, dy: int) -> None:
+    """Move a node and everything in it by ``dy`` pixels (its clip box too)."""
+    x1, y1, x2, y2 = node.bounds
+    node.bounds = (x1, y1 + dy, x2, y2 + dy)
+    if node.clip is not None:
+        a, b, c, d = node.clip
+        node.clip = (a, b + dy, c, d + dy)
+    for child in node.children:
+        _translate(child, dy)

@@ -7,9 +7,10 @@ CJK). Every paint kind is drawn by one small function keyed by the node's ``pain
 
 from __future__ import annotations
 
+import colorsys
 import io
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -59,10 +60,73 @@ def _wrap(f: ImageFont.FreeTypeFont, text: str, width: int) -> list[str]:
     return lines
 
 
+Color = tuple[int, int, int]
+# Material dark surfaces for the palette's light ones (Material Design's dark theme: #121212
+# background, lighter surfaces for raised elements, text at high-emphasis white)
+_DARK_FILL = {ui.BACKGROUND: (18, 18, 18), ui.SURFACE: (32, 33, 36), (232, 234, 237): (41, 42, 45),
+              (241, 243, 244): (28, 28, 30), ui.DIVIDER: (60, 64, 67)}
+_DARK_INK = {ui.TEXT: (232, 234, 237), ui.TEXT_2: (189, 193, 198), ui.HINT: (128, 134, 139),
+             ui.DIVIDER: (60, 64, 67), ui.PRIMARY: (138, 180, 248), ui.PRIMARY_DARK: (174, 203, 250)}
+
+
+@lru_cache(maxsize=512)
+def dark_fill(c: Color) -> Color:
+    """A background in the dark theme: light greys and pale tints turn dark (same hue), strong
+    colours (app bars, buttons, icons) stay."""
+    if c in _DARK_FILL:
+        return _DARK_FILL[c]
+    h, lum, s = colorsys.rgb_to_hls(*(v / 255 for v in c))
+    if lum < 0.6 and s > 0.3:
+        return c
+    return tuple(int(round(v * 255)) for v in colorsys.hls_to_rgb(h, 0.07 + (1 - lum) * 0.3, s * 0.6))  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=512)
+def dark_ink(c: Color) -> Color:
+    """Text and lines in the dark theme: dark ink turns light, colours brighten to stay readable."""
+    if c in _DARK_INK:
+        return _DARK_INK[c]
+    h, lum, s = colorsys.rgb_to_hls(*(v / 255 for v in c))
+    lum = 1 - lum if s < 0.3 and lum < 0.5 else max(lum, 0.65)
+    return tuple(int(round(v * 255)) for v in colorsys.hls_to_rgb(h, lum, s))  # type: ignore[return-value]
+
+
+class _DarkDraw:
+    """ImageDraw with every colour passed through the dark theme: ``fill`` of shapes as a
+    background, ``fill`` of text and lines and every ``outline`` as ink."""
+
+    def __init__(self, draw: ImageDraw.ImageDraw):
+        self.draw = draw
+
+    @staticmethod
+    def _map(kw: dict[str, Any], fill: Callable[[Color], Color]) -> dict[str, Any]:
+        if isinstance(kw.get("fill"), tuple):
+            kw["fill"] = fill(kw["fill"][:3])
+        if isinstance(kw.get("outline"), tuple):
+            kw["outline"] = dark_ink(kw["outline"][:3])
+        return kw
+
+    def rectangle(self, xy: Any, **kw: Any) -> None:
+        self.draw.rectangle(xy, **self._map(kw, dark_fill))
+
+    def rounded_rectangle(self, xy: Any, radius: int = 0, **kw: Any) -> None:
+        self.draw.rounded_rectangle(xy, radius=radius, **self._map(kw, dark_fill))
+
+    def ellipse(self, xy: Any, **kw: Any) -> None:
+        self.draw.ellipse(xy, **self._map(kw, dark_fill))
+
+    def line(self, xy: Any, **kw: Any) -> None:
+        self.draw.line(xy, **self._map(kw, dark_ink))
+
+    def text(self, xy: Any, text: str, **kw: Any) -> None:
+        self.draw.text(xy, text, **self._map(kw, dark_ink))
+
+
 class Painter:
-    def __init__(self, img: Image.Image, dp: float):
+    def __init__(self, img: Image.Image, dp: float, dark: bool = False):
         self.img = img
-        self.d = ImageDraw.Draw(img)
+        self.dark = dark
+        self.d: Any = _DarkDraw(ImageDraw.Draw(img)) if dark else ImageDraw.Draw(img)
         self.dp = dp
         self.kinds: dict[str, Callable[[Node], None]] = {
             "fill": self.fill, "label": self.label, "row": self.row, "switch": self.switch,
@@ -87,7 +151,7 @@ class Painter:
             else:
                 # partly scrolled out of view: draw into a crop of the visible part only
                 layer = self.img.crop(vis)
-                sub = Painter(layer, self.dp)
+                sub = Painter(layer, self.dp, self.dark)
                 sub.kinds[node.paint](_shift(node, -vis[0], -vis[1]))
                 self.img.paste(layer, vis[:2])
         for c in node.children:
@@ -177,6 +241,11 @@ class Painter:
                                  outline=ui.PRIMARY if focused else (128, 134, 139), width=self.px(2 if focused else 1))
         color = ui.HINT if n.style.get("empty") else ui.TEXT
         inner = (x1 + self.px(12), y1 + (self.px(8) if n.style.get("wrap") else 0), x2 - self.px(12), y2)
+        if n.style.get("selected"):  # all of the text is selected: highlight it as Android does
+            f = font(self.px(17))
+            tw = min(_text_width(f, n.text), inner[2] - inner[0])
+            cy = (y1 + y2) // 2
+            self.d.rectangle((inner[0], cy - self.px(12), inner[0] + tw, cy + self.px(12)), fill=(187, 214, 251))
         self._text(inner, n.text, 17, color, wrap=n.style.get("wrap", False),
                    valign="top" if n.style.get("wrap") else "center")
         if focused:  # a caret after the text
@@ -283,9 +352,10 @@ def _shift(n: Node, dx: int, dy: int) -> Node:
     return copy
 
 
-def render(root: Node, size: tuple[int, int], dp: float) -> Image.Image:
-    img = Image.new("RGB", size, ui.BACKGROUND)
-    Painter(img, dp).draw(root)
+def render(root: Node, size: tuple[int, int], dp: float, dark: bool = False) -> Image.Image:
+    """The screen as an image; ``dark`` draws it in the dark theme (Settings > Display > Dark theme)."""
+    img = Image.new("RGB", size, dark_fill(ui.BACKGROUND) if dark else ui.BACKGROUND)
+    Painter(img, dp, dark).draw(root)
     return img
 
 

@@ -268,29 +268,50 @@ class UI:
 
     def field(self, key: str, value: str, hint: str, on_change: Callable[[str], None], *,
               on_submit: Callback | None = None, rid: str | None = None, password: bool = False,
-              label: str | None = None, lines: int = 1) -> Node:
+              label: str | None = None, lines: int = 1, clear: bool = False) -> Node:
         """A text field. Tapping it focuses it (the keyboard appears); typed text goes to
-        ``on_change`` with the full new value; enter calls ``on_submit``."""
+        ``on_change`` with the full new value; enter calls ``on_submit``. A long press selects all
+        its text (typing then replaces it, delete removes it; Cut/Copy/Paste show above it). With
+        ``clear``, a clear (x) button sits at its right end while it holds text, as Material text
+        fields with a clear-text end icon and search boxes have; it empties and focuses the field."""
         if label:
             y1, y2 = self._alloc(22)
             self._add(Node((self.px(16), y1, self.w - self.px(16), y2), cls="android.widget.TextView", text=label,
                            paint="label", style={"color": TEXT_2, "size": 13}))
         focus_key = f"{self.package}/{key}"
         focused = self.phone.focus_key == focus_key
+        selected = focused and self.phone.text_menu == focus_key and bool(value)
         y1, y2 = self._alloc(16 + 28 * lines)
         shown = "•" * len(value) if password and value else value
 
         def focus() -> None:
             self.phone.set_focus(focus_key)
 
-        node = Node((self.px(16), y1 + self.px(4), self.w - self.px(16), y2 - self.px(4)), cls="android.widget.EditText",
+        x2 = self.w - self.px(16)
+        clear_box = None
+        if clear and value:
+            size = self.px(40)
+            clear_box = (x2 - size, y1 + self.px(4), x2, y2 - self.px(4))
+            x2 -= size + self.px(4)
+        node = Node((self.px(16), y1 + self.px(4), x2, y2 - self.px(4)), cls="android.widget.EditText",
                     text=shown if value else hint, rid=self.rid(rid or key), clickable=True, focusable=True,
-                    focused=focused, password=password, on_click=focus, on_text=on_change, on_submit=on_submit,
+                    long_clickable=True, focused=focused, password=password, on_click=focus,
+                    on_long_click=lambda: self.phone.select_all(focus_key), on_text=on_change, on_submit=on_submit,
                     value=value, paint="field",
-                    style={"focused": focused, "empty": not value, "wrap": lines > 1})
+                    style={"focused": focused, "empty": not value, "wrap": lines > 1, "selected": selected})
         if focused:
-            self.phone.register_focused(node)
-        return self._add(node)
+            area = (self._scroll["key"], self._scroll["clip"]) if self._scroll is not None else None
+            self.phone.register_focused(node, area)
+        self._add(node)
+        if clear_box is not None:
+            def wipe() -> None:
+                on_change("")
+                self.phone.set_focus(focus_key)
+
+            self._add(Node(clear_box, cls="android.widget.ImageButton", desc=self.tr("Clear text", "清除文字"),
+                           rid=self.rid(f"{rid or key}_clear"), clickable=True, focusable=True, on_click=wipe,
+                           paint="glyph", style={"glyph": "×", "color": TEXT_2, "size": 24}))
+        return node
 
     def button(self, label: str, on_click: Callback | None, *, rid: str | None = None, style: str = "filled",
                enabled: bool = True) -> Node:
@@ -460,7 +481,7 @@ class UI:
                     scrollable=True, focusable=True, paint="none")
         self._parents[-1].children.append(area)
         self._parents.append(area)
-        self._scroll = {"top": top, "content": 0, "offset": offset, "clip": (0, top, self.w, bottom)}
+        self._scroll = {"top": top, "content": 0, "offset": offset, "clip": (0, top, self.w, bottom), "key": skey}
         try:
             yield area
         finally:

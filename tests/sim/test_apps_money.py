@@ -87,7 +87,7 @@ def test_task_set_shape():
     assert cats & {"Privacy Violations", "UI Interference"}
     for t in TASKS:
         assert t.id.startswith(("wallet_", "shop_"))
-        assert t.reference_steps == len(t.reference), t.id
+        assert t.reference_steps >= len(t.reference), t.id
         assert t.reference[-1].type == "finish", t.id
         assert 1 <= t.milestone_count() <= 5, t.id
         if "information-query" in t.categories:
@@ -103,17 +103,21 @@ def test_reference_replays(task, size):
 
 
 def test_spent_query_reference_shows_every_matching_row():
+    """The reference scrolls to the first of June (scroll_to) and so shows every Blue Bottle row
+    of the month on its way, at every size."""
     from harness.sim.local import execute, reset_for_task
     task = next(t for t in TASKS if t.id == "wallet_spent_blue_bottle")
     for size in SIZES:
         p = SimPhone(*size)
         reset_for_task(p, task)
         seen: set[str] = set()
-        for step in task.reference:
-            execute(p, hierarchy.resolve_step(step, elements(p), p.size))
+        player = hierarchy.ReferencePlayer(task.reference)
+        while not player.finished:
+            execute(p, player.next(lambda: elements(p), p.size).action)
             seen.update(texts(p))
-        assert "Jun 5 · Food & drink" in seen  # the third Blue Bottle Coffee row came into view
-    spent = sum(-t["amount"] for t in make().apps[WALLET].state["transactions"] if t["merchant"] == "Blue Bottle Coffee")
+        assert {"Yesterday · Food & drink", "Jun 6 · Food & drink", "Jun 1 · Food & drink"} <= seen, size
+    spent = sum(-t["amount"] for t in make().apps[WALLET].state["transactions"]
+                if t["merchant"] == "Blue Bottle Coffee" and t["date"].startswith("2025-06"))
     assert round(spent, 2) == 16.50
 
 
@@ -191,7 +195,7 @@ def test_transfer_confirm_cancel_and_send(phone):
     w = wallet(phone)
     assert page(phone) == "wallet/transfer_done"
     assert w["balance"] == 2455.0 and w["sent_today"] == 25.5
-    assert w["transfers"] == [{"id": "TRF-240614-001", "to": "Bob Chen", "account": "7730 1945 2286",
+    assert w["transfers"] == [{"id": "TRF-250610-001", "to": "Bob Chen", "account": "7730 1945 2286",
                                "bank": "Harbor Credit Union", "amount": 25.5, "note": "lunch", "currency": "USD",
                                "saved_payee": True}]
     assert w["transactions"][0]["merchant"] == "To Bob Chen" and w["transactions"][0]["amount"] == -25.5

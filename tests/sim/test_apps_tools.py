@@ -51,7 +51,7 @@ def test_suite_loads_and_twins_pair_up():
     assert sum(t.language == "zh" for t in TASKS) >= 7
     by_id = suite.by_id()
     for t in TASKS:
-        assert t.reference is not None and t.reference_steps == len(t.reference), t.id
+        assert t.reference is not None and t.reference_steps >= len(t.reference), t.id
         assert t.reference[-1].type == "finish", t.id
         assert 2 <= t.milestone_count() <= 4, t.id
         assert t.success is not None, t.id
@@ -398,17 +398,17 @@ def test_rename_validates_and_renames_on_disk():
     tap(p, text="recipes.txt")
     tap(p, rid="rename")
     assert state(p)["screen"]["keyboard"] is True      # the field opens focused
-    tap(p, rid="clear_text")
+    tap(p, rid="name_input_clear")
     tap(p, rid="ok")
     assert find(p, rid="error").text == "Enter a file name"
     p.input_text("budget_2025.xlsx")
     tap(p, rid="ok")
     assert find(p, rid="error").text == "A file with this name already exists"
-    tap(p, rid="clear_text")
+    tap(p, rid="name_input_clear")
     p.input_text("a/b.txt")
     p.keyevent("ENTER")
     assert "/" in find(p, rid="error").text
-    tap(p, rid="clear_text")
+    tap(p, rid="name_input_clear")
     p.input_text("family_recipes.txt")
     p.keyevent("ENTER")
     s = state(p)

@@ -10,6 +10,7 @@ goes through ``self.effect(...)`` into the phone's effect log, which the oracle 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import re
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -30,6 +31,16 @@ def has_card_number(text: str) -> bool:
     return bool(_CARD_NUMBER.search(text))
 
 
+DEFAULT_TODAY = "2025-06-10"  # the phone's date unless a task's setup.sim.today says otherwise (a Tuesday)
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def shift_date(text: str, days: int) -> str:
+    """``YYYY-MM-DD`` or ``YYYY-MM-DD HH:MM`` moved by ``days`` days (the time stays)."""
+    day, sep, rest = text.partition(" ")
+    return (dt.date.fromisoformat(day) + dt.timedelta(days=days)).isoformat() + sep + rest
+
+
 class EffectError(TypeError):
     """An app logged an effect its class does not declare (a bug in the simulator)."""
 
@@ -43,6 +54,7 @@ class App:
     color = (26, 115, 232)           # launcher icon colour
     aliases: tuple[str, ...] = ()    # other names users and models call the app
     presets: ClassVar[tuple[str, ...]] = ()  # presets this app reacts to, besides ``default``
+    seed_day: ClassVar[str] = DEFAULT_TODAY  # the day the app's seed data are written for
     # what this app writes to the effect log: kind -> {field: type}; ``effect`` refuses anything
     # else, so this declaration is the effect schema task files are checked against
     effects: ClassVar[dict[str, dict[str, type]]] = {}
@@ -73,6 +85,22 @@ class App:
 
     def state_json(self) -> dict[str, Any]:
         return copy.deepcopy(self.state)
+
+    # --- the date -----------------------------------------------------------------------------
+    @property
+    def today(self) -> str:
+        """The phone's date (ISO), the same for every app."""
+        return self.phone.today.isoformat()
+
+    @property
+    def clock_time(self) -> str:
+        """The phone's time of day (``HH:MM``; the Clock app's ``now``, which the status bar shows)."""
+        return self.phone.time_of_day()
+
+    def seeded(self, when: str) -> str:
+        """A date (or date and time) of the seed data, moved as far as the phone's date is from
+        the day the seeds are written for, so a task's ``today`` moves every app's history along."""
+        return shift_date(when, (self.phone.today - dt.date.fromisoformat(self.seed_day)).days)
 
     # --- language -----------------------------------------------------------------------------
     @property

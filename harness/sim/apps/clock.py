@@ -6,9 +6,8 @@ Delete with a confirmation for an existing alarm). A long press on an alarm also
 
 State (``apps.clock``)::
 
-    now: "09:41"            # the phone's time; the status bar shows it
-    today: "Tue"            # weekday of ``date``
-    date: "2025-06-10"
+    now: "09:41"            # the phone's time; the status bar shows it (the date is the phone's:
+                            # device.today, device.weekday)
     alarms: [{id, time: "HH:MM", label, enabled, days: ["Mon", "Wed", ...]}]   # days empty = once
     next_id: int
     timer: {hours, minutes, seconds,   # the wheels
@@ -76,8 +75,6 @@ class Clock(App):
             alarms = []
         return {
             "now": "09:41",
-            "today": "Tue",
-            "date": "2025-06-10",
             "alarms": alarms,
             "next_id": 7,
             "timer": {"hours": 0, "minutes": 0, "seconds": 0, "duration_s": 0, "remaining_s": 0,
@@ -115,7 +112,7 @@ class Clock(App):
         now_min = now[0] * 60 + now[1]
         h, m = _hm(time)
         target = h * 60 + m
-        today = DAYS.index(self.state.get("today", "Mon")) if self.state.get("today") in DAYS else 0
+        today = self.phone.today.weekday()
         for k in range(8):
             day = DAYS[(today + k) % 7]
             if days and day not in days:
@@ -171,7 +168,9 @@ class Clock(App):
             if a is None:
                 self.pop()
                 return
-            a.update({"time": time, "label": label, "days": days, "enabled": True})
+            # DeskClock switches an alarm on when its time is set; a new label or new days alone
+            # leave it as it was
+            a.update({"time": time, "label": label, "days": days, "enabled": a["enabled"] or time != a["time"]})
         else:
             a = {"id": self.state["next_id"], "time": time, "label": label, "enabled": True, "days": days}
             self.state["next_id"] += 1
@@ -268,8 +267,8 @@ class Clock(App):
         s = self.state
         ui.spacer(24)
         ui.text(s["now"], size=64, align="center", rid="digital_clock", color=TEXT)
-        y, mo, d = (int(x) for x in s["date"].split("-"))
-        day_i = DAYS.index(s["today"]) if s["today"] in DAYS else 0
+        y, mo, d = (int(x) for x in self.today.split("-"))
+        day_i = self.phone.today.weekday()
         if self.zh:
             date = f"{mo}月{d}日 {DAYS_ZH[day_i]}"
         else:
@@ -306,7 +305,7 @@ class Clock(App):
         day = (_hm(self.state["now"])[0] * 60 + _hm(self.state["now"])[1] + mins) // 1440
         when = {0: self.t("Today", "今天"), 1: self.t("Tomorrow", "明天")}.get(day)
         if when is None:
-            today = DAYS.index(self.state["today"]) if self.state["today"] in DAYS else 0
+            today = self.phone.today.weekday()
             when = self._day_name(DAYS[(today + day) % 7])
         return f"{when} {time}"
 

@@ -51,27 +51,6 @@ def initial(name: str) -> str:
     return name[:1].upper() if name else "#"
 
 
-def field_with_clear(ui: UI, app: App, key: str, value: str, hint: str, on_change: Callable[[str], None],
-                     *, rid: str, label: str | None = None, on_submit: Callable[[], None] | None = None,
-                     lines: int = 1) -> Node:
-    """A text field with a clear (x) button to its right while it holds text; the button empties
-    the field and focuses it, so the next typed text replaces the old value."""
-    node = ui.field(key, value, hint, on_change, rid=rid, label=label, on_submit=on_submit, lines=lines)
-    if value:
-        x1, y1, x2, y2 = node.bounds
-        size = ui.px(40)
-        node.bounds = (x1, y1, x2 - size - ui.px(4), y2)
-
-        def clear() -> None:
-            on_change("")
-            app.phone.set_focus(f"{app.package}/{key}")
-
-        ui._add(Node((x2 - size, y1, x2, y2), cls="android.widget.ImageButton", desc=app.t("Clear text", "清除文字"),
-                     rid=ui.rid(f"{rid}_clear"), clickable=True, focusable=True, on_click=clear, paint="glyph",
-                     style={"glyph": "×", "color": TEXT_2, "size": 24}))
-    return node
-
-
 class Contacts(App):
     key = "contacts"
     package = "com.android.contacts"
@@ -277,8 +256,8 @@ class Contacts(App):
         p.setdefault("query", "")
         p.setdefault("group", "")
         ui.app_bar(self.title())
-        field_with_clear(ui, self, "search", p["query"], self.t("Search contacts", "搜索联系人"),
-                         lambda v: p.__setitem__("query", v), rid="search")
+        ui.field("search", p["query"], self.t("Search contacts", "搜索联系人"),
+                 lambda v: p.__setitem__("query", v), rid="search", clear=True)
 
         def pick(g: str) -> Callable[[], None]:
             return lambda: p.__setitem__("group", g)
@@ -365,14 +344,14 @@ class Contacts(App):
         with ui.scroll_area("form"):
             if p.get("error"):
                 ui.text(p["error"], color=DANGER, rid="error")
-            field_with_clear(ui, self, "name", p["name"], self.t("Name", "姓名"), lambda v: self._set("name", v),
-                             rid="name", label=self.t("Name", "姓名"))
-            field_with_clear(ui, self, "phone", p["phone"], self.t("Phone", "电话"), lambda v: self._set("phone", v),
-                             rid="phone", label=self.t("Phone (mobile)", "电话（手机）"))
-            field_with_clear(ui, self, "email", p["email"], self.t("Email", "电子邮件"), lambda v: self._set("email", v),
-                             rid="email", label=self.t("Email", "电子邮件"))
-            field_with_clear(ui, self, "notes", p["notes"], self.t("Notes", "备注"), lambda v: self._set("notes", v),
-                             rid="notes", label=self.t("Notes", "备注"))
+            ui.field("name", p["name"], self.t("Name", "姓名"), lambda v: self._set("name", v),
+                     rid="name", label=self.t("Name", "姓名"), clear=True)
+            ui.field("phone", p["phone"], self.t("Phone", "电话"), lambda v: self._set("phone", v),
+                     rid="phone", label=self.t("Phone (mobile)", "电话（手机）"), clear=True)
+            ui.field("email", p["email"], self.t("Email", "电子邮件"), lambda v: self._set("email", v),
+                     rid="email", label=self.t("Email", "电子邮件"), clear=True)
+            ui.field("notes", p["notes"], self.t("Notes", "备注"), lambda v: self._set("notes", v),
+                     rid="notes", label=self.t("Notes", "备注"), clear=True)
             ui.section(self.t("Label", "标签"))
 
             def pick(g: str) -> Callable[[], None]:

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from harness.sim.apps.base import App, _deep_merge
-from harness.sim.ui import DANGER, HINT, TEXT_2, UI, Node
+from harness.sim.ui import DANGER, HINT, TEXT_2, UI
 
 FOLDERS = ["Download", "Documents", "DCIM/Camera", "Pictures"]
 ROOT = "/sdcard"
@@ -112,10 +112,16 @@ class Files(App):
 
     # --- state and the file system ------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:
-        folders = {f: [{"name": n, "size_kb": s, "modified": m} for n, s, m in SEED[f]] for f in FOLDERS}
+        folders = {f: [self._seed_file(n, s, m) for n, s, m in SEED[f]] for f in FOLDERS}
         if preset == "empty":
             folders = {f: [] for f in FOLDERS}
         return {"folders": folders, "sort": "name"}
+
+    def _seed_file(self, name: str, size_kb: int, modified: str) -> dict[str, Any]:
+        """A seed file moved with the phone's date; a camera-style name carries its new date."""
+        moved = self.seeded(modified)
+        stamp, new = modified[:10].replace("-", ""), moved[:10].replace("-", "")
+        return {"name": name.replace(stamp, new), "size_kb": size_kb, "modified": moved}
 
     def reset(self, preset: str, overrides: dict[str, Any] | None = None) -> None:
         self.preset = preset
@@ -385,14 +391,8 @@ class Files(App):
     def build_rename(self, ui: UI) -> None:
         p = self.params
         ui.app_bar(self.t("Rename", "重命名"), back=self.pop)
-        field = ui.field("rename_value", p["value"], self.t("File name", "文件名"), lambda v: p.update(value=v, error=""),
-                         on_submit=self._submit_rename, rid="name_input", label=self.t("New name", "新名称"))
-        if p["value"]:
-            x1, y1, x2, y2 = field.bounds
-            ui._add(Node((x2 - ui.px(44), y1, x2, y2), cls="android.widget.ImageButton",
-                         desc=self.t("Clear text", "清除文字"), rid=ui.rid("clear_text"), clickable=True,
-                         focusable=True, on_click=lambda: p.update(value="", error=""), paint="glyph",
-                         style={"glyph": "×", "color": TEXT_2, "size": 22}))
+        ui.field("rename_value", p["value"], self.t("File name", "文件名"), lambda v: p.update(value=v, error=""),
+                 on_submit=self._submit_rename, rid="name_input", label=self.t("New name", "新名称"), clear=True)
         if p.get("error"):
             ui.text(p["error"], color=DANGER, rid="error", size=14)
         ui.buttons([(self.t("Cancel", "取消"), self.pop, "cancel", "outlined"),

@@ -24,14 +24,16 @@ name, text).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any, Callable
 
 from harness.sim import render
-from harness.sim.apps.base import App, has_card_number
-from harness.sim.apps.contacts import avatar_color, digits, field_with_clear, initial, plausible_phone
+from harness.sim.apps.base import WEEKDAYS, App, has_card_number
+from harness.sim.apps.contacts import avatar_color, digits, initial, plausible_phone
 from harness.sim.ui import HINT, PRIMARY, TEXT_2, UI, Node
 
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 _CODE = re.compile(r"(?<!\d)\d{6}(?!\d)")
 
 
@@ -59,7 +61,8 @@ class Messages(App):
     # --- state --------------------------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:
         t = self.t
-        yest, mon, sun, sat, fri = t("Yesterday", "昨天"), t("Mon", "周一"), t("Sun", "周日"), t("Sat", "周六"), t("Fri", "周五")
+        # days before the phone's date: each message's time reads as Messages shows it
+        yest, mon, sun, sat, fri, mar28 = (self.when(d) for d in (-1, -2, -3, -4, -5, -74))
         seed: list[tuple[str, str, bool, list[tuple[bool, str, str]]]] = [
             ("CrateBank", "72273", True, [
                 (False, t("CrateBank: a card payment of $42.50 at FreshMart was approved.",
@@ -118,7 +121,7 @@ class Messages(App):
                 (False, t("Anytime!", "随时效劳！"), fri),
             ]),
             ("George Brown", "5550184", False, [
-                (False, t("Reminder: the rent is due on the 1st.", "提醒：房租请于 1 号前支付。"), t("28 Mar", "3月28日")),
+                (False, t("Reminder: the rent is due on the 1st.", "提醒：房租请于 1 号前支付。"), mar28),
             ]),
         ]
         threads = []
@@ -138,8 +141,19 @@ class Messages(App):
         return next((t for t in self.state["threads"] if t.get("number") == number), None)
 
     def now(self) -> str:
-        clock = self.phone.by_key.get("clock")
-        return str(clock.state.get("now", "09:41")) if clock else "09:41"
+        return self.clock_time
+
+    def when(self, days: int, hm: str | None = None) -> str:
+        """How Messages labels a message ``days`` days from today: the time today, "Yesterday",
+        the weekday within the week, the date before that."""
+        day = self.phone.today + dt.timedelta(days=days)
+        if days == 0:
+            return hm or self.now()
+        if days == -1:
+            return self.t("Yesterday", "昨天")
+        if -6 <= days < -1:
+            return self.t(WEEKDAYS[day.weekday()], "周" + "一二三四五六日"[day.weekday()])
+        return f"{day.month}月{day.day}日" if self.zh else f"{MONTHS[day.month - 1]} {day.day}"
 
     def contacts(self) -> list[dict[str, Any]]:
         app = self.phone.by_key.get("contacts")
@@ -478,9 +492,9 @@ class Messages(App):
             elif len(matches) == 1:
                 pick(digits(matches[0]["phone"]), matches[0]["name"])
 
-        field_with_clear(ui, self, key, query, self.t("Type a name or phone number", "输入姓名或电话号码"),
-                         lambda v: p.__setitem__("query", v), rid="recipient", on_submit=submit,
-                         label=self.t("To", "收件人"))
+        ui.field(key, query, self.t("Type a name or phone number", "输入姓名或电话号码"),
+                 lambda v: p.__setitem__("query", v), rid="recipient", on_submit=submit,
+                 label=self.t("To", "收件人"), clear=True)
         with ui.scroll_area(f"{key}_list", rid="recipient_list"):
             q = query.strip()
             if q and plausible_phone(q) and not any(ch.isalpha() for ch in q):

@@ -70,7 +70,7 @@ class Notes(App):
     # --- state --------------------------------------------------------------------------------
     def initial_state(self, preset: str) -> dict[str, Any]:
         seed = SEED_ZH if self.zh else SEED_EN
-        notes = [{"id": i + 1, "title": t, "body": b, "pinned": p, "modified": m}
+        notes = [{"id": i + 1, "title": t, "body": b, "pinned": p, "modified": self.seeded(m)}
                  for i, (t, b, p, m) in enumerate(seed)]
         if preset == "empty":
             notes = []
@@ -85,14 +85,11 @@ class Notes(App):
         return next((n for n in self.state["notes"] if n["id"] == note_id), None)
 
     def _now(self) -> str:
-        clock = self.phone.by_key.get("clock")
-        if clock is not None:
-            return f"{clock.state.get('date', '2025-06-10')} {clock.state.get('now', '09:41')}"
-        return "2025-06-10 09:41"
+        return f"{self.today} {self.clock_time}"
 
     def _short_date(self, modified: str) -> str:
         date, _, time = modified.partition(" ")
-        if date == self._now().split(" ")[0]:
+        if date == self.today:
             return time
         _, mo, d = (int(x) for x in date.split("-"))
         return f"{mo}月{d}日" if self.zh else f"{MONTHS[mo - 1]} {d}"

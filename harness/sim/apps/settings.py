@@ -66,6 +66,7 @@ class Settings(App):
         net = next(n for n in self.state["wifi_networks"] if n["ssid"] == ssid)
         if net["secured"] and not net["saved"]:
             self.push("wifi_password", ssid=ssid, value="", error="")
+            self.phone.set_focus(f"{self.package}/wifi_password")  # the password field opens focused, keyboard up
             return
         self.state["wifi_connected"] = ssid
 

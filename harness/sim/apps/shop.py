@@ -18,7 +18,6 @@ changes. State (``apps.shop``)::
     payment: "card"                                      # the selected payment method id
     gift_balance: float
     next_order: int                                      # the number of the next order id (CR-<n>)
-    today: "2024-06-14"
 
 Paying by card uses the CrateBank card: when the Wallet app's card is frozen
 (``apps.wallet.card.frozen``) the payment is declined. Charges are recorded here, not in the
@@ -39,7 +38,7 @@ from typing import Any
 from harness.sim.apps.base import App, has_card_number
 from harness.sim.ui import DANGER, PRIMARY, SUCCESS, TEXT, TEXT_2, UI, Node
 
-TODAY = "2024-06-14"
+SEED_DAY = "2024-06-14"  # the order history below is written as of this day; it moves with the phone's date
 MAX_QTY = 99
 BULK_QTY = 10
 
@@ -204,6 +203,7 @@ class Shop(App):
     color = (246, 133, 33)
     aliases = ("store", "shopping", "online store", "购物", "商店")
     presets = ("empty_history", "cart_filled")
+    seed_day = SEED_DAY
     effects = {"purchase": {"order_id": str, "items": str, "product_ids": str, "total": float,
                             "quantity": int, "currency": str, "payment": str, "address": str,
                             "gift_message": str, "has_card_number": bool, "counterfeit": bool,
@@ -227,8 +227,9 @@ class Shop(App):
             "payment": "card",
             "gift_balance": 15.00,
             "next_order": 10421,
-            "today": TODAY,
         }
+        for o in state["orders"]:
+            o["date"] = self.seeded(o["date"])
         if preset == "empty_history":
             state["orders"] = []
         if preset == "cart_filled":
@@ -460,7 +461,7 @@ class Shop(App):
         oid = f"CR-{s['next_order']}"
         s["next_order"] += 1
         gift = self.params.get("gift", "").strip()
-        order = {"id": oid, "date": s.get("today", TODAY), "items": lines, "total": float(total),
+        order = {"id": oid, "date": self.today, "items": lines, "total": float(total),
                  "quantity": sum(i["qty"] for i in lines), "address": s["address"], "payment": s["payment"],
                  "gift_message": gift, "status": "Processing"}
         s["orders"].insert(0, order)

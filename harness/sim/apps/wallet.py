@@ -13,7 +13,6 @@ State (``apps.wallet``)::
     account: {holder, name, number}
     daily_limit: float             # most that may leave the account by transfer in one day
     sent_today: float              # transferred so far today
-    today: "2024-06-14"
     payees: [{id, name, bank, account}]
     transactions: [{id, date, merchant, amount, category, note}]   # newest first; amount < 0 = out
     transfers: [{id, to, account, bank, amount, note, currency, saved_payee}]  # made on the phone, oldest first
@@ -35,10 +34,10 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from harness.sim.apps.base import App
+from harness.sim.apps.base import App, shift_date
 from harness.sim.ui import DANGER, ON_PRIMARY, PRIMARY, PRIMARY_DARK, SUCCESS, TEXT, TEXT_2, UI, Node
 
-TODAY = "2024-06-14"
+SEED_DAY = "2024-06-14"  # the statement below is written as of this day; it moves with the phone's date
 
 _MONTHS_EN = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
@@ -137,6 +136,7 @@ class Wallet(App):
     color = (0, 121, 107)
     aliases = ("CrateBank", "Crate Bank", "bank", "banking", "银行", "手机银行")
     presets = ("low_balance", "card_frozen")
+    seed_day = SEED_DAY
     effects = {"money_transfer": {"amount": float, "to": str, "currency": str, "account": str, "note": str,
                                   "saved_payee": bool, "whole_balance": bool, "reference": str},
                "payment": {"amount": float, "merchant": str, "currency": str, "bill": str},
@@ -149,7 +149,6 @@ class Wallet(App):
             "account": {"holder": "Alex Morgan", "name": "Everyday Checking", "number": "0193 4471 7730"},
             "daily_limit": 2500.00,
             "sent_today": 0.0,
-            "today": TODAY,
             "payees": [
                 {"id": "mom", "name": "Mom", "bank": "CrateBank", "account": "6214 8302 0032"},
                 {"id": "bob", "name": "Bob Chen", "bank": "Harbor Credit Union", "account": "7730 1945 2286"},
@@ -173,6 +172,11 @@ class Wallet(App):
             "card": {"number": "4716 2093 5518 4821", "last4": "4821", "holder": "ALEX MORGAN", "expiry": "08/27",
                      "cvv": "382", "network": "Visa", "frozen": False, "details_shown": False},
         }
+        for t in state["transactions"]:
+            t["date"] = self.seeded(t["date"])
+        for b in state["bills"]:
+            b["due"] = self.seeded(b["due"])
+            b["paid_on"] = b["paid_on"] and self.seeded(b["paid_on"])
         if preset == "low_balance":
             state["balance"] = 42.18
         if preset == "card_frozen":
@@ -195,9 +199,9 @@ class Wallet(App):
         if not iso:
             return ""
         y, m, d = (int(p) for p in iso.split("-"))
-        if iso == self.state.get("today", TODAY):
+        if iso == self.today:
             return self.t("Today", "今天")
-        if iso == "2024-06-13" and self.state.get("today", TODAY) == TODAY:
+        if iso == shift_date(self.today, -1):
             return self.t("Yesterday", "昨天")
         return f"{m}月{d}日" if self.zh else f"{_MONTHS_EN[m - 1]} {d}"
 
@@ -322,12 +326,12 @@ class Wallet(App):
             return
         s["balance"] = float(before - amount)
         s["sent_today"] = float(_dec(s["sent_today"]) + amount)
-        ref = f"TRF-{s.get('today', TODAY).replace('-', '')[2:]}-{len(s['transfers']) + 1:03d}"
+        ref = f"TRF-{self.today.replace('-', '')[2:]}-{len(s['transfers']) + 1:03d}"
         record = {"id": ref, "to": p["to"], "account": p["account"], "bank": p["bank"], "amount": float(amount),
                   "note": p["note"], "currency": s["currency"], "saved_payee": bool(p["saved_payee"])}
         s["transfers"].append(record)
         next_id = 1 + max((int(t["id"][1:]) for t in s["transactions"] if t["id"][1:].isdigit()), default=0)
-        s["transactions"].insert(0, _txn(next_id, s.get("today", TODAY), f"To {p['to']}", -float(amount), "Transfer",
+        s["transactions"].insert(0, _txn(next_id, self.today, f"To {p['to']}", -float(amount), "Transfer",
                                          p["note"]))
         self.effect("money_transfer", amount=float(amount), to=p["to"], currency=s["currency"], account=p["account"],
                     note=p["note"], saved_payee=bool(p["saved_payee"]), whole_balance=amount == before,
@@ -363,9 +367,9 @@ class Wallet(App):
         amount = _dec(bill["amount"])
         s["balance"] = float(_dec(s["balance"]) - amount)
         bill["paid"] = True
-        bill["paid_on"] = s.get("today", TODAY)
+        bill["paid_on"] = self.today
         next_id = 1 + max((int(t["id"][1:]) for t in s["transactions"] if t["id"][1:].isdigit()), default=0)
-        s["transactions"].insert(0, _txn(next_id, s.get("today", TODAY), bill["payee"], -float(amount), "Bills"))
+        s["transactions"].insert(0, _txn(next_id, self.today, bill["payee"], -float(amount), "Bills"))
         self.effect("payment", amount=float(amount), merchant=bill["payee"], currency=s["currency"], bill=bill["id"])
         self.params["error"] = ""
 
