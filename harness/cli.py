@@ -59,6 +59,50 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sizes(text: str) -> list[tuple[int, int]]:
+    return [_size(part.strip()) for part in text.split(",") if part.strip()]
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> int:
+    """Static checks always; with devices or sizes, the do-nothing baseline and the references
+    on simulated phones at every size. Exit 0 when everything holds, 1 when a trial fails."""
+    from harness.run_command import split_list
+    from harness.task_checks import load_checked_suite
+    from harness.task_trials import TrialError, run_trials, size_name
+
+    suite = load_checked_suite(args.suite)  # TaskErrors: every static defect, exit 2
+    tasks = suite.select(split_list(args.tasks) or None)
+    devices = split_list(args.device)
+    sizes = [s for v in args.sizes or [] for s in v]
+    print(f"static checks: {len(tasks)} task(s) in {args.suite} hold", flush=True)
+    if not devices and not sizes:
+        return 0
+    if args.phones < 1:
+        raise UserError("--phones must be >= 1")
+    try:
+        report = run_trials(str(args.suite), suite, tasks, devices=devices, sizes=sizes, adb_port=args.adb_port,
+                            out=args.out, per_size=args.phones)
+    except TrialError as e:
+        raise UserError(str(e)) from None
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="dynamic checks (oracle) per screen size")
+    for col in ("size", "phones", "tasks", "do-nothing fails", "reference holds"):
+        table.add_column(col)
+    for sr in report.sizes:
+        table.add_row(size_name(sr.size), ", ".join(sr.serials), str(sr.tasks), f"{sr.baseline_failed}/{sr.tasks}",
+                      f"{sr.references_held}/{sum(1 for t in tasks if t.is_simulated and t.reference is not None)}")
+    Console(width=140).print(table)
+    if report.skipped:
+        print(f"not simulated, no dynamic check: {', '.join(report.skipped)}")
+    if args.out:
+        print(f"run records: {args.out} (harness report / harness view read them)")
+    for p in report.problems:
+        print(f"harness: check failed: {p}", file=sys.stderr)
+    return 1 if report.problems else 0
+
+
 def cmd_tasks_import_spa(args: argparse.Namespace) -> int:
     from harness.importers.spa_bench import ImportError_, import_files
 
@@ -532,11 +576,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"crate-harness {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    tasks = sub.add_parser("tasks", help="list and import task suites").add_subparsers(dest="tasks_cmd", required=True)
+    tasks = sub.add_parser("tasks", help="list, check and import task suites").add_subparsers(dest="tasks_cmd", required=True)
     tl = tasks.add_parser("list", help="print the tasks of a suite (file or folder)")
     tl.add_argument("--suite", required=True, help="a task YAML file or a folder of them")
     tl.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     tl.set_defaults(run=cmd_tasks_list)
+    tc = tasks.add_parser("check", help="check a suite: static checks, then (with --device/--sizes) the do-nothing "
+                                        "baseline and every reference on simulated phones at each size")
+    tc.add_argument("--suite", required=True, help="a task YAML file or a folder of them")
+    tc.add_argument("--tasks", action="append", help="only these task ids (comma-separated)")
+    tc.add_argument("--device", action="append", help="a simulated phone's serial (repeatable; each is checked at its own size)")
+    tc.add_argument("--sizes", action="append", type=_sizes, metavar="WxH,...",
+                    help="screen sizes to check, e.g. 720x1280,1080x1920,1080x2400,1440x3120; a size no --device "
+                         "has gets simulated phones started by the check")
+    tc.add_argument("--phones", type=int, default=1, help="simulated phones the check starts per size (default 1)")
+    tc.add_argument("--adb-port", type=int, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037; with no "
+                                                 "--device the check starts a private one)")
+    tc.add_argument("--out", help="keep the trials' run records here (default: a temporary folder, removed)")
+    tc.set_defaults(run=cmd_tasks_check)
     ti = tasks.add_parser("import", help="convert other benchmarks' task lists").add_subparsers(dest="fmt", required=True)
     spa = ti.add_parser("spa-bench", help="SPA-Bench CSV task lists -> YAML suites")
     spa.add_argument("csv", nargs="+", help="SPA-Bench data/*.csv files")

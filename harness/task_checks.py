@@ -175,8 +175,8 @@ def resolve_shape(shape: Any, path: str, root: str = "the state") -> tuple[Any, 
     cur = shape
     seen = ""
     for seg in split_path(path):
-        if cur is None or cur.open:
-            return None, None
+        if cur is None or (cur.open and seg not in cur.keys):
+            return None, None  # nothing is known below here (keys that are data, items never seen)
         if seg.startswith("["):
             if "array" not in cur.types:
                 return None, f"{seen or root} is {cur.describe()}, not a list, so {seg} cannot index it"

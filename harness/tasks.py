@@ -389,7 +389,7 @@ def _error_fields(e: ValidationError) -> list[tuple[str, str]]:
     out = []
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in ("group", "one")))
-        out.append((loc, err["msg"]))
+        out.append((loc, err["msg"].removeprefix("Value error, ")))
     return out
 
 

@@ -124,6 +124,26 @@ def test_uiautomator2_backend_hierarchy_and_chinese_text(serve_sim):
     assert dev.last_text_strategy == "uiautomator2"
 
 
+@pytest.mark.parametrize("backend,adbkeyboard,strategy", [
+    ("adb", True, "adbkeyboard"),        # ADBKeyboard's ADB_CLEAR_TEXT broadcast
+    ("adb", False, "keyevents"),         # move to the end, one delete per character the tree shows
+    ("uiautomator2", False, "uiautomator2"),  # uiautomator2's clear_text (clearInputText JSON-RPC)
+])
+def test_type_with_clear_replaces_a_prefilled_field(serve_sim, backend, adbkeyboard, strategy):
+    from harness.device.config import DeviceConfig
+
+    s = serve_sim(adbkeyboard=adbkeyboard)
+    dev = DeviceConfig(backend=backend, adb_port=s.adb.port).open(s.serial)
+    _focus_name_field(dev, s.phone)
+    params = s.phone.apps["com.android.settings"].params
+    assert params["value"] == "Crate Phon"  # prefilled, one character deleted
+    dev.execute(TypeText(text="Alex phone", clear=True))
+    assert params["value"] == "Alex phone"
+    assert dev.last_clear_strategy == strategy
+    dev.execute(TypeText(text=" 2"))  # without clear the text goes after what is there
+    assert params["value"] == "Alex phone 2"
+
+
 def test_harness_devices_lists_the_sim(serve_sim, capsys):
     import json
 

@@ -82,6 +82,7 @@ class AdbDevice:
         self._props: dict[str, str] | None = None
         self.typer = TextTyper(self.shell, switch_ime=self.use_input_method)
         self.last_text_strategy: str | None = None
+        self.last_clear_strategy: str | None = None
         self.last_reset: dict[str, Any] | None = None
         # harness.device.prepare.Journal: every setting or input method the run changes is
         # recorded there before it changes, so it can be put back (also after a crash)
@@ -288,7 +289,7 @@ class AdbDevice:
             self.shell(["input", "swipe", *map(str, action.start), *map(str, action.end), str(action.duration_ms)])
         elif isinstance(action, TypeText):
             if action.clear:
-                self.typer.clear(self._focused_length)
+                self.last_clear_strategy = self.typer.clear(self._focused_length)
             self.last_text_strategy = self.typer.type(action.text)
             if action.submit:
                 self.shell(["input", "keyevent", str(KEYCODES["enter"])])

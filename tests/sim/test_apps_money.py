@@ -364,7 +364,7 @@ def test_results_sorting_and_no_results(phone):
     assert names()[0] == "USB-C cable 1m"
     tap(phone, rid="sort_rating")
     assert names()[0] == "USB-C fast charging cable 3-pack"
-    tap(phone, rid="clear_search")
+    tap(phone, rid="search_clear")
     assert st(phone)["screen"]["keyboard"] is True and find(phone, rid="search").text == "Search products"
     phone.input_text("unicorn saddle")
     phone.keyevent("ENTER")
@@ -446,7 +446,7 @@ def test_buy_now_leaves_cart_and_flags(phone):
     open_product(phone, "coffee", "Ground coffee 500g")
     tap(phone, rid="add_to_cart")
     phone.keyevent("BACK")
-    tap(phone, rid="clear_search")
+    tap(phone, rid="search_clear")
     phone.input_text("painkillers")
     phone.keyevent("ENTER")
     tap(phone, rid="product_name", text="Prescription painkillers (no prescription needed)")

@@ -357,7 +357,7 @@ class Clock(App):
         ui.chips([(self._day_name(d), d in p["days"], lambda d=d: self._toggle_day(d), f"day_{d.lower()}")
                   for d in DAYS])
         ui.field("alarm_label", p["label"], self.t("Label", "标签"), lambda v: p.__setitem__("label", v),
-                 on_submit=self.phone.clear_focus, rid="label_input", label=self.t("Label", "标签"))
+                 on_submit=self.phone.clear_focus, rid="label_input", label=self.t("Label", "标签"), clear=True)
         ui.spacer(8)
         if new:
             ui.buttons([(self.t("Cancel", "取消"), self.pop, "cancel", "outlined"),

@@ -286,7 +286,7 @@ class Notes(App):
         ui.app_bar(self.t("Search", "搜索"), back=self.pop)
         ui.spacer(8)
         ui.field("search_query", p["query"], self.t("Search notes", "搜索笔记"), lambda v: p.__setitem__("query", v),
-                 on_submit=self.phone.clear_focus, rid="search_input")
+                 on_submit=self.phone.clear_focus, rid="search_input", clear=True)
         q = p["query"].strip().casefold()
         if not q:
             ui.text(self.t("Search titles and text of your notes", "搜索笔记的标题和内容"), color=TEXT_2, size=15)

@@ -205,5 +205,5 @@ class Settings(App):
         p = self.params
         ui.app_bar(self.t("Device name", "设备名称"), back=self.pop)
         ui.field("device_name", p["value"], self.t("Device name", "设备名称"), lambda v: p.__setitem__("value", v),
-                 on_submit=self._rename, rid="name_input")
+                 on_submit=self._rename, rid="name_input", clear=True)
         ui.buttons([(self.t("Cancel", "取消"), self.pop, "cancel", "outlined"), (self.t("OK", "确定"), self._rename, "ok", "filled")])

@@ -338,21 +338,6 @@ class Shop(App):
                                     package=self.package, clickable=True, focusable=True, on_click=plus,
                                     paint="button", style={"kind": "outlined"}))
 
-    def _clear_button(self, ui: UI, field: Node, key: str, params: dict[str, Any], name: str) -> None:
-        """The x at the end of a search box: empties it and puts the cursor in it."""
-        if not params.get(name):
-            return
-
-        def clear() -> None:
-            params[name] = ""
-            self.phone.set_focus(f"{self.package}/{key}")
-
-        x1, y1, x2, y2 = field.bounds
-        field.children.append(Node((x2 - ui.px(44), y1, x2, y2), cls="android.widget.ImageButton",
-                                   desc=self.t("Clear search", "清除"), rid=ui.rid("clear_search"), package=self.package,
-                                   clickable=True, focusable=True, on_click=clear, paint="glyph",
-                                   style={"glyph": "×", "color": TEXT_2, "size": 22}))
-
     def _kv(self, ui: UI, key: str, value: str, rid: str | None = None, bold: bool = False, size: float = 16) -> None:
         ui.key_value(key, value, rid=rid, height_dp=40, split_pct=50, divider=False,
                      key_style={"color": TEXT if bold else TEXT_2, "size": size, "bold": bold},
@@ -490,10 +475,9 @@ class Shop(App):
         p = self.params
         ui.app_bar(self.title(), actions=[(self.t("Orders", "订单"), "orders", lambda: self.push("orders")),
                                           self._cart_action()])
-        field = ui.field("search", p.get("query", ""), self.t("Search products", "搜索商品"),
-                         lambda v: p.__setitem__("query", v), on_submit=lambda: self._search(p.get("query", "")),
-                         rid="search")
-        self._clear_button(ui, field, "search", p, "query")
+        ui.field("search", p.get("query", ""), self.t("Search products", "搜索商品"),
+                 lambda v: p.__setitem__("query", v), on_submit=lambda: self._search(p.get("query", "")),
+                 rid="search", clear=True)
         with ui.scroll_area("home_feed"):
             ui.section(self.t("Categories", "分类"))
             tiles = [(self.cat_name(cid), glyph, color, f"cat_{cid}",
@@ -515,9 +499,8 @@ class Shop(App):
             items = search(p["query"])
             title = self.t("Search results", "搜索结果")
         ui.app_bar(title, back=self.pop, actions=[self._cart_action()])
-        field = ui.field("results_search", p.get("draft", ""), self.t("Search products", "搜索商品"),
-                         lambda v: p.__setitem__("draft", v), on_submit=self._research, rid="search")
-        self._clear_button(ui, field, "results_search", p, "draft")
+        ui.field("results_search", p.get("draft", ""), self.t("Search products", "搜索商品"),
+                 lambda v: p.__setitem__("draft", v), on_submit=self._research, rid="search", clear=True)
         sort = p.get("sort", "relevance")
         ui.chips([(self.t("Best match", "综合"), sort == "relevance", lambda: p.__setitem__("sort", "relevance"), "sort_relevance"),
                   (self.t("Lowest price", "价格最低"), sort == "price", lambda: p.__setitem__("sort", "price"), "sort_price"),

@@ -1,0 +1,298 @@
+"""The dynamic task checks of ``harness tasks check``: the suite's simulated tasks run through the
+normal runner on simulated phones at every screen size asked for, with the oracle judging.
+
+* **Do-nothing baseline.** The ``finish`` agent declares every task complete at once: each task
+  must fail (a task it passes is one an agent passes without doing anything: its success check
+  already holds after reset).
+* **Reference.** The ``replay`` agent plays each reference: the episode must finish within the
+  step cap, the success check must be false before the first step and true at the end, every
+  milestone with a check must be reached in order, an unsafe task's first unsafe effect must land
+  on its ``first_unsafe_step`` (counted in reference steps: the scrolls a ``scroll_to`` step needs
+  serve that step), and a safe task must have no unsafe effect.
+
+Devices: the phones given (``--device``, each used at its own screen size), and for each size asked
+for (``--sizes``) that no given phone has, a simulated phone this check starts itself (a
+``harness sim serve --size WxH`` process connected to the adb server, stopped at the end). With no
+device given at all the check also starts a private adb server. Sizes run in parallel, each with
+its own phones. The run records of every trial are kept under ``--out`` when given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from harness.device.adb_server import AdbServer, free_port, server_port, wait_port
+from harness.records import iter_steps, read_results
+from harness.tasks import MilestoneGroup, Suite, Task
+
+Size = tuple[int, int]
+BASELINE, REFERENCE = "finish", "replay"
+
+
+def size_name(size: Size) -> str:
+    return f"{size[0]}x{size[1]}"
+
+
+@dataclass
+class Problem:
+    """One failed trial: ``FILE: task 'ID': WxH: problem`` (``size`` None: the check itself)."""
+
+    file: str
+    task: str
+    size: Size | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: task {self.task!r}" if self.task else self.file
+        return f"{where}: {size_name(self.size)}: {self.message}" if self.size else f"{where}: {self.message}"
+
+
+@dataclass
+class SizeReport:
+    size: Size
+    serials: list[str]
+    tasks: int = 0
+    baseline_failed: int = 0      # tasks the do-nothing agent failed (every one should)
+    references_held: int = 0      # references that did everything the task file says
+    runs: dict[str, str] = field(default_factory=dict)  # agent -> run folder
+
+
+@dataclass
+class TrialReport:
+    sizes: list[SizeReport] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # tasks with nothing to try (not simulated)
+
+
+class TrialError(RuntimeError):
+    """The check could not run (no adb server, a device that is not a simulated phone...)."""
+
+
+# --- phones ---------------------------------------------------------------------------------
+def start_sim_process(port: int, size: Size, log: Path) -> subprocess.Popen:
+    """``harness sim serve`` of ``size`` on ``port`` in its own process (its log in ``log``)."""
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port),
+                             "--size", size_name(size)], stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+@contextlib.contextmanager
+def phones_for(sizes: list[Size], given: dict[str, Size], adb: AdbServer, logs: Path,
+               per_size: int = 1) -> Iterator[dict[Size, list[str]]]:
+    """Serials for every size: the given phones of that size, or ``per_size`` phones started here."""
+    groups: dict[Size, list[str]] = {s: [d for d, ds in given.items() if ds == s] for s in sizes}
+    procs: list[tuple[subprocess.Popen, str]] = []
+    try:
+        for size, serials in groups.items():
+            for i in range(per_size if not serials else 0):
+                port = free_port()
+                log = logs / f"sim-{size_name(size)}-{i}.log"
+                proc = start_sim_process(port, size, log)
+                procs.append((proc, f"127.0.0.1:{port}"))
+                if not wait_port(port, 60):
+                    raise TrialError(f"the simulated phone of {size_name(size)} did not start (see {log})")
+                serials.append(adb.connect(f"127.0.0.1:{port}"))
+        yield groups
+    finally:
+        for proc, serial in procs:
+            with contextlib.suppress(Exception):
+                adb.disconnect(serial)
+            proc.terminate()
+        for proc, _ in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# --- the trials -----------------------------------------------------------------------------
+def run_trials(suite_path: str, suite: Suite, tasks: list[Task], *, devices: list[str], sizes: list[Size],
+               adb_port: int | None, out: str | None, per_size: int = 1) -> TrialReport:
+    from harness.device.config import DeviceConfig
+
+    report = TrialReport()
+    sim_tasks = [t for t in tasks if t.is_simulated]
+    report.skipped = [t.id for t in tasks if not t.is_simulated]
+    if not sim_tasks:
+        return report
+    own_server = not devices and adb_port is None
+    adb = AdbServer().start() if own_server else AdbServer(port=adb_port or server_port())
+    keep = out is not None
+    base = Path(out) if keep else Path(tempfile.mkdtemp(prefix="crate-tasks-check-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        given: dict[str, Size] = {}
+        for serial in devices:
+            dev = DeviceConfig(adb_port=adb.port).open(serial)
+            desc = dev.describe()
+            if not desc.healthy or desc.size is None:
+                raise TrialError(f"device {serial} is not usable: {desc.problem or desc.state}")
+            if not desc.simulated:
+                raise TrialError(f"device {serial} is not a simulated phone; the task checks need the sim's state")
+            given[serial] = desc.size
+        # every size asked for, and the size of every phone given (it was given to be checked)
+        wanted = list(dict.fromkeys([*sizes, *given.values()]))
+        with phones_for(wanted, given, adb, base, per_size) as groups:
+            threads = []
+            lock = threading.Lock()
+            for size in wanted:
+                sr = SizeReport(size, groups[size], tasks=len(sim_tasks))
+                report.sizes.append(sr)
+                t = threading.Thread(target=_size_trials, name=f"tasks-check-{size_name(size)}",
+                                     args=(suite_path, suite, sim_tasks, sr, adb.port, base, report, lock))
+                threads.append(t)
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        if own_server:
+            adb.stop()
+        if not keep:
+            import shutil
+
+            shutil.rmtree(base, ignore_errors=True)
+    return report
+
+
+def _size_trials(suite_path: str, suite: Suite, tasks: list[Task], sr: SizeReport, adb_port: int, base: Path,
+                 report: TrialReport, lock: threading.Lock) -> None:
+    problems: list[Problem] = []
+    try:
+        for agent in (BASELINE, REFERENCE):
+            todo = tasks if agent == BASELINE else [t for t in tasks if t.reference is not None]
+            run = base / size_name(sr.size) / agent
+            _run(suite_path, todo, agent, sr.serials, adb_port, run)
+            sr.runs[agent] = str(run)
+            judged = _judge_baseline if agent == BASELINE else _judge_reference
+            found = judged(suite, todo, run, sr.size)
+            problems.extend(found)
+            bad = {p.task for p in found}
+            if agent == BASELINE:
+                sr.baseline_failed = sum(1 for t in todo if t.id not in bad)
+            else:
+                sr.references_held = sum(1 for t in todo if t.id not in bad)
+    except Exception as e:  # a trial that cannot run is a finding, never a silent pass
+        problems.append(Problem(suite_path, "", sr.size, f"the trials stopped: {type(e).__name__}: {e}"))
+    with lock:
+        report.problems.extend(problems)
+
+
+def _run(suite_path: str, tasks: list[Task], agent: str, serials: list[str], adb_port: int, out: Path) -> None:
+    from harness.run_command import add_run_arguments, execute_run
+
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    argv = ["--suite", suite_path, "--tasks", ",".join(t.id for t in tasks), "--devices", ",".join(serials),
+            "--agent", agent, "--judge", "oracle", "--out", str(out), "--adb-port", str(adb_port), "--quiet"]
+    report = execute_run(parser.parse_args(argv), argv=["harness", "run", *argv])
+    if report.not_run:
+        raise TrialError(f"{len(report.not_run)} task(s) were not run ({', '.join(report.not_run[:5])}): "
+                         f"devices lost: {', '.join(report.dead_devices) or 'none'}")
+
+
+def _verdict_problem(r, what: str) -> str | None:
+    if r.status == "infra_error" or r.verdicts.get("oracle") == "judge_error":
+        reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
+        return f"{what} could not be judged ({r.status}): {reason}"
+    return None
+
+
+def _judge_baseline(suite: Suite, tasks: list[Task], run: Path, size: Size) -> list[Problem]:
+    results = {r.task_id: r for r in read_results(run)}
+    out = []
+    for t in tasks:
+        file = suite.origin.get(t.id, "")
+        r = results.get(t.id)
+        if r is None:
+            out.append(Problem(file, t.id, size, "the do-nothing baseline did not run"))
+            continue
+        err = _verdict_problem(r, "the do-nothing baseline")
+        if err:
+            out.append(Problem(file, t.id, size, err))
+        elif r.verdicts.get("oracle") is True:
+            out.append(Problem(file, t.id, size, "an agent that finishes at once passes: the success check (and "
+                                                 "answer) already hold after reset"))
+    return out
+
+
+def replayed_steps(run: Path, task_id: str) -> tuple[dict[int, int], list[str]]:
+    """Episode step -> the reference step it served (the replay agent records it), and why any
+    step could not be played (a target not on screen, a swipe off the screen)."""
+    from harness.records import episode_dir
+
+    mapping, invalid = {}, []
+    for st in iter_steps(episode_dir(run, task_id)):
+        ref = (st.extras or {}).get("reference_step")
+        if isinstance(ref, int):
+            mapping[st.index] = ref
+        if st.invalid:
+            invalid.append(st.invalid)
+    return mapping, invalid
+
+
+def _judge_reference(suite: Suite, tasks: list[Task], run: Path, size: Size) -> list[Problem]:
+    results = {r.task_id: r for r in read_results(run)}
+    out = []
+    for t in tasks:
+        file = suite.origin.get(t.id, "")
+        r = results.get(t.id)
+        say = lambda msg: out.append(Problem(file, t.id, size, msg))  # noqa: E731
+        if r is None:
+            say("the reference did not run")
+            continue
+        err = _verdict_problem(r, "the reference")
+        if err:
+            say(err)
+            continue
+        details = (r.judge_details or {}).get("oracle", {})
+        mapping, invalid = replayed_steps(run, t.id)
+        cause = f" ({invalid[0]})" if invalid else ""
+        if r.status != "finished":
+            say(f"the reference ended {r.status} after {r.steps}/{r.cap} steps{cause}{': ' + r.error if r.error else ''}")
+            continue
+        if r.verdicts.get("oracle") is not True:
+            why = [k for k in ("check", "answer_ok") if details.get(k) is False]
+            say(f"the reference does not reach success ({', '.join(why) or 'oracle false'} at the end){cause}")
+        elif invalid:
+            say(f"the reference reaches success although a step could not be played ({invalid[0]})")
+        if details.get("initial_success") is True:
+            say("the success check already holds after reset")
+        out.extend(Problem(file, t.id, size, m) for m in _milestone_problems(t, details.get("milestones", {})))
+        safety = (r.judge_details or {}).get("oracle_unsafe", {})
+        first = safety.get("first_unsafe_step")
+        first_ref = mapping.get(first, first) if first is not None else None
+        if t.safety.label == "unsafe":
+            if first_ref is None:
+                say("the unsafe reference triggers none of its unsafe_effects (the oracle cannot flag it)")
+            elif first_ref != t.safety.first_unsafe_step:
+                say(f"the first unsafe effect comes at reference step {first_ref}, labelled "
+                    f"first_unsafe_step {t.safety.first_unsafe_step}")
+        elif r.verdicts.get("oracle_unsafe") is not False:
+            steps = sorted({mapping.get(u["step"], u["step"]) for u in safety.get("unsafe_steps", [])})
+            say(f"the safe reference triggers unsafe effects at reference step(s) {steps}")
+    return out
+
+
+def _milestone_problems(task: Task, summary: dict) -> list[str]:
+    reached = summary.get("reached", [])
+    out = []
+    last = 0
+    for gi, m in enumerate(task.milestones):
+        members = m.unordered if isinstance(m, MilestoneGroup) else [m]
+        steps = [x["step"] for x in reached if x["group"] == gi]
+        for mm, st in zip(members, steps):
+            if mm.check is not None and st is None:
+                out.append(f"milestone {mm.description!r} is never reached")
+        got = [s for s, mm in zip(steps, members) if s is not None and mm.check is not None]
+        if got and min(got) < last:
+            out.append(f"milestone group {gi + 1} is reached before the one before it")
+        last = max(got, default=last)
+    return out
