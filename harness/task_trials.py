@@ -27,10 +27,10 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from harness.device.adb_server import AdbServer, free_port, server_port, wait_port
-from harness.records import iter_steps, read_results
+from harness.records import EpisodeResult, episode_dir, iter_steps, read_results
 from harness.tasks import MilestoneGroup, Suite, Task
 
 Size = tuple[int, int]
@@ -171,8 +171,8 @@ def _size_trials(suite_path: str, suite: Suite, tasks: list[Task], sr: SizeRepor
             run = base / size_name(sr.size) / agent
             _run(suite_path, todo, agent, sr.serials, adb_port, run)
             sr.runs[agent] = str(run)
-            judged = _judge_baseline if agent == BASELINE else _judge_reference
-            found = judged(suite, todo, run, sr.size)
+            what, check = TRIALS[agent]
+            found = _judge(suite, todo, run, sr.size, what, check)
             problems.extend(found)
             bad = {p.task for p in found}
             if agent == BASELINE:
@@ -198,36 +198,36 @@ def _run(suite_path: str, tasks: list[Task], agent: str, serials: list[str], adb
                          f"devices lost: {', '.join(report.dead_devices) or 'none'}")
 
 
-def _verdict_problem(r, what: str) -> str | None:
-    if r.status == "infra_error" or r.verdicts.get("oracle") == "judge_error":
-        reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
-        return f"{what} could not be judged ({r.status}): {reason}"
-    return None
-
-
-def _judge_baseline(suite: Suite, tasks: list[Task], run: Path, size: Size) -> list[Problem]:
+def _judge(suite: Suite, tasks: list[Task], run: Path, size: Size, what: str,
+           check: Callable[[Task, EpisodeResult, Path, Callable[[str], None]], None]) -> list[Problem]:
+    """Problems of the trial in ``run``: a task that did not run or could not be judged, then
+    whatever ``check`` says about each episode."""
     results = {r.task_id: r for r in read_results(run)}
-    out = []
+    out: list[Problem] = []
     for t in tasks:
-        file = suite.origin.get(t.id, "")
+        def say(msg: str, t: Task = t) -> None:
+            out.append(Problem(suite.origin.get(t.id, ""), t.id, size, msg))
+
         r = results.get(t.id)
         if r is None:
-            out.append(Problem(file, t.id, size, "the do-nothing baseline did not run"))
+            say(f"{what} did not run")
             continue
-        err = _verdict_problem(r, "the do-nothing baseline")
-        if err:
-            out.append(Problem(file, t.id, size, err))
-        elif r.verdicts.get("oracle") is True:
-            out.append(Problem(file, t.id, size, "an agent that finishes at once passes: the success check (and "
-                                                 "answer) already hold after reset"))
+        if r.status == "infra_error" or r.verdicts.get("oracle") == "judge_error":
+            reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
+            say(f"{what} could not be judged ({r.status}): {reason}")
+            continue
+        check(t, r, run, say)
     return out
+
+
+def _baseline(t: Task, r: EpisodeResult, run: Path, say: Callable[[str], None]) -> None:
+    if r.verdicts.get("oracle") is True:
+        say("an agent that finishes at once passes: the success check (and answer) already hold after reset")
 
 
 def replayed_steps(run: Path, task_id: str) -> tuple[dict[int, int], list[str]]:
     """Episode step -> the reference step it served (the replay agent records it), and why any
     step could not be played (a target not on screen, a swipe off the screen)."""
-    from harness.records import episode_dir
-
     mapping, invalid = {}, []
     for st in iter_steps(episode_dir(run, task_id)):
         ref = (st.extras or {}).get("reference_step")
@@ -238,47 +238,37 @@ def replayed_steps(run: Path, task_id: str) -> tuple[dict[int, int], list[str]]:
     return mapping, invalid
 
 
-def _judge_reference(suite: Suite, tasks: list[Task], run: Path, size: Size) -> list[Problem]:
-    results = {r.task_id: r for r in read_results(run)}
-    out = []
-    for t in tasks:
-        file = suite.origin.get(t.id, "")
-        r = results.get(t.id)
-        say = lambda msg: out.append(Problem(file, t.id, size, msg))  # noqa: E731
-        if r is None:
-            say("the reference did not run")
-            continue
-        err = _verdict_problem(r, "the reference")
-        if err:
-            say(err)
-            continue
-        details = (r.judge_details or {}).get("oracle", {})
-        mapping, invalid = replayed_steps(run, t.id)
-        cause = f" ({invalid[0]})" if invalid else ""
-        if r.status != "finished":
-            say(f"the reference ended {r.status} after {r.steps}/{r.cap} steps{cause}{': ' + r.error if r.error else ''}")
-            continue
-        if r.verdicts.get("oracle") is not True:
-            why = [k for k in ("check", "answer_ok") if details.get(k) is False]
-            say(f"the reference does not reach success ({', '.join(why) or 'oracle false'} at the end){cause}")
-        elif invalid:
-            say(f"the reference reaches success although a step could not be played ({invalid[0]})")
-        if details.get("initial_success") is True:
-            say("the success check already holds after reset")
-        out.extend(Problem(file, t.id, size, m) for m in _milestone_problems(t, details.get("milestones", {})))
-        safety = (r.judge_details or {}).get("oracle_unsafe", {})
-        first = safety.get("first_unsafe_step")
-        first_ref = mapping.get(first, first) if first is not None else None
-        if t.safety.label == "unsafe":
-            if first_ref is None:
-                say("the unsafe reference triggers none of its unsafe_effects (the oracle cannot flag it)")
-            elif first_ref != t.safety.first_unsafe_step:
-                say(f"the first unsafe effect comes at reference step {first_ref}, labelled "
-                    f"first_unsafe_step {t.safety.first_unsafe_step}")
-        elif r.verdicts.get("oracle_unsafe") is not False:
-            steps = sorted({mapping.get(u["step"], u["step"]) for u in safety.get("unsafe_steps", [])})
-            say(f"the safe reference triggers unsafe effects at reference step(s) {steps}")
-    return out
+def _reference(t: Task, r: EpisodeResult, run: Path, say: Callable[[str], None]) -> None:
+    details = (r.judge_details or {}).get("oracle", {})
+    mapping, invalid = replayed_steps(run, t.id)
+    cause = f" ({invalid[0]})" if invalid else ""
+    if r.status != "finished":
+        say(f"the reference ended {r.status} after {r.steps}/{r.cap} steps{cause}{': ' + r.error if r.error else ''}")
+        return
+    if r.verdicts.get("oracle") is not True:
+        why = [k for k in ("check", "answer_ok") if details.get(k) is False]
+        say(f"the reference does not reach success ({', '.join(why) or 'oracle false'} at the end){cause}")
+    elif invalid:
+        say(f"the reference reaches success although a step could not be played ({invalid[0]})")
+    if details.get("initial_success") is True:
+        say("the success check already holds after reset")
+    for m in _milestone_problems(t, details.get("milestones", {})):
+        say(m)
+    safety = (r.judge_details or {}).get("oracle_unsafe", {})
+    first = safety.get("first_unsafe_step")
+    first_ref = mapping.get(first, first) if first is not None else None
+    if t.safety.label == "unsafe":
+        if first_ref is None:
+            say("the unsafe reference triggers none of its unsafe_effects (the oracle cannot flag it)")
+        elif first_ref != t.safety.first_unsafe_step:
+            say(f"the first unsafe effect comes at reference step {first_ref}, labelled "
+                f"first_unsafe_step {t.safety.first_unsafe_step}")
+    elif r.verdicts.get("oracle_unsafe") is not False:
+        steps = sorted({mapping.get(u["step"], u["step"]) for u in safety.get("unsafe_steps", [])})
+        say(f"the safe reference triggers unsafe effects at reference step(s) {steps}")
+
+
+TRIALS = {BASELINE: ("the do-nothing baseline", _baseline), REFERENCE: ("the reference", _reference)}
 
 
 def _milestone_problems(task: Task, summary: dict) -> list[str]:

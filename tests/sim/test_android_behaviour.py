@@ -194,14 +194,20 @@ def test_saving_an_alarm_that_is_on_keeps_it_on():
 
 
 # --- clearing a field ---------------------------------------------------------------------------
-def open_alarm_label(p: SimPhone) -> None:
+def edit_work_alarm() -> SimPhone:
+    """A phone on the editor of the 07:00 "Work" alarm, whose label field is prefilled."""
+    p = make()
     p.launch(CLOCK)
     tap(p, text="07:00")
+    return p
+
+
+def open_alarm_label(p: SimPhone) -> None:
     tap(p, rid="label_input")
 
 
 def test_clear_button_empties_a_prefilled_field_and_focuses_it():
-    p = make()
+    p = edit_work_alarm()
     open_alarm_label(p)
     assert state(p)["screen"]["label"] == "Work"
     tap(p, rid="label_input_clear")
@@ -213,9 +219,7 @@ def test_clear_button_empties_a_prefilled_field_and_focuses_it():
 
 
 def test_long_press_selects_all_and_typing_replaces_it():
-    p = make()
-    p.launch(CLOCK)
-    tap(p, text="07:00")
+    p = edit_work_alarm()
     long_press(p, rid="label_input")
     s = state(p)["screen"]
     assert s["focused_field"] == "com.android.deskclock/alarm_label" and s["keyboard"] is True
@@ -228,18 +232,14 @@ def test_long_press_selects_all_and_typing_replaces_it():
 
 
 def test_long_press_then_delete_empties_the_field():
-    p = make()
-    p.launch(CLOCK)
-    tap(p, text="07:00")
+    p = edit_work_alarm()
     long_press(p, rid="label_input")
     p.keyevent("DEL")
     assert state(p)["screen"]["label"] == ""
 
 
 def test_cut_copy_paste():
-    p = make()
-    p.launch(CLOCK)
-    tap(p, text="07:00")
+    p = edit_work_alarm()
     long_press(p, rid="label_input")
     tap(p, rid="copy")
     assert state(p)["clipboard"] == "Work" and state(p)["screen"]["label"] == "Work"
@@ -252,7 +252,7 @@ def test_cut_copy_paste():
 
 
 def test_type_with_clear_replaces_the_old_text():
-    p = make()
+    p = edit_work_alarm()
     open_alarm_label(p)
     execute(p, TypeText(text="Gym"))
     assert state(p)["screen"]["label"] == "WorkGym"  # without clear the old text stays in front
