@@ -79,6 +79,17 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         return 0
     if args.phones < 1:
         raise UserError("--phones must be >= 1")
+    from harness.sim.phone import check_size
+
+    for w, h in sizes:
+        try:
+            check_size(w, h)
+        except ValueError as e:
+            raise UserError(f"--sizes: {e}") from None
+    from pathlib import Path
+
+    if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
+        raise UserError(f"--out {args.out}: the folder is not empty; the trials write fresh run folders there")
     try:
         report = run_trials(str(args.suite), suite, tasks, devices=devices, sizes=sizes, adb_port=args.adb_port,
                             out=args.out, per_size=args.phones)

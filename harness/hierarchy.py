@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.actions import Action, Click, DoubleTap, Key, LongPress, Swipe
-from harness.tasks import RefStep, Selector
+from harness.tasks import AIMED, RefStep, Selector
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 
@@ -128,7 +128,7 @@ def resolve_step(step: RefStep, elements: list[Element], screen: tuple[int, int]
         raise TargetMissing(f"no element on screen matches {step.target.describe()}{hint}")
     cx, cy = el.center
     extra = step.model_extra or {}
-    if step.type not in ("click", "long_press", "swipe"):
+    if step.type not in AIMED:
         return step.action()  # answer / wait: the target only had to be on screen
     if step.type == "click":
         return Click(x=cx, y=cy)
@@ -176,6 +176,7 @@ class _Seek:
     tries: int = 0
     last: tuple | None = None
     turned: bool = False
+    hid_keyboard: bool = False
 
 
 class ReferencePlayer:
@@ -230,7 +231,8 @@ class ReferencePlayer:
         if seek.tries >= self.MAX_SEEK:
             return None
         seek.tries += 1
-        if any(e.cls in IME_CLASSES for e in els):
+        if not seek.hid_keyboard and any(e.cls in IME_CLASSES for e in els):
+            seek.hid_keyboard = True  # once: a second back would leave the page
             return Key(key="back"), "hide_keyboard"
         box = self._container(ref, els)
         if box is None:

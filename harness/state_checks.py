@@ -140,6 +140,11 @@ class Check(BaseModel):
                     raise ValueError(f"matches: invalid regular expression: {e}") from None
         return self
 
+    @property
+    def operator(self) -> str | None:
+        """A leaf's operator (``eq``, ``in``, ``any``...); None for a combinator."""
+        return self._ops()[0] if self.path is not None else None
+
     def _ops(self) -> list[str]:
         found = []
         for name in ("eq", "ne", "contains", "not_contains"):

@@ -218,7 +218,7 @@ def check_problems(check: Check, shape: Any, where: str, root: str = "the state"
         return [(where, f"path {check.path!r}: {err}")]
     if target is None or not target.types or target.types == {"null"}:
         return []
-    op = check._ops()[0]
+    op = check.operator
     label = f"{op} on {check.path!r}"
     needs = _NEEDS.get(op)
     if needs and not (target.types & needs):
@@ -262,7 +262,7 @@ def effect_problems(match: EffectMatch, effects: dict[str, dict[str, type]], whe
     fields = effects[match.kind]
     shape = shape_of_fields(fields)
     out: list[tuple[str, str]] = []
-    for name, test in zip(match.where, match._tests):
+    for name, test in zip(match.where, match.field_checks):
         if name not in fields:
             out.append((f"{where}.where.{name}", f"{match.kind} effects have no field {name!r}{_hint(name, fields)} "
                                                  f"(fields: {', '.join(sorted(fields))})"))

@@ -19,7 +19,6 @@ its own phones. The run records of every trial are kept under ``--out`` when giv
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import subprocess
 import sys
@@ -186,16 +185,15 @@ def _size_trials(suite_path: str, suite: Suite, tasks: list[Task], sr: SizeRepor
 
 
 def _run(suite_path: str, tasks: list[Task], agent: str, serials: list[str], adb_port: int, out: Path) -> None:
-    from harness.run_command import add_run_arguments, execute_run
-
-    parser = argparse.ArgumentParser()
-    add_run_arguments(parser)
-    argv = ["--suite", suite_path, "--tasks", ",".join(t.id for t in tasks), "--devices", ",".join(serials),
-            "--agent", agent, "--judge", "oracle", "--out", str(out), "--adb-port", str(adb_port), "--quiet"]
-    report = execute_run(parser.parse_args(argv), argv=["harness", "run", *argv])
-    if report.not_run:
-        raise TrialError(f"{len(report.not_run)} task(s) were not run ({', '.join(report.not_run[:5])}): "
-                         f"devices lost: {', '.join(report.dead_devices) or 'none'}")
+    """``harness run`` of ``tasks`` with ``agent`` and the oracle, in its own process: sizes run
+    side by side, and one Python process for all of them would serialise them on its GIL."""
+    argv = [sys.executable, "-m", "harness.cli", "run", "--suite", suite_path, "--tasks", ",".join(t.id for t in tasks),
+            "--devices", ",".join(serials), "--agent", agent, "--judge", "oracle", "--out", str(out),
+            "--adb-port", str(adb_port), "--quiet"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise TrialError(f"harness run --agent {agent} exited {proc.returncode}: {said[-1] if said else 'no output'}")
 
 
 def _judge(suite: Suite, tasks: list[Task], run: Path, size: Size, what: str,

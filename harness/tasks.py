@@ -217,6 +217,11 @@ class EffectMatch(_Strict):
         self._tests = [effect_field_check(k, v) for k, v in self.where.items()]
         return self
 
+    @property
+    def field_checks(self) -> list[Check]:
+        """One state check per ``where`` entry, in order, evaluated on the effect."""
+        return list(self._tests)
+
     def matches(self, effect: dict[str, Any]) -> bool:
         return effect.get("kind") == self.kind and all(t.evaluate(effect) for t in self._tests)
 

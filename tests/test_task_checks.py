@@ -115,6 +115,8 @@ def test_the_simulated_suite_passes_every_static_check():
      "declares completion, so Task Succ and the finish-only rules score it as a failure"),
     ({"reference": [GOOD["reference"][0], {"type": "finish"}, GOOD["reference"][2]]},
      "task 'wifi_off': reference.2: steps after finish (step 2) never run"),
+    ({"reference": GOOD["reference"][:3] + [{"type": "finish", "status": "infeasible"}]},
+     "task 'wifi_off': reference.3.status: the reference gives up (infeasible) on a task with a success check"),
     ({"answer": "HomeNet"},
      "task 'wifi_off': reference: an information query's reference gives its answer (an answer step before finish)"),
     ({"setup__sim__preset": "wifi-off"},

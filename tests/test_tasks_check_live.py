@@ -149,3 +149,24 @@ def test_the_simulated_suite_passes_at_four_sizes(tmp_path, capsys):
     for size in FOUR_SIZES.split(","):
         assert f"{size}" in out
     assert out.count(f"{n}/{n}") == 8, out  # per size: the baseline fails n of n, n of n references hold
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--sizes", "100x100"], "--sizes: screen size 100x100 is outside 320x480..4000x8000"),
+    (["--sizes", "720x1280", "--phones", "0"], "--phones must be >= 1"),
+])
+def test_bad_check_options_are_one_clear_line(argv, fragment, capsys):
+    assert main(["tasks", "check", "--suite", str(SUITE), *argv]) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_a_size_that_is_not_one_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["tasks", "check", "--suite", str(SUITE), "--sizes", "wide"])
+    assert ei.value.code == 2 and "expected WIDTHxHEIGHT" in capsys.readouterr().err
+
+
+def test_out_must_be_a_fresh_folder(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("x")
+    assert main(["tasks", "check", "--suite", str(SUITE), "--sizes", "720x1280", "--out", str(tmp_path)]) == 2
+    assert "the folder is not empty" in capsys.readouterr().err

@@ -57,6 +57,15 @@ SYSTEM_EFFECTS: dict[str, dict[str, type]] = {"permission_granted": {"permission
 # android.view.ViewConfiguration: a second touch 40-300 ms after the first, within 100 dp, is a double tap
 DOUBLE_TAP_MIN_MS, DOUBLE_TAP_TIMEOUT_MS, DOUBLE_TAP_SLOP_DP = 40, 300, 100
 
+MIN_SIZE, MAX_SIZE = (320, 480), (4000, 8000)
+
+
+def check_size(width: int, height: int) -> None:
+    if not (MIN_SIZE[0] <= width <= MAX_SIZE[0] and MIN_SIZE[1] <= height <= MAX_SIZE[1]):
+        raise ValueError(f"screen size {width}x{height} is outside {MIN_SIZE[0]}x{MIN_SIZE[1]}.."
+                         f"{MAX_SIZE[0]}x{MAX_SIZE[1]}")
+
+
 class SimPhone:
     """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh).
 
@@ -66,8 +75,7 @@ class SimPhone:
     def __init__(self, width: int = 1080, height: int = 2400, locale: str = "en", seed: int = 0,
                  info: DeviceInfo | None = None, adbkeyboard: bool = True, as_phone: bool = False,
                  lock: str = "none"):
-        if width < 320 or height < 480 or width > 4000 or height > 8000:
-            raise ValueError(f"screen size {width}x{height} is outside 320x480..4000x8000")
+        check_size(width, height)
         self.lock = threading.RLock()
         self.width, self.height = width, height
         self.dp = width / 360.0
