@@ -14,7 +14,8 @@ Devices: the phones given (``--device``, each used at its own screen size), and 
 for (``--sizes``) that no given phone has, a simulated phone this check starts itself (a
 ``harness sim serve --size WxH`` process connected to the adb server, stopped at the end). With no
 device given at all the check also starts a private adb server. Sizes run in parallel, each with
-its own phones. The run records of every trial are kept under ``--out`` when given.
+its own phones, each trial a ``harness run`` process of its own. The run records of every trial
+are kept under ``--out`` when given.
 """
 
 from __future__ import annotations

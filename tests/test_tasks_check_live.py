@@ -136,7 +136,7 @@ def test_cli_starts_its_own_phones_for_a_size(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # four sizes in parallel on two cores: about 4-5 minutes, more when the machine is shared
+@pytest.mark.timeout(1200)  # four sizes in parallel on two cores: about 3.5 minutes, more when the machine is shared
 def test_the_simulated_suite_passes_at_four_sizes(tmp_path, capsys):
     """`harness tasks check --suite tasks/sim --sizes 720x1280,1080x1920,1080x2400,1440x3120`: the
     do-nothing baseline fails every task and every reference holds (success false before and true
