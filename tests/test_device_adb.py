@@ -124,15 +124,20 @@ def test_uiautomator2_backend_hierarchy_and_chinese_text(serve_sim):
     assert dev.last_text_strategy == "uiautomator2"
 
 
-@pytest.mark.parametrize("backend,adbkeyboard,strategy", [
-    ("adb", True, "adbkeyboard"),        # ADBKeyboard's ADB_CLEAR_TEXT broadcast
-    ("adb", False, "keyevents"),         # move to the end, one delete per character the tree shows
-    ("uiautomator2", False, "uiautomator2"),  # uiautomator2's clear_text (clearInputText JSON-RPC)
+@pytest.mark.parametrize("backend,adbkeyboard,current,strategy", [
+    ("adb", True, True, "adbkeyboard"),     # ADBKeyboard's ADB_CLEAR_TEXT broadcast, when it is the IME
+    ("adb", True, False, "keyevents"),      # installed but not current: clearing never switches the IME
+    ("adb", False, False, "keyevents"),     # move to the end, one delete per character the tree shows
+    ("uiautomator2", False, False, "uiautomator2"),  # uiautomator2's clear_text (clearInputText JSON-RPC)
 ])
-def test_type_with_clear_replaces_a_prefilled_field(serve_sim, backend, adbkeyboard, strategy):
+def test_type_with_clear_replaces_a_prefilled_field(serve_sim, backend, adbkeyboard, current, strategy):
     from harness.device.config import DeviceConfig
+    from harness.device.text_input import ADB_IME
 
     s = serve_sim(adbkeyboard=adbkeyboard)
+    if current:
+        assert s.phone.ime_set(ADB_IME)
+    ime_before = s.phone.ime_current()
     dev = DeviceConfig(backend=backend, adb_port=s.adb.port).open(s.serial)
     _focus_name_field(dev, s.phone)
     params = s.phone.apps["com.android.settings"].params
@@ -140,6 +145,8 @@ def test_type_with_clear_replaces_a_prefilled_field(serve_sim, backend, adbkeybo
     dev.execute(TypeText(text="Alex phone", clear=True))
     assert params["value"] == "Alex phone"
     assert dev.last_clear_strategy == strategy
+    if backend == "adb":
+        assert s.phone.ime_current() == ime_before
     dev.execute(TypeText(text=" 2"))  # without clear the text goes after what is there
     assert params["value"] == "Alex phone 2"
 
