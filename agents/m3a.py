@@ -299,7 +299,7 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
         text_v = obj.get("text")
         if not isinstance(text_v, str) or text_v == "":
             raise ParseError("input_text needs a non-empty text")
-        typing = type_text(text_v, submit=enter_after_input, clear=obj.get("clear_text") is True, notes=notes)
+        typing = type_text(text_v, submit=enter_after_input, clear=obj.get("clear_text") is True)
         if obj.get("index") is not None or obj.get("x") is not None:
             acts = [point_action("click", "input_text", lambda x, y: Click(x=x, y=y)), typing]
         else:

@@ -267,15 +267,10 @@ def type_action(content: Any, what: str = "type") -> TypeText:
     return TypeText(text=content.rstrip("\n") if submit else content, submit=submit)
 
 
-def type_text(text: str, *, submit: bool, clear: bool = False, notes: list[str] | None = None) -> TypeText:
-    """Typing, clearing the field first when the family asked for it (AndroidWorld's ``clear_text``)
-    and the unified ``type`` action can do it (its ``clear`` field); else it is typed as is, noted."""
-    if clear:
-        if "clear" in TypeText.model_fields:
-            return TypeText(text=text, submit=submit, clear=True)
-        if notes is not None:
-            notes.append("clear_text: this build's type action cannot clear the field first; typed without clearing")
-    return TypeText(text=text, submit=submit)
+def type_text(text: str, *, submit: bool, clear: bool = False) -> TypeText:
+    """Typing, clearing the field first when the family asked for it (AndroidWorld's ``clear_text``:
+    the unified ``type`` action's ``clear``)."""
+    return TypeText(text=text, submit=submit, clear=clear)
 
 
 def answer_then_finish(content: Any) -> list[Action]:

@@ -146,7 +146,4 @@ def test_m3a_clear_text_clears_the_field_first() -> None:
                            '"clear_text": true}', SCREEN, elements=els)
     tap, typing = p.actions
     assert tap.type == "click" and isinstance(typing, TypeText) and typing.text == "20:00" and typing.submit
-    if "clear" in TypeText.model_fields:  # the unified type action clears the field first
-        assert typing.clear is True and not any("clear_text" in n for n in p.notes)
-    else:  # this build's type action cannot: typed as is, and the record says so
-        assert any("cannot clear the field first" in n for n in p.notes)
+    assert typing.clear is True and not any("clear_text" in n for n in p.notes)  # the field is cleared first
