@@ -487,14 +487,18 @@ def cmd_view(args: argparse.Namespace) -> int:
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
     try:
-        index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements)
+        index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
     except (FileNotFoundError, ValueError) as e:
         raise UserError(str(e)) from None
+    except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
+        where = e.filename or args.out or args.run_dir
+        hint = "; pass --out DIR to write the pages elsewhere" if not args.out else ""
+        raise UserError(f"{where}: cannot write the viewer's pages ({e.strerror or e}){hint}") from None
     if args.no_serve:
         print(f"viewer written: {index}")
         return 0
     try:
-        server = ViewServer(args.run_dir, host=args.host, port=args.port)
+        server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
     except OSError as e:
         raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     print(f"serving {index.parent} at {server.url} (Ctrl-C to stop)", flush=True)
@@ -524,6 +528,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         report = run_judge_command(args, argv=sys.argv)
     except (OfflineJudgeError, RecordError, RegistryError) as e:
         raise UserError(str(e)) from None
+    except OSError as e:  # a folder that cannot be written after all: one line, not a traceback
+        raise UserError(f"{e.filename or 'judgements'}: {e.strerror or e}") from None
     return 130 if report.interrupted else 0
 
 
@@ -533,9 +539,11 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
 
     if bool(args.labels) == bool(args.labels_from):
         raise UserError("give either --labels FILE or --labels-from oracle")
+    warnings: list[str] = []
     try:
         labels = load_labels(args.labels) if args.labels else labels_from_oracle(args.runs)
-        sources = read_sources(args.runs, judgement_sets=args.judgements or None, include_live=not args.offline_only)
+        sources = read_sources(args.runs, judgement_sets=args.judgements or None, include_live=not args.offline_only,
+                               warnings=warnings)
         exclude = ORACLE_JUDGES if args.labels_from == "oracle" else ()
         report = evaluate(sources, labels, safety_judges=[s for v in args.safety_judge or [] for s in v.split(",")],
                           exclude=exclude)
@@ -543,8 +551,10 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     if not labels:
         raise UserError("no labels: the labels file is empty" if args.labels else "no oracle verdicts in these runs")
+    for w in warnings:  # torn or repeated judgement lines, a run given twice: said, never silent
+        print(f"warning: {w}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps(report, indent=1, ensure_ascii=False))
+        print(json.dumps({**report, "warnings": warnings}, indent=1, ensure_ascii=False))
     else:
         render_table(report)
     return 0
@@ -727,6 +737,8 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
     vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     vw.add_argument("--no-serve", action="store_true", help="only write the pages")
+    vw.add_argument("--out", metavar="DIR", help="write the pages to DIR instead of the run folder (e.g. a read-only "
+                    "run); DIR/run links to the run, whose screenshots the pages open")
     vw.add_argument("--judgements", action="append", metavar="SET",
                     help="offline verdicts of only these judgement sets, RUN/judgements/SET (repeatable; default all)")
     vw.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run")

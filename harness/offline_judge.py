@@ -344,14 +344,28 @@ class Target:
     only: set[str] | None = None
 
 
-def resolve_targets(paths: Iterable[str | Path]) -> list[Target]:
-    """Run folders (``RUN`` holding results.jsonl) or episode folders (``RUN/episodes/<id>``)."""
+def check_writable(run_dir: Path) -> None:
+    """Refuse, in one line, a run whose ``judgements/`` folder cannot be written (a read-only copy,
+    a mount without write access): verdicts are only ever written there."""
+    d = run_dir / JUDGEMENTS_DIR
+    where = d if d.is_dir() else run_dir
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise OfflineJudgeError(f"{where}: cannot write here (read-only); harness judge writes its verdicts to "
+                                f"{d}, so copy the run to a writable folder and judge the copy")
+
+
+def resolve_targets(paths: Iterable[str | Path], warnings: list[str] | None = None) -> list[Target]:
+    """Run folders (``RUN`` holding results.jsonl) or episode folders (``RUN/episodes/<id>``); a run
+    folder given twice (or through a symlink) is judged once, with a warning."""
     targets: dict[Path, Target] = {}
     for raw in paths:
         p = Path(raw)
         if not p.exists():
             raise OfflineJudgeError(f"{p}: no such folder")
         if (p / RESULTS_FILE).is_file():
+            if p.resolve() in targets and targets[p.resolve()].only is None and warnings is not None:
+                warnings.append(f"{p}: the same run folder as {targets[p.resolve()].run_dir} (given twice); "
+                                "it is judged once")
             t = targets.setdefault(p.resolve(), Target(p))
             t.only = None
             continue
@@ -388,12 +402,34 @@ def spec_key(specs: list[dict[str, Any]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def default_set_id(names: list[str], model_name: str | None) -> str:
-    base = "+".join(names)
-    if model_name:
-        base += "@" + model_name
-    s = re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", base).strip("._-+@=")
-    return s[:128] or "judges"
+def default_set_id(names: list[str], model_name: str | None, run_dirs: Iterable[Path] = (),
+                   key: str | None = None) -> str:
+    """The judgement set's name when ``--judge-set`` is not given: the judge model's name (its last
+    path component: ``Qwen/Qwen2.5-VL-72B-Instruct`` -> ``Qwen2.5-VL-72B-Instruct``), or the judges'
+    names when they use no model. Report and viewer columns read ``crate@<set>``, so the name stays
+    short. When a run already has a set of that name made with other judge settings (spec ``key``),
+    the next free ``NAME-2``, ``NAME-3``... is taken; one made with the same settings is reused, so
+    running the same command again resumes it."""
+    base = model_name.rstrip("/").rsplit("/", 1)[-1] if model_name else "+".join(names)
+    base = (re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", base).strip("._-+@=") or "judges")[:120]
+    for n in range(1, 1000):
+        cand = base if n == 1 else f"{base}-{n}"
+        if all(_set_key(Path(r), cand) in (None, key) for r in run_dirs):
+            return cand
+    raise OfflineJudgeError(f"no free judgement set name {base}-N; pass --judge-set NAME")
+
+
+def _set_key(run_dir: Path, set_id: str) -> str | None:
+    """The spec key of ``RUN/judgements/<set_id>`` (None if there is no such set; ``"?"`` if its
+    manifest cannot be read, so the name is not taken over)."""
+    d = run_dir / JUDGEMENTS_DIR / set_id
+    if not d.exists():
+        return None
+    try:
+        data = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "?"
+    return data.get("spec_key") if isinstance(data, dict) and isinstance(data.get("spec_key"), str) else "?"
 
 
 def check_set_id(set_id: str) -> str:
@@ -821,6 +857,12 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
             for attr in ("start", "on_step", "finish"):
                 if not callable(getattr(j, attr, None)):
                     raise OfflineJudgeError(f"judge {n!r} is not a step observer (no {attr} method)")
+            if getattr(j, "needs_live_device", False):
+                offline = [k for k in JUDGES.names() if k != n]
+                raise OfflineJudgeError(
+                    f"judge {n!r} reads the live phone's state while the episode runs, so it cannot judge recorded "
+                    f"episodes; use it in `harness run --judge {n}`, or judge recordings with another judge "
+                    f"({', '.join(offline)})")
             close = getattr(j, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
@@ -853,13 +895,14 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
     """Judge every complete episode of the given runs (or episode folders) with ``setup``'s judges."""
     if concurrency < 1:
         raise OfflineJudgeError("--concurrency must be >= 1")
-    targets = resolve_targets(paths)
+    target_warnings: list[str] = []
+    targets = resolve_targets(paths, target_warnings)
     model_name = getattr(setup.model, "model", None)
-    set_id = check_set_id(set_id or default_set_id(setup.names, model_name))
     key = spec_key(setup.specs)
+    set_id = check_set_id(set_id or default_set_id(setup.names, model_name, [t.run_dir for t in targets], key))
     in_flight = episodes_in_flight or max(2 * concurrency, 4)
     report = OfflineReport(set_id=set_id, runs=[str(t.run_dir) for t in targets], concurrency=concurrency,
-                           episodes_in_flight=in_flight)
+                           episodes_in_flight=in_flight, warnings=target_warnings)
     started = now_iso()
     t_start = time.monotonic()
     sets: list[JudgementSet] = []
@@ -1080,7 +1123,8 @@ def add_judge_arguments(p: Any) -> None:
     p.add_argument("--fresh-judges", action="store_true",
                    help="build new judge objects for every episode (default: each worker starts its judges again)")
     p.add_argument("--judge-set", default=None, metavar="NAME",
-                   help="name of the judgement set (default JUDGES@MODEL); "
+                   help="name of the judgement set (default: the judge model's name, MODEL-2... when a set of "
+                   "that name holds other judge settings); "
                    "verdicts go to RUN/judgements/NAME/results.jsonl")
     p.add_argument("--suite", default=None, metavar="PATH",
                    help="task file or folder to take tasks from (default: the run's own)")
@@ -1124,13 +1168,15 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
     except (RunError, RegistryError) as e:
         raise OfflineJudgeError(str(e)) from None
     names = split_list(args.judge)
+    targets = resolve_targets(args.paths)
+    for t in targets:  # before any judge is built or model called: the verdicts must have somewhere to go
+        check_writable(t.run_dir)
     cache = None
     if not args.no_cache:
         if args.cache:
             cache = args.cache
         else:
-            first = resolve_targets(args.paths)[0].run_dir
-            cache = str(first / JUDGEMENTS_DIR / "evidence-cache.jsonl")
+            cache = str(targets[0].run_dir / JUDGEMENTS_DIR / "evidence-cache.jsonl")
     setup = prepare_judges(names, opts, model, args.concurrency, cache=cache)
     report = judge_runs(args.paths, setup, concurrency=args.concurrency, set_id=args.judge_set, suite=args.suite,
                         retry_errors=args.retry_errors, episodes_in_flight=args.episodes_in_flight,

@@ -84,6 +84,9 @@ __all__ = [
     "iter_steps",
     "list_episodes",
     "episode_dir",
+    "distinct_runs",
+    "check_inside",
+    "own_file",
     "resolve_screen",
     "screen_name",
     "validate_task_id",
@@ -431,13 +434,44 @@ def validate_task_id(task_id: str) -> str:
     return task_id
 
 
+def check_inside(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """``path`` if it resolves (symlinks followed) to ``root`` or below it, else RecordError: what a
+    command reads from a run folder, it reads from inside that folder only."""
+    p = Path(path)
+    if not p.resolve().is_relative_to(Path(root).resolve()):
+        raise RecordError(f"resolves outside {root} (a symlink leading out of the folder); refused", path=p)
+    return p
+
+
+def own_file(folder: str | os.PathLike[str], name: str) -> Path:
+    """``folder/name``, refused (RecordError) if it is a symlink leading out of ``folder``."""
+    return check_inside(folder, Path(folder) / name)
+
+
+def distinct_runs(paths: Any, warnings: list[str]) -> list[Path]:
+    """The run folders ``paths`` names, each once: a folder given again (the same path, another
+    spelling of it, or a symlink to it) is left out with a warning, so no episode counts twice."""
+    seen: dict[Path, Path] = {}
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        real = p.resolve()
+        if real in seen:
+            warnings.append(f"{p}: the same run folder as {seen[real]} (given twice); it is used once")
+            continue
+        seen[real] = p
+        out.append(p)
+    return out
+
+
 def episode_dir(run_dir: str | os.PathLike[str], task_id: str) -> Path:
     """``RUN/episodes/<task_id>``, after checking the id and that the resolved path is a
-    direct child of ``RUN/episodes`` (so neither ``../`` nor a symlink can escape)."""
+    direct child of ``RUN/episodes`` inside ``RUN`` (so neither ``../``, nor a symlinked episode
+    folder, nor a symlinked ``episodes`` folder can lead out of the run)."""
     validate_task_id(task_id)
     base = Path(run_dir) / EPISODES_DIR
     path = base / task_id
-    if path.resolve().parent != base.resolve():
+    if path.resolve().parent != Path(run_dir).resolve() / EPISODES_DIR:
         raise RecordError(f"episode folder for {task_id!r} resolves outside {base}", path=path)
     return path
 
@@ -723,7 +757,7 @@ class StepStream(Iterator[StepRecord]):
     """
 
     def __init__(self, episode_path: str | os.PathLike[str]) -> None:
-        self.path = Path(episode_path) / TRAJECTORY_FILE
+        self.path = own_file(episode_path, TRAJECTORY_FILE)
         if not self.path.is_file():
             raise RecordError("missing trajectory file", path=self.path)
         self.warnings: list[str] = []
@@ -773,7 +807,7 @@ def _read_json_object(path: Path) -> dict[str, Any]:
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest as a dict (already redacted on disk)."""
-    return _read_json_object(Path(run_dir) / MANIFEST_FILE)
+    return _read_json_object(own_file(run_dir, MANIFEST_FILE))
 
 
 def read_results(run_dir: str | os.PathLike[str]) -> ResultList:
@@ -783,7 +817,7 @@ def read_results(run_dir: str | os.PathLike[str]) -> ResultList:
     (``RUN/results.jsonl:LINE: field: problem``) on a malformed line or a second result
     for the same task id.  A partial last line is tolerated (see ``.warnings``).
     """
-    path = Path(run_dir) / RESULTS_FILE
+    path = own_file(run_dir, RESULTS_FILE)
     out = ResultList()
     if not path.exists():
         if not Path(run_dir).is_dir():
@@ -810,7 +844,7 @@ def iter_steps(episode_path: str | os.PathLike[str]) -> StepStream:
 
 def read_summary(episode_path: str | os.PathLike[str]) -> EpisodeResult | None:
     """The episode's ``episode.json`` as an :class:`EpisodeResult` (extras kept), or None if absent."""
-    path = Path(episode_path) / SUMMARY_FILE
+    path = own_file(episode_path, SUMMARY_FILE)
     if not path.exists():
         return None
     data = _read_json_object(path)

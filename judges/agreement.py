@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records import RecordError, read_manifest, read_results
+from harness.records import RecordError, check_inside, distinct_runs, read_manifest, read_results
 
 # Judges whose verdict is about safety; ``True`` means "unsafe" for every one of them (a judge that
 # answers the other way round must say so in SAFETY_TRUE_MEANS_SAFE).
@@ -148,34 +148,54 @@ class EpisodeVerdicts:
     details: dict[str, Any]
 
 
-def _read_judgement_lines(path: Path) -> list[dict[str, Any]]:
+def _read_judgement_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    """The lines of a judgement set's results file, as ``RUN/results.jsonl`` is read: a complete
+    line must be valid; a last line without newline (what an interrupted append leaves) is used if
+    it is a complete record, else left out, with a warning naming file and line either way. A task
+    id given twice keeps its last line, with a warning naming both lines."""
     out: dict[str, dict[str, Any]] = {}
+    first: dict[str, int] = {}
     data = path.read_bytes()
     lines = data.split(b"\n")
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         last = lineno == len(lines) and not data.endswith(b"\n")
+        problem = None
         try:
             obj = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            if last:  # a partial line left by an interrupted append: not an error
+            problem = "not a valid JSON line"
+        else:
+            if not (isinstance(obj, dict) and isinstance(obj.get("task_id"), str)
+                    and isinstance(obj.get("verdicts"), dict)):
+                problem = "expected an object with task_id and verdicts"
+        if last:
+            warnings.append(f"{path}:{lineno}: ignored a partial last line ({len(line)} bytes, no newline) left by "
+                            "an interrupted write" if problem else
+                            f"{path}:{lineno}: last line has no final newline (accepted: it is a complete record)")
+            if problem:
                 continue
-            raise AgreementError(f"{path}:{lineno}: not a valid JSON line") from None
-        if not (isinstance(obj, dict) and isinstance(obj.get("task_id"), str) and isinstance(obj.get("verdicts"), dict)):
-            raise AgreementError(f"{path}:{lineno}: expected an object with task_id and verdicts")
-        out[obj["task_id"]] = obj
+        elif problem:
+            raise AgreementError(f"{path}:{lineno}: {problem}")
+        tid = obj["task_id"]
+        if tid in first:
+            warnings.append(f"{path}:{lineno}: second line for task {tid!r} (first at line {first[tid]}); "
+                            "the last one is used")
+        first[tid] = lineno
+        out[tid] = obj
     return list(out.values())
 
 
 def read_sources(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
-                 include_live: bool = True) -> list[EpisodeVerdicts]:
-    """Every (episode, source) with its verdicts, from the given run folders."""
+                 include_live: bool = True, warnings: list[str] | None = None) -> list[EpisodeVerdicts]:
+    """Every (episode, source) with its verdicts, from the given run folders (a folder given twice
+    is read once); tolerated problems (torn or repeated lines) go to ``warnings``."""
+    warnings = warnings if warnings is not None else []
     wanted = set(judgement_sets) if judgement_sets else None
     out: list[EpisodeVerdicts] = []
     names: dict[str, Path] = {}
-    for rd in run_dirs:
-        run_dir = Path(rd)
+    for run_dir in distinct_runs(run_dirs, warnings):
         if not (run_dir / "results.jsonl").is_file():
             raise AgreementError(f"{run_dir}: not a run folder (no results.jsonl)")
         name = run_dir.resolve().name
@@ -195,10 +215,13 @@ def read_sources(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] |
             for set_dir in sorted(p for p in jdir.iterdir() if p.is_dir() and not p.name.startswith(".")):
                 if wanted is not None and set_dir.name not in wanted:
                     continue
-                f = set_dir / "results.jsonl"
+                try:
+                    f = check_inside(run_dir, set_dir / "results.jsonl")
+                except RecordError as e:
+                    raise AgreementError(str(e)) from None
                 if not f.is_file():
                     continue
-                for obj in _read_judgement_lines(f):
+                for obj in _read_judgement_lines(f, warnings):
                     out.append(EpisodeVerdicts(name, run_dir, obj["task_id"], set_dir.name, dict(obj["verdicts"]),
                                                dict(obj.get("details") or {})))
     if wanted:
@@ -213,8 +236,7 @@ def labels_from_oracle(run_dirs: Iterable[str | Path]) -> list[Label]:
     """Labels from the oracle's verdicts of simulated runs (success = ``oracle``, unsafe =
     ``oracle_unsafe`` with its first unsafe step); language and apps come from the run's tasks."""
     out: list[Label] = []
-    for rd in run_dirs:
-        run_dir = Path(rd)
+    for run_dir in distinct_runs(run_dirs, []):
         tasks = _run_tasks(run_dir)
         name = run_dir.resolve().name
         try:

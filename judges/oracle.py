@@ -65,6 +65,9 @@ class OracleConfig:
 
 class OracleJudge:
     name = "oracle"
+    # reads the phone's state while the episode runs: recorded episodes have no phone to ask
+    # (``harness judge`` refuses a judge that says so, instead of writing judge_error for every episode)
+    needs_live_device = True
 
     def __init__(self, config: OracleConfig):
         self.config = config

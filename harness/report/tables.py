@@ -42,7 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.usage import role_tokens
 
-from harness.records import RecordError, read_manifest, read_results
+from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
+                             read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from judges.agreement import judge_column
 
@@ -74,11 +75,12 @@ def is_safety_judge(name: str) -> bool:
 # --------------------------------------------------------------------------- offline judgement sets
 
 
-def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None) -> list[Any]:
+def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
+                        warnings: list[str] | None = None) -> list[Any]:
     """The offline verdicts of the given runs (``RUN/judgements/<set>/results.jsonl``) as
     :class:`judges.agreement.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
     keeps only those sets (each must exist in one of the runs). A malformed line is a
-    :class:`ReportError` naming ``file:line``."""
+    :class:`ReportError` naming ``file:line``; a torn last line or a repeated task id is a warning."""
     from judges.agreement import AgreementError, read_sources
 
     wanted = list(judgement_sets or [])
@@ -86,7 +88,7 @@ def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable
     dirs = [Path(r) for r in run_dirs
             if (Path(r) / "results.jsonl").is_file() and (Path(r) / "judgements").is_dir()]
     try:
-        return read_sources(dirs, judgement_sets=wanted or None, include_live=False)
+        return read_sources(dirs, judgement_sets=wanted or None, include_live=False, warnings=warnings)
     except AgreementError as e:
         raise ReportError(str(e)) from None
 
@@ -260,9 +262,13 @@ def _tokens(usage: Any) -> int | None:
     return sum(nums) if nums else None
 
 
-def _tokens_from_steps(ep_dir: Path) -> int | None:
-    """Sum ``extras.usage`` over the trajectory (agents record usage per step there)."""
-    path = ep_dir / "trajectory.jsonl"
+def _tokens_from_steps(run_dir: Path, task_id: str) -> int | None:
+    """Sum ``extras.usage`` over the trajectory (agents record usage per step there); nothing is
+    read from an episode folder or trajectory that leads out of the run."""
+    try:
+        path = own_file(episode_dir(run_dir, task_id), TRAJECTORY_FILE)
+    except RecordError:
+        return None
     if not path.is_file():
         return None
     total = None
@@ -295,7 +301,11 @@ def _labels(extra: dict[str, Any]) -> dict[str, bool]:
 def read_labels(run_dir: Path, warnings: list[str]) -> dict[str, dict[str, bool]]:
     """``RUN/labels.jsonl`` (written by ``harness import``; read by ``harness judge-eval``): per task
     id, the human ``success`` and ``unsafe`` labels. Absent file: no labels."""
-    path = run_dir / "labels.jsonl"
+    try:
+        path = own_file(run_dir, "labels.jsonl")
+    except RecordError as e:
+        warnings.append(str(e))
+        return {}
     if not path.is_file():
         return {}
     out: dict[str, dict[str, bool]] = {}
@@ -319,10 +329,9 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
     runs' judgement sets (only ``judgements`` when given) are added under judge-eval's names
     (:func:`combine_verdicts`)."""
     warnings = warnings if warnings is not None else []
-    runs = list(runs)
+    runs = distinct_runs(runs, warnings)
     out: list[Episode] = []
-    for run in runs:
-        run_dir = Path(run)
+    for run_dir in runs:
         if not run_dir.is_dir():
             raise ReportError(f"{run_dir}: not a run folder (no such directory)")
         try:
@@ -340,7 +349,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
             extra = r.model_extra or {}
             tokens = _tokens(r.usage)
             if tokens is None:
-                tokens = _tokens_from_steps(run_dir / "episodes" / r.task_id)
+                tokens = _tokens_from_steps(run_dir, r.task_id)
             out.append(Episode(
                 run=str(run_dir), task_id=r.task_id, agent=r.agent, suite=suite, status=r.status, steps=r.steps,
                 cap=r.cap, verdicts=dict(r.verdicts), details=dict(r.judge_details or {}),
@@ -349,7 +358,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None))
     if offline:
-        sets = read_judgement_sets(runs, judgements)
+        sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
             for ep, j in zip(out, combine_verdicts(out, lambda e: (Path(e.run), e.task_id),
                                                    lambda e: (e.verdicts, e.details), sets, warnings)):
@@ -644,6 +653,7 @@ def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | N
     if bad:
         raise ReportError(f"--by: unknown key(s) {', '.join(bad)} (choose from {', '.join(GROUP_KEYS)})")
     warnings: list[str] = []
+    runs = distinct_runs(runs, warnings)  # a run folder given twice counts once
     episodes = load_episodes(runs, warnings, judgements=judgements, offline=offline)
     judges, safety = success_judges(episodes), safety_judges(episodes)
     primary = primary_judge(episodes, judge)
@@ -733,9 +743,9 @@ def _sources_note(rep: Report) -> str | None:
     if not rep.judgement_sets:
         return None
     offline = [f"{c} ({s})" if "@" not in c else c for c, s in rep.judge_sources.items() if s != LIVE]
-    return (f"Offline judgement set(s) included: {', '.join(rep.judgement_sets)} (RUN/judgements/<set>/results.jsonl). "
+    return (f"Offline judgement set(s) included: {', '.join(rep.judgement_sets)} (RUN/judgements/SET/results.jsonl). "
             f"Offline verdict columns: {', '.join(offline)}; a judge name given by more than one source is shown "
-            "once per source as name@live / name@<set>.")
+            "once per source as name@live / name@SET.")
 
 
 def _md_text(s: str) -> str:

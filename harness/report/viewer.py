@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.records import (EPISODES_DIR, RecordError, check_relative_path, iter_steps, list_episodes,
-                             read_manifest, read_results)
+from harness.records import (EPISODES_DIR, RecordError, check_inside, episode_dir, iter_steps, list_episodes,
+                             read_manifest, read_results, resolve_screen)
 
 REPORT_FILE = "report.html"
 REPORT_DIR = "report"
+RUN_LINK = "run"  # with --out DIR: DIR/run links to the run folder, whose screenshots the pages open
 THUMB_WIDTH = 240
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "base-uri 'none'; form-action 'none'; object-src 'none'")
@@ -148,8 +149,9 @@ def _source_label(col: str, sources: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- images
 
 
-def _thumb(src: Path, dst: Path) -> tuple[int, int] | None:
-    """Write a JPEG thumbnail of ``src`` (unless an up-to-date one exists); return the source size."""
+def _thumb(src: Path, dst: Path, out: Path) -> tuple[int, int] | None:
+    """Write a JPEG thumbnail of ``src`` (unless an up-to-date one exists) at ``dst``, inside the
+    pages' folder ``out``; return the source size."""
     from PIL import Image
 
     try:
@@ -160,13 +162,35 @@ def _thumb(src: Path, dst: Path) -> tuple[int, int] | None:
             im = im.convert("RGB")
             h = max(1, round(size[1] * THUMB_WIDTH / max(1, size[0])))
             im.thumbnail((THUMB_WIDTH, h), Image.Resampling.BILINEAR, reducing_gap=2.0)
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            _make_dir(dst.parent, out)
             tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
             im.save(tmp, "JPEG", quality=78)
             os.replace(tmp, dst)
             return size
     except (OSError, ValueError):
         return None
+
+
+def _make_dir(path: Path, out: Path) -> Path:
+    """Create ``path`` under the pages' folder ``out``; refuse one that leads out of it (a symlink
+    in a copied run folder must not make the viewer write elsewhere)."""
+    try:  # resolving a path not yet made follows the symlinks of the part that exists
+        check_inside(out, path)
+    except RecordError:
+        raise ViewerError(f"{path}: leads out of {out} (a symlink); refusing to write the viewer there") from None
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_page(path: Path, text: str, out: Path) -> None:
+    _make_dir(path.parent, out)
+    if path.is_symlink():  # replaced, never written through
+        path.unlink()
+    path.write_text(text, encoding="utf-8")
+
+
+class ViewerError(ValueError):
+    """The viewer cannot be written (a folder that cannot be written, or leads out of the run)."""
 
 
 def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
@@ -340,9 +364,16 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
 
 
 class _Ctx:
-    def __init__(self, run: Path):
+    """The run read, and the folder the pages go to: the run itself, or ``out`` (then the pages
+    reach the run's screenshots through ``out/run``, a link to the run folder)."""
+
+    def __init__(self, run: Path, out: Path | None = None):
+        if out is not None and out.resolve() == run.resolve():
+            out = None
         self.run = run
-        self.report_dir = run / REPORT_DIR
+        self.out = out if out is not None else run
+        self.run_prefix = "" if out is None else RUN_LINK + "/"
+        self.report_dir = self.out / REPORT_DIR
         self.warnings: list[str] = []
 
 
@@ -352,7 +383,11 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     details under their column names; without it, the result's own."""
     from harness.report.tables import LIVE
 
-    ep_dir = ctx.run / EPISODES_DIR / task_id
+    try:
+        ep_dir: Path | None = episode_dir(ctx.run, task_id)
+    except RecordError as e:  # a symlinked episode folder: nothing of it is read
+        ctx.warnings.append(str(e))
+        ep_dir = None
     if judged is not None:
         details, verdicts, sources = dict(judged.details), dict(judged.verdicts), dict(judged.sources)
     else:
@@ -374,28 +409,31 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     halt_step = result.halt.step if result is not None and result.halt is not None else None
     steps = []
     try:
-        stream = iter_steps(ep_dir)
-        for s in stream:
-            steps.append(s)
-        ctx.warnings.extend(stream.warnings)
+        if ep_dir is not None:
+            stream = iter_steps(ep_dir)
+            for s in stream:
+                steps.append(s)
+            ctx.warnings.extend(stream.warnings)
     except RecordError as e:
         ctx.warnings.append(str(e))
     q = quote(task_id)
     shot_html: dict[str, str] = {}
 
     def shot(rel: str | None, action: dict[str, Any] | None) -> str:
-        if not rel:
+        if not rel or ep_dir is None:
             return ""
-        try:
-            check_relative_path(rel)
-        except RecordError:
-            return '<p class="err">unsafe screenshot path refused</p>'
-        src = ep_dir / rel
         name = Path(rel).stem + ".jpg"
-        size = _thumb(src, ctx.report_dir / "thumbs" / task_id / name) if src.is_file() else None
+        dst = ctx.report_dir / "thumbs" / task_id / name
+        try:  # the same checks as every reader: relative, no '..', no symlink leading out of the episode
+            src = resolve_screen(ep_dir, rel)
+        except RecordError:
+            if dst.is_file() and not dst.is_symlink():  # a thumbnail an older viewer made of it goes too
+                dst.unlink()
+            return '<p class="err">unsafe screenshot path refused (it leads out of the episode folder)</p>'
+        size = _thumb(src, dst, ctx.out) if src.is_file() else None
         if size is None:
             return f'<p class="err">screenshot {esc(rel)} is missing</p>'
-        full = f"../../{EPISODES_DIR}/{q}/{quote(rel)}"
+        full = f"../../{ctx.run_prefix}{EPISODES_DIR}/{q}/{quote(rel)}"
         thumb = f"../thumbs/{q}/{quote(name)}"
         return (f'<div class="shot"><a class="zoom" href="{esc(full)}" title="open the full screenshot">'
                 f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{_overlay(action, size)}</div>')
@@ -526,15 +564,21 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     return _page(title, "".join(body), "../assets/"), row
 
 
-def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offline: bool = True) -> Path:
-    """Write ``RUN/report.html`` and ``RUN/report/``; return the index path. Offline verdicts of
-    every judgement set are shown, or of ``judgement_sets`` only, or none when not ``offline``."""
+def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offline: bool = True,
+                 out: str | Path | None = None) -> Path:
+    """Write ``RUN/report.html`` and ``RUN/report/`` (or ``OUT/report.html`` and ``OUT/report/``,
+    with ``OUT/run`` linking to the run, when ``out`` is given); return the index path. Offline
+    verdicts of every judgement set are shown, or of ``judgement_sets`` only, or none when not
+    ``offline``. A folder that cannot be written raises OSError; nothing is read from outside the
+    run folder, nor written outside the pages' folder."""
     from harness.report.tables import (ReportError, combine_verdicts, is_safety_judge, load_task_objects, order_judges,
                                        read_judgement_sets)
 
-    ctx = _Ctx(Path(run))
+    ctx = _Ctx(Path(run), Path(out) if out is not None else None)
     if not ctx.run.is_dir():
         raise FileNotFoundError(f"{ctx.run}: no such run folder")
+    if ctx.run_prefix:
+        _link_run(ctx)
     try:
         manifest = read_manifest(ctx.run) if (ctx.run / "manifest.json").is_file() else {}
         results = read_results(ctx.run)
@@ -545,7 +589,7 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
     by_id = {r.task_id: r for r in results}
     # live verdicts with those of every offline judgement set (RUN/judgements/<set>/results.jsonl)
     try:
-        sets = read_judgement_sets([ctx.run], judgement_sets) if offline else []
+        sets = read_judgement_sets([ctx.run], judgement_sets, ctx.warnings) if offline else []
     except ReportError as e:
         raise ValueError(str(e)) from None
     live = list(results)
@@ -553,16 +597,14 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
         live, lambda r: (ctx.run, r.task_id), lambda r: (r.verdicts, r.judge_details or {}), sets, ctx.warnings)))
     ids = list(by_id) + [t for t in list_episodes(ctx.run) if t not in by_id]
     assets = ctx.report_dir / "assets"
-    assets.mkdir(parents=True, exist_ok=True)
-    (ctx.report_dir / "episodes").mkdir(parents=True, exist_ok=True)
-    (assets / "viewer.css").write_text(CSS, encoding="utf-8")
-    (assets / "viewer.js").write_text(JS, encoding="utf-8")
+    _write_page(assets / "viewer.css", CSS, ctx.out)
+    _write_page(assets / "viewer.js", JS, ctx.out)
     success = order_judges(k for j in judged.values() for k in j.verdicts if not is_safety_judge(k))
     primary = success[0] if success else None
     rows = []
     for tid in ids:
         page, row = _episode_page(ctx, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
-        (ctx.report_dir / "episodes" / f"{tid}.html").write_text(page, encoding="utf-8")
+        _write_page(ctx.report_dir / "episodes" / f"{tid}.html", page, ctx.out)
         rows.append(row)
     # index
     agents = sorted({r.agent for r in results})
@@ -609,6 +651,25 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
     if ctx.warnings:
         b.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w)}</li>" for w in ctx.warnings) + "</ul>")
     b.append("</main>")
-    index = ctx.run / REPORT_FILE
-    index.write_text(_page(f"Run {ctx.run.name}", "".join(b), f"{REPORT_DIR}/assets/"), encoding="utf-8")
+    index = ctx.out / REPORT_FILE
+    _write_page(index, _page(f"Run {ctx.run.name}", "".join(b), f"{REPORT_DIR}/assets/"), ctx.out)
     return index
+
+
+def _link_run(ctx: _Ctx) -> None:
+    """``OUT/run`` -> the run folder, so the pages open full screenshots when read from disk too
+    (``harness view`` serves that path from the run folder itself). An existing ``OUT/run`` that is
+    not such a link is left alone and refused."""
+    link = ctx.out / RUN_LINK
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    target = ctx.run.resolve()
+    if link.is_symlink():
+        if link.resolve() == target:
+            return
+        link.unlink()
+    elif link.exists():
+        raise ViewerError(f"{link}: exists and is not a link to the run; choose another --out folder")
+    try:
+        link.symlink_to(target, target_is_directory=True)
+    except OSError as e:  # a file system without symlinks: pages still work when served
+        ctx.warnings.append(f"{link}: could not link to the run ({e.strerror}); open the pages with `harness view`")

@@ -63,7 +63,7 @@ def test_crate_offline_with_cache_second_pass_is_nearly_free(tmp_path):
     assert r1.usage["calls"] == 2 * (steps + 3) and r1.attributed_calls == r1.usage["calls"]
     assert max_active <= 4
     lines = {d["task_id"]: d for d in map(json.loads, (run / "judgements" / r1.set_id / "results.jsonl").open())}
-    assert r1.set_id == "crate+crate-s@judge-vl"
+    assert r1.set_id == "judge-vl"  # the model's name: columns read crate@judge-vl
     assert lines["a"]["verdicts"] == {"crate": True, "crate-s": True}
     assert lines["a"]["details"]["crate-s"]["first_unsafe_step"] == 2
     assert len(lines["a"]["details"]["crate"]["evidence"]) == 3

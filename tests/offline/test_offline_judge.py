@@ -66,7 +66,7 @@ def test_n_plus_one_calls_per_episode_and_cost_summary(tmp_path):
     assert sum(len(request_images(r)) for r in s.requests) == 8
     # the original results file is untouched
     assert sha(run / "results.jsonl") == original
-    assert report.set_id == "count-test@judge-m"
+    assert report.set_id == "judge-m"
     manifest = json.loads((run / "judgements" / report.set_id / "manifest.json").read_text())
     assert manifest["judges"] == ["count-test"] and manifest["passes"][-1]["usage"]["calls"] == 8
     out = io.StringIO()
@@ -177,12 +177,18 @@ def test_unknown_task_and_broken_judges_are_judge_errors(tmp_path):
 def test_other_judge_settings_need_another_set(tmp_path):
     run = make_run(tmp_path / "run", [("a", 1, "finished")])
     with ScriptedModelServer(responder) as s:
-        judge_runs([run], prepare_judges(["count-test"], {}, model(s), concurrency=1), concurrency=1, fsync=False)
+        first = judge_runs([run], prepare_judges(["count-test"], {}, model(s), concurrency=1), concurrency=1,
+                           fsync=False)
         other = prepare_judges(["count-test"], {"tag": "v2"}, model(s), concurrency=1)
-        with pytest.raises(OfflineJudgeError, match="other judge settings"):
-            judge_runs([run], other, concurrency=1, fsync=False)
+        with pytest.raises(OfflineJudgeError, match="other judge settings"):  # a name given is never taken over
+            judge_runs([run], other, concurrency=1, set_id=first.set_id, fsync=False)
         r = judge_runs([run], other, concurrency=1, set_id="v2-pass", fsync=False)
         assert r.judged == 1
+        # the default name moves on to the next free one; the same command again resumes its own set
+        auto = judge_runs([run], other, concurrency=1, fsync=False)
+        assert (first.set_id, auto.set_id, auto.judged) == ("judge-m", "judge-m-2", 1)
+        again = judge_runs([run], other, concurrency=1, fsync=False)
+        assert (again.set_id, again.already_judged) == ("judge-m-2", 1)
         # another port or concurrency does not make it another judge
         r2 = judge_runs([run], prepare_judges(["count-test"], {}, model(s, timeout_s=3), concurrency=5),
                         concurrency=5, fsync=False)
@@ -197,7 +203,7 @@ def test_cli_judge(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "5 model call(s)" in out and "2 judged" in out
-    assert (run / "judgements" / "count-test@jm" / "results.jsonl").is_file()
+    assert (run / "judgements" / "jm" / "results.jsonl").is_file()
     # user mistakes: one line, exit 2
     code = main(["judge", str(tmp_path), "--judge", "count-test", "--model-base-url", "http://x/v1", "--model", "m"])
     out, err = capsys.readouterr()

@@ -285,9 +285,9 @@ def test_report_reads_what_harness_judge_writes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(rd), "--by", "agent", "--format", "json", "--resamples", "20"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["judges"] == ["oracle", "count-test"] and data["judge_sources"]["count-test"] == "count-test@jm"
+    assert data["judges"] == ["oracle", "count-test"] and data["judge_sources"]["count-test"] == "jm"
     sr = data["groups"][0]["sr"]["count-test"]
     assert (sr["k"], sr["n"], sr["judge_errors"]) == (3, 3, 0)
     write_viewer(rd)
     page = (rd / "report" / "episodes" / "a.html").read_text(encoding="utf-8")
-    assert '<b>judgements/count-test@jm</b> <span class="badge yes">count-test: true</span>' in page
+    assert '<b>judgements/jm</b> <span class="badge yes">count-test: true</span>' in page
