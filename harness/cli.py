@@ -193,9 +193,11 @@ def _device_config(args: argparse.Namespace, host: str | None = None, port: int 
 def _attached(cfg) -> list:
     import adbutils
 
+    from harness.device.adb_server import adb_client
+
     ep = cfg.endpoint()
     try:
-        return adbutils.AdbClient(host=ep.host, port=ep.port).list()
+        return adb_client(host=ep.host, port=ep.port).list()
     except (adbutils.AdbError, OSError) as e:
         raise UserError(f"cannot reach the adb server at {ep}: {e}") from None
 
@@ -221,15 +223,21 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} device(s) at {cfg.endpoint()}")
-    for col in ("serial", "state", "kind", "model", "size", "density", "healthy", "to restore", "problem"):
-        table.add_column(col)
-    for r in rows:
-        size = "x".join(map(str, r.get("size") or [])) or "-"
-        table.add_row(r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-", size,
-                      str(r.get("density") or "-"), "yes" if r.get("healthy") else "no",
-                      str(r["pending_restore"] or "-"), r.get("problem") or "")
-    Console().print(table)
+    cols = ("serial", "state", "kind", "model", "size", "density", "healthy", "to restore", "problem")
+    cells = [[r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-",
+              "x".join(map(str, r.get("size") or [])) or "-", str(r.get("density") or "-"),
+              "yes" if r.get("healthy") else "no", str(r["pending_restore"] or "-"), r.get("problem") or ""]
+             for r in rows]
+    if not sys.stdout.isatty():  # a pipe or a file: whole values, tab-separated (a table would cut serials)
+        for line in (cols, *cells):
+            print("\t".join(line))
+    else:
+        table = Table(title=f"{len(rows)} device(s) at {cfg.endpoint()}")
+        for col in cols:
+            table.add_column(col, no_wrap=col == "serial", overflow="fold")
+        for c in cells:
+            table.add_row(*c)
+        Console().print(table)
     absent = sorted(set(pending) - {r["serial"] for r in rows})
     if absent:
         print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
@@ -775,10 +783,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (what job schedulers and `kill` send) stops the command as Ctrl-C does: a resumable
+    run, exit 130, the manifest marked interrupted."""
+    raise KeyboardInterrupt("SIGTERM")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # commands that serve set their own handler
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return run(args)
     except TaskError as e:
@@ -793,6 +810,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.device.adb_server import AdbEndpointError
+from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.safeguards import ClearRefused, refuse_clear
-from harness.records import RecordError, RunWriter, build_environment_info
+from harness.records import RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
 from harness.task_checks import load_checked_suite
@@ -35,7 +35,7 @@ def attached_devices(cfg: DeviceConfig) -> list[str]:
     import adbutils
 
     ep = cfg.endpoint()
-    client = adbutils.AdbClient(host=ep.host, port=ep.port)
+    client = adb_client(host=ep.host, port=ep.port)
     try:
         return [d.serial for d in client.list() if d.state == "device"]
     except (adbutils.AdbError, OSError) as e:
@@ -85,6 +85,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
+    p.add_argument("--accept-changed-suite", action="store_true",
+                   help="with --resume: continue although task files changed since the run started (the new "
+                        "hashes and what changed are recorded in the manifest)")
     adb_arguments(p)
     p.add_argument("--no-prepare", action="store_true",
                    help="do not prepare the devices (screen check, stay awake, animations off, ADBKeyboard); "
@@ -223,7 +226,42 @@ def agent_label(args: argparse.Namespace) -> str:
     return args.agent + "(" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + ")"
 
 
+def suite_changes(old: dict[str, Any], new: dict[str, str]) -> dict[str, list[str]]:
+    """Task files that differ between the manifest's ``suite.files`` (path -> sha256) and the suite
+    as loaded now: ``changed`` (other hash), ``added``, ``removed``; empty when none. Paths are
+    compared as absolute paths, so ``tasks/x.yaml`` and ``./tasks/x.yaml`` are one file."""
+    def norm(files: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+        return {os.path.normpath(os.path.abspath(k)): (k, v) for k, v in files.items()}
+
+    a, b = norm(old), norm(new)
+    out = {"changed": sorted(b[k][0] for k in a.keys() & b.keys() if a[k][1] != b[k][1]),
+           "added": sorted(b[k][0] for k in b.keys() - a.keys()),
+           "removed": sorted(a[k][0] for k in a.keys() - b.keys())}
+    return {k: v for k, v in out.items() if v}
+
+
+def describe_suite_changes(change: dict[str, list[str]]) -> str:
+    return "; ".join(f"{kind}: {', '.join(files)}" for kind, files in change.items())
+
+
+TRANSIENT_STATES = ("offline", "absent", "unknown")  # a phone restarting, an adb server restarting
+
+
+def wait_until_usable(dev: Any, timeout: float) -> Any:
+    """The device's description, after waiting up to ``timeout`` s for one that is offline or gone
+    for a moment (a phone restarting, a dropped adb connection) to come back, as a device that drops
+    off mid-run is waited for; an unauthorized or broken device is not waited for."""
+    desc = dev.describe()
+    if desc.healthy or desc.state not in TRANSIENT_STATES or timeout <= 0:
+        return desc
+    print(f"waiting up to {timeout:g} s for {desc.serial} ({desc.problem or desc.state}) to come back "
+          "(--reconnect-timeout)", file=sys.stderr, flush=True)
+    return dev.describe() if dev.reconnect(timeout) else desc
+
+
 def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, argv: list[str] | None = None) -> SuiteReport:
+    if getattr(args, "accept_changed_suite", False) and not args.resume:
+        raise RunError("--accept-changed-suite only applies with --resume")
     suite = load_checked_suite(args.suite)
     tasks = suite.select(split_list(args.tasks) or None)
     if args.max_steps is not None and args.max_steps < 1:
@@ -246,7 +284,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     descriptions = []
     for s in serials:
         dev = cfg.open(s)
-        desc = dev.describe()
+        desc = wait_until_usable(dev, cfg.reconnect_timeout)
         descriptions.append(desc.to_json())
         if not desc.healthy:
             raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
@@ -280,7 +318,18 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
-            writer.update_manifest(resumed=(old.get("resumed", 0) or 0) + 1, devices=descriptions)
+            update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions}
+            change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])
+            if change:
+                if not args.accept_changed_suite:
+                    raise RunError(f"--resume: the suite changed since the run in {args.out} started: "
+                                   f"{describe_suite_changes(change)}; episodes already recorded ran the old tasks. "
+                                   "Resume with the files as they were, or pass --accept-changed-suite to continue "
+                                   "with the new ones (their hashes are then recorded)")
+                update["suite"] = manifest["suite"]
+                update["suite_changes"] = [*(old.get("suite_changes") or []),
+                                           {"at": now_iso(), "completed_before": len(writer.completed()), **change}]
+            writer.update_manifest(**update)
         else:
             writer.write_manifest(manifest)
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
@@ -424,6 +473,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
+    from harness.report.tables import is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -465,10 +515,13 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(line)
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
     scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
+    infra = sum(1 for r in rows if r.status == "infra_error")
     if scored:
-        console.print(f"oracle success: {ok}/{len(scored)} scored episodes "
-                      f"({sum(1 for r in rows if r.status == 'infra_error')} infra errors excluded); "
-                      f"unsafe episodes flagged: {sum(1 for r in rows if r.verdicts.get('oracle_unsafe') is True)}")
+        console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors excluded)")
+    safety = [j for j in judges if is_safety_judge(j)]
+    if safety:  # counted as `harness report` counts them: any safety judge's True, infra errors left out
+        flagged = sum(1 for r in rows if r.status != "infra_error" and any(r.verdicts.get(j) is True for j in safety))
+        console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
     if report.not_run:
         console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
     console.print(f"records: {Path(out).resolve()}")

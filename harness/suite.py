@@ -139,7 +139,8 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
                 cfg.on_reset({"task": job.task.id, "device": device.serial, "attempt": job.attempt, **did})
             res = record(job, device, out)
             if out.status == "infra_error" and job.attempt <= cfg.infra_retries:
-                emit("retry", {"device": device.serial, "task": job.task.id, "error": out.error})
+                emit("retry", {"device": device.serial, "task": job.task.id, "error": out.error,
+                               "elsewhere": len(alive) > 1})
                 jobs.put(_Job(job.task, job.attempt + 1, avoid=device.serial))
                 if not device.reconnect(cfg.reconnect_timeout):
                     with lock:
@@ -267,15 +268,36 @@ def _error_of(r: EpisodeResult, judge: str) -> str:
     return str(d.get("error") or "no reason recorded")[:160]
 
 
-def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], None]:
+STEP_LINE_INTERVAL = 5.0  # s between step lines of one device when it steps quickly
+
+
+def describe_progress(stream: Any = None, step_interval: float = STEP_LINE_INTERVAL,
+                      clock: Callable[[], float] = time.monotonic) -> Callable[[str, dict[str, Any]], None]:
     """A plain line-per-event progress printer (for logs and non-terminals); ``stream`` defaults to
-    the ``sys.stderr`` of the moment of the call (not of the import: it may have been replaced)."""
+    the ``sys.stderr`` of the moment of the call (not of the import: it may have been replaced).
+
+    Each device's steps are printed as they happen (a model agent takes seconds a step, so a log
+    shows life long before an episode ends), rate-limited: an episode's first step always, then at
+    most one line per ``step_interval`` seconds per device, saying how many steps it stands for."""
     stream = stream if stream is not None else sys.stderr
     lock = threading.Lock()
+    last: dict[str, tuple[float, int]] = {}  # device -> (time of its last step line, steps since)
 
     def emit(kind: str, data: dict[str, Any]) -> None:
         with lock:
-            if kind == "done":
+            if kind == "step":
+                dev, now = data["device"], clock()
+                shown, skipped = last.get(dev, (float("-inf"), 0))
+                if data["step"] == 1 or now - shown >= step_interval:
+                    more = f" (+{skipped} more since the last line)" if skipped and data["step"] != 1 else ""
+                    action = str(data["action"])
+                    action = action if len(action) <= 120 else action[:117] + "..."
+                    print(f"[{dev}] {data['task']}: step {data['step']}/{data['cap']} {action}{more}",
+                          file=stream, flush=True)
+                    last[dev] = (now, 0)
+                else:
+                    last[dev] = (shown, skipped + 1)
+            elif kind == "done":
                 r: EpisodeResult = data["result"]
                 verdicts = " ".join(f"{k}={v}" + (f" ({_error_of(r, k)})" if v == "judge_error" else "")
                                     for k, v in r.verdicts.items())
@@ -287,7 +309,8 @@ def describe_progress(stream: Any = None) -> Callable[[str, dict[str, Any]], Non
                 print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
                       file=stream, flush=True)
             elif kind == "retry":
-                print(f"[{data['device']}] {data['task']}: infra error, retrying elsewhere: {data['error']}",
+                where = "retrying elsewhere" if data.get("elsewhere", True) else "retrying once the phone is back"
+                print(f"[{data['device']}] {data['task']}: infra error, {where}: {data['error']}",
                       file=stream, flush=True)
             elif kind == "dead":
                 print(f"[{data['device']}] device lost: {data['error']}", file=stream, flush=True)

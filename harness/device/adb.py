@@ -15,7 +15,6 @@ import json
 import re
 import shlex
 import socket
-import subprocess
 import time
 from typing import Any
 
@@ -23,7 +22,7 @@ import adbutils
 
 from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp,
                              Swipe, TypeText, Wait)
-from harness.device.adb_server import adb_endpoint, run_adb
+from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
                                  ScreenState)
 from harness.device.config import SettleConfig
@@ -72,7 +71,7 @@ class AdbDevice:
         self.settle_cfg = settle or SettleConfig()
         self.command_timeout = command_timeout
         self.allow_clear = allow_clear
-        self.client = adbutils.AdbClient(host=self.host, port=self.port, socket_timeout=command_timeout)
+        self.client = adb_client(host=self.host, port=self.port, socket_timeout=command_timeout)
         self.dev = self.client.device(serial)
         self._size: tuple[int, int] | None = None
         self._labels = {k.casefold(): v for k, v in COMMON_APPS.items()}
@@ -453,13 +452,7 @@ class AdbDevice:
         restart the server if it is gone."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                self.client.server_version()
-            except _NET_ERRORS:
-                try:
-                    run_adb(["start-server"], self.port, timeout=15, host=self.host)
-                except (subprocess.TimeoutExpired, OSError):
-                    pass
+            ensure_server(self.port, self.host)  # restarted once, quietly, however many devices find it gone
             if ":" in self.serial:
                 try:
                     self.client.connect(self.serial, timeout=3)

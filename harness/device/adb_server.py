@@ -17,15 +17,18 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_PORT = 5037
 DEFAULT_HOST = "127.0.0.1"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # what adb reads, and what a subprocess must not inherit once we have chosen the server for it
 _SERVER_ENV = ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "ANDROID_ADB_SERVER_PORT")
+_restart_lock = threading.Lock()
 
 
 class AdbNotFound(RuntimeError):
@@ -144,6 +147,71 @@ def run_adb(args: list[str], port: int | None = None, timeout: float = 20.0,
             host: str | None = None) -> subprocess.CompletedProcess:
     argv, env = adb_argv(args, port, host)
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def server_answers(port: int, host: str = "127.0.0.1", timeout: float = 3.0) -> bool:
+    """Whether an adb server answers ``host:version`` on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"000chost:version")
+            return s.recv(4) == b"OKAY"
+    except OSError:
+        return False
+
+
+def ensure_server(port: int, host: str = "127.0.0.1") -> bool:
+    """Make sure an adb server answers on host:port, starting one if it is gone: once, however many
+    threads find it gone at the same moment (they wait for the first one's start), and quietly
+    (adb's "* daemon started successfully" lines are captured, not printed). A server on another
+    machine cannot be started from here: False when it does not answer."""
+    if server_answers(port, host):
+        return True
+    with _restart_lock:
+        if server_answers(port, host):  # another thread started it while we waited
+            return True
+        if host not in LOCAL_HOSTS:
+            return False
+        try:
+            run_adb(["start-server"], port, timeout=30, host=host)
+        except (subprocess.TimeoutExpired, OSError):
+            return False
+        return server_answers(port, host)
+
+
+def adb_client(host: str | None = None, port: int | None = None, socket_timeout: float | None = None) -> Any:
+    """An ``adbutils.AdbClient`` whose connections restart a dead local server through
+    :func:`ensure_server` (adbutils' own fallback runs ``adb start-server`` on the default port,
+    printing its start-up lines, from every thread that hits the dead server at once)."""
+    import adbutils
+    from adbutils._adb import AdbConnection
+    from adbutils.errors import AdbConnectionError, AdbTimeout
+
+    class QuietConnection(AdbConnection):
+        def __init__(self, host: str, port: int):
+            self._where = (host, port)
+            super().__init__(host, port)
+
+        def _safe_connect(self) -> Any:
+            try:
+                return self._create_socket()
+            except (AdbTimeout, AdbConnectionError):
+                pass
+            ensure_server(self._where[1], self._where[0])
+            return self._create_socket()
+
+    class QuietClient(adbutils.AdbClient):
+        def make_connection(self, timeout: float | None = None) -> Any:
+            timeout = timeout or socket_timeout
+            try:
+                conn = QuietConnection(self.host, self.port)
+                if timeout:
+                    conn.conn.settimeout(timeout)
+                return conn
+            except TimeoutError:
+                raise AdbTimeout("connect to adb server timeout") from None
+
+    ep = adb_endpoint(host, port)
+    return QuietClient(host=ep.host, port=ep.port, socket_timeout=socket_timeout)
 
 
 @dataclass

@@ -60,14 +60,17 @@ class SimProc:
     serial: str = ""
     _logs: list[Any] = field(default_factory=list)
 
-    def start(self) -> "SimProc":
+    def start(self, connect: bool = True) -> "SimProc":
+        """Start the phone (again, on the same port, after ``kill``); ``connect=False`` leaves it to
+        the harness to bring adb's connection back (a phone that restarted on its own)."""
         self.port = self.port or free_port()
         log = open(self.log_dir / f"sim-{self.port}.log", "a")
         self._logs.append(log)
         self.proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(self.port),
                                       "--size", self.size, *self.extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         assert wait_port(self.port, 30), f"simulated phone on port {self.port} did not start"
-        self.serial = self.adb.connect(f"127.0.0.1:{self.port}")
+        if connect:
+            self.serial = self.adb.connect(f"127.0.0.1:{self.port}")
         return self
 
     def kill(self) -> None:

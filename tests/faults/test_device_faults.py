@@ -1,6 +1,7 @@
-"""Device faults over the real adb server: a simulated phone dies mid-episode, the adb server is
-killed mid-run, a device answers `unauthorized`, screencap returns garbage, an action hangs past
-its timeout. Afterwards: nothing recorded is lost, device failures end as `infra_error` (retried
+"""Device faults over the real adb server: a simulated phone dies mid-episode (and comes back on its
+own, mid-run and right before --resume: it is waited for), the adb server is killed mid-run (and
+restarted once, quietly, however many threads find it gone), a device answers `unauthorized`,
+screencap returns garbage, an action hangs past its timeout. Afterwards: nothing recorded is lost, device failures end as `infra_error` (retried
 on a healthy device, never counted against the agent), the cause is reported, and the run resumes."""
 
 from __future__ import annotations
@@ -118,8 +119,97 @@ def test_adb_server_killed_mid_run_is_restarted_and_episodes_retried(own_adb, si
     rows = _all_clean_successes(run, SHORT)  # the interrupted episodes were redone, none miscounted
     assert any(r.attempt == 2 for r in rows), rows
     assert "infra error, retrying elsewhere" in err, err
+    assert "daemon" not in err + out, err  # adb's "* daemon started successfully" is not ours to print
     assert read_manifest(run)["dead_devices"] == []  # the harness restarted the server and reconnected
     assert adb_devices(own_adb.port).get(a.serial) == "device"
+    check_run_consistent(run)
+
+
+def test_threads_that_find_the_adb_server_gone_restart_it_once_and_quietly(own_adb, sims, monkeypatch, capfd):
+    """Four devices' threads all hit a killed adb server at once: one `adb start-server` (on the
+    server's own port, not adb's default), its start-up lines never printed, every command answered."""
+    import harness.device.adb_server as adb_server
+    from harness.device.adb import AdbDevice
+
+    phones = [sims(own_adb) for _ in range(2)]
+    devs = [AdbDevice(p.serial, port=own_adb.port, command_timeout=20) for p in phones for _ in range(2)]
+    starts = []
+    real = adb_server.run_adb
+
+    def counting(args, port=None, timeout=20.0):
+        if args[:1] == ["start-server"]:
+            starts.append(port)
+        return real(args, port, timeout)
+
+    monkeypatch.setattr(adb_server, "run_adb", counting)
+    assert real(["kill-server"], own_adb.port).returncode == 0
+    capfd.readouterr()
+    go = threading.Barrier(len(devs))
+    answers: list[object] = [None] * len(devs)
+
+    def work(i: int) -> None:
+        go.wait()
+        dev = devs[i]
+        try:
+            if not dev.reconnect(30):
+                answers[i] = "no reconnect"
+                return
+            answers[i] = dev.shell(["echo", f"ok{i}"])
+        except Exception as e:  # a failure is an answer the assertion below shows
+            answers[i] = e
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(devs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert answers == [f"ok{i}" for i in range(len(devs))], answers
+    assert starts == [own_adb.port], starts
+    out, err = capfd.readouterr()
+    assert "daemon" not in out + err, (out, err)
+
+
+@pytest.mark.slow
+def test_a_phone_that_restarts_is_waited_for_mid_run_and_on_resume(adb, sims, tmp_path):
+    """The only phone dies mid-episode and comes back on its own (no one reconnects adb for the
+    harness): the episode is retried on it ("retrying once the phone is back", not "elsewhere").
+    Then it restarts again just before --resume: the harness waits for it instead of refusing
+    "offline"."""
+    a = sims(adb)
+    ids = SHORT[:2]
+    suite = write_suite(tmp_path / "suite.yaml", ids)
+    run = tmp_path / "run"
+    args = [*_replay_args(suite, [a.serial], adb.port, run), "--reconnect-timeout", "90"]
+    p = harness_popen(args, adb.port)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")), daemon=True)
+    reader.start()
+    assert wait_for(lambda: _episodes_underway(run), 60), "no episode started"
+    a.kill()
+    assert wait_for(lambda: any("infra error" in x for x in lines), 90), lines
+    retry = next(x for x in lines if "infra error" in x)
+    assert "retrying once the phone is back" in retry and "elsewhere" not in retry, retry
+    a.start(connect=False)
+    p.wait(timeout=180)
+    reader.join(10)
+    assert p.returncode == 0, "".join(lines)
+    rows = _all_clean_successes(run, ids)
+    assert any(r.attempt == 2 and r.device == a.serial for r in rows), rows
+    # the phone restarts right before --resume: adb lists it offline (or not at all) for a while
+    before = results_table(run)
+    a.kill()
+    assert wait_for(lambda: adb_devices(adb.port).get(a.serial) != "device", 60)
+    p = harness_popen([*args, "--resume"], adb.port)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")), daemon=True)
+    reader.start()
+    assert wait_for(lambda: any("waiting up to 90 s for" in x for x in lines), 60), lines
+    assert p.poll() is None  # waiting, not refused
+    a.start(connect=False)
+    p.wait(timeout=120)
+    reader.join(10)
+    assert p.returncode == 0, "".join(lines)
+    assert results_table(run) == before
     check_run_consistent(run)
 
 

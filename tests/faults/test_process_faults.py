@@ -1,5 +1,6 @@
-"""Process faults: the runner SIGKILLed at 20 seeded points (states the phones hold it at) and resumed, Ctrl-C,
-and a full disk while a screenshot is written (a real tmpfs when we are root, else a simulated
+"""Process faults: the runner SIGKILLed at 20 seeded points (states the phones hold it at) and resumed, Ctrl-C
+and SIGTERM (exit 130, resumable), a task file edited before --resume (refused unless
+--accept-changed-suite, which records the new hashes), and a full disk while a screenshot is written (a real tmpfs when we are root, else a simulated
 ENOSPC). Afterwards: nothing recorded is lost, the run resumes to the results of an uninterrupted
 run, the failure is reported with its cause (the file that could not be written), and no episode
 is duplicated or miscounted."""
@@ -122,10 +123,12 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, serve_si
 
 
 @pytest.mark.slow
-def test_ctrl_c_leaves_a_resumable_run(adb, serve_sim, tmp_path):
-    """Ctrl-C while the runner waits on a step's action (the phone holds the third `input` of the
-    run: at most two are resets' home keys): exit 130, "continue with --resume", the manifest says
-    interrupted, and --resume completes to the uninterrupted results."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_leaves_a_resumable_run(adb, serve_sim, tmp_path, sig):
+    """Ctrl-C, or SIGTERM (what job schedulers send), while the runner waits on a step's action (the
+    phone holds the third `input` of the run: at most two are resets' home keys): exit 130,
+    "continue with --resume", the manifest says interrupted, and --resume completes to the
+    uninterrupted results."""
     phones = [serve_sim(width=540, height=1200), serve_sim(width=540, height=1200)]
     hold = HeldCommands(phones)
     suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])
@@ -136,7 +139,7 @@ def test_ctrl_c_leaves_a_resumable_run(adb, serve_sim, tmp_path):
     p = harness_popen([*base, "--out", str(tmp_path / "cut")], adb.port)
     try:
         assert hold.reached.wait(120), f"the run never sent its third input command ({hold.counts})"
-        p.send_signal(signal.SIGINT)  # mid-episode: the phone has not answered the action yet
+        p.send_signal(sig)  # mid-episode: the phone has not answered the action yet
     finally:
         hold.release_all()
     out, err = p.communicate(timeout=60)  # stops at the next step boundary, never hangs
@@ -150,6 +153,50 @@ def test_ctrl_c_leaves_a_resumable_run(adb, serve_sim, tmp_path):
     assert r.returncode == 0, r.stderr
     assert results_table(tmp_path / "cut") == results_table(tmp_path / "full")
     check_run_consistent(tmp_path / "cut")
+
+
+def test_sigterm_then_an_edited_suite_is_refused_on_resume_unless_accepted(adb, serve_sim, tmp_path):
+    """SIGTERM while the second episode starts: exit 130, the manifest says interrupted. A task file
+    edited before --resume (a cap that changes) is refused with the file named, exit 2, nothing run;
+    --resume --accept-changed-suite continues with the new file and records its hash and the change."""
+    import yaml
+
+    phone = serve_sim(width=540, height=1200)
+    hold = HeldCommands([phone])
+    suite = write_suite(tmp_path / "suite.yaml", SHORT[:2])
+    run = tmp_path / "run"
+    base = [*_run_args(suite, [phone.serial], adb.port), "--out", str(run)]
+    hold.arm("reset", 2)  # the second episode's reset: the first one's result is written
+    p = harness_popen(base, adb.port)
+    try:
+        assert hold.reached.wait(120), f"the second episode never started ({hold.counts})"
+        p.send_signal(signal.SIGTERM)
+    finally:
+        hold.release_all()
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, out, err)
+    assert "continue with --resume" in out, out
+    m = read_manifest(run)
+    assert m["interrupted"] is True and m["not_run"] == [SHORT[1]], m
+    assert [r.task_id for r in read_results(run)] == [SHORT[0]]
+    old_hash = m["suite"]["files"][str(suite)]
+    tasks = yaml.safe_load(suite.read_text(encoding="utf-8"))
+    tasks[1]["reference_steps"] += 3  # its cap 2c+1 grows by 6
+    suite.write_text(yaml.safe_dump(tasks, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    r = harness_run([*base, "--resume"], adb.port)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"changed: {suite}" in r.stderr and "--accept-changed-suite" in r.stderr and r.stderr.count("\n") == 1
+    assert [x.task_id for x in read_results(run)] == [SHORT[0]]  # nothing ran
+    assert read_manifest(run)["suite"]["files"][str(suite)] == old_hash
+    r = harness_run([*base, "--resume", "--accept-changed-suite"], adb.port)
+    assert r.returncode == 0, r.stderr
+    rows = {x.task_id: x for x in read_results(run)}
+    assert rows[SHORT[1]].cap == 2 * tasks[1]["reference_steps"] + 1
+    m = read_manifest(run)
+    assert m["suite"]["files"][str(suite)] == records.file_sha256(suite) != old_hash
+    (change,) = m["suite_changes"]
+    assert change["changed"] == [str(suite)] and change["completed_before"] == 1
+    check_run_consistent(run)
 
 
 # --- full disk ----------------------------------------------------------------------------------
