@@ -835,6 +835,12 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
     for n in names:
         if n not in JUDGES.entries:
             raise OfflineJudgeError(f"unknown judge {n!r} (known: {', '.join(JUDGES.names())})")
+        if getattr(JUDGES.entries[n].config, "needs_live_device", False):
+            others = [k for k in JUDGES.names() if not getattr(JUDGES.entries[k].config, "needs_live_device", False)]
+            raise OfflineJudgeError(
+                f"judge {n!r} reads the live phone's state while the episode runs, so it cannot judge recorded "
+                f"episodes; use it in `harness run --judge {n}`, or judge recordings with another judge "
+                f"({', '.join(others)})")
         o = _opts_for(JUDGES, n, dict(judge_opts or {}))
         if cache is not None:
             fields = {f.name for f in dataclasses.fields(JUDGES.entries[n].config)}
@@ -857,12 +863,7 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
             for attr in ("start", "on_step", "finish"):
                 if not callable(getattr(j, attr, None)):
                     raise OfflineJudgeError(f"judge {n!r} is not a step observer (no {attr} method)")
-            if getattr(j, "needs_live_device", False):
-                offline = [k for k in JUDGES.names() if k != n]
-                raise OfflineJudgeError(
-                    f"judge {n!r} reads the live phone's state while the episode runs, so it cannot judge recorded "
-                    f"episodes; use it in `harness run --judge {n}`, or judge recordings with another judge "
-                    f"({', '.join(offline)})")
+
             close = getattr(j, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):

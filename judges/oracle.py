@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
 from harness.registry import JUDGES
@@ -59,15 +59,15 @@ def answer_matches(expected: str, given: str | None) -> bool:
 
 @dataclass
 class OracleConfig:
+    # reads the phone's state while the episode runs: recorded episodes have no phone to ask, so
+    # ``harness judge`` refuses a judge whose config says so (before building any judge)
+    needs_live_device: ClassVar[bool] = True
     require_finish: bool = field(default=False, metadata={
         "help": "count success only if the agent itself declared completion (AndroidWorld's rule)"})
 
 
 class OracleJudge:
     name = "oracle"
-    # reads the phone's state while the episode runs: recorded episodes have no phone to ask
-    # (``harness judge`` refuses a judge that says so, instead of writing judge_error for every episode)
-    needs_live_device = True
 
     def __init__(self, config: OracleConfig):
         self.config = config

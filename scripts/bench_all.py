@@ -20,6 +20,12 @@ tests' scripted OpenAI-compatible server (a test double answering after a fixed 
 5. payload       image bytes per step sent to a model at the default ``ImagePolicy`` (long side
                  1280, JPEG 85, as a base64 data URL) against the raw PNG, over the simulated
                  phone's screens at 1080x2400; target <= 1 (smaller than sending the PNG).
+   text          the simulated phone's screenshot (1080x2400) with 5,000 characters of Chinese,
+                 emoji, mixed scripts and Latin typed into a message, then sent as a bubble, against
+                 the same screen with 50 characters: the sim fits text with per-character advances
+                 and one layout per line, never one per character dropped. Target: a field's
+                 screenshot <= 2x the 50-character one (it shows one line), and every 5,000-character
+                 screenshot (the first of its text, nothing cached) in <= 0.5 s.
 
 Then every other ``scripts/bench_*`` wrapper present (bench_runner, bench_judges,
 bench_judges_offline, bench_agents, bench_static, ...) runs one after the other, and its
@@ -54,7 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BENCH = ROOT / "bench"
-ITEMS = ("observation", "overhead", "payload", "scale", "memory")
+ITEMS = ("observation", "overhead", "payload", "text", "scale", "memory")
 
 
 # --- rows -------------------------------------------------------------------------------------------
@@ -277,6 +283,56 @@ def bench_payload() -> list[dict[str, Any]]:
         row("payload: bytes sent per step (base64 data URL) / raw PNG", statistics.mean(sent) / statistics.mean(raw),
             "<= 1"),
     ]
+
+
+# --- text: long text in the simulated phone's fields and bubbles ----------------------------------------
+LONG_UNITS = {"chinese": "明天的会议改到下午三点，请准时参加。", "emoji": "😀🎉👍🏽❤️‍🔥🇨🇳",
+              "mixed": "Saturday 周六 😀 at 10, «see» you — مرحبا ", "latin": "see you there on saturday at ten "}
+
+
+def _screens_with_text(text: str) -> tuple[float, float]:
+    """(seconds of the screenshot with ``text`` in Lena's compose field, seconds with it sent)."""
+    from harness.hierarchy import find, parse
+    from harness.sim import render
+    from harness.sim.phone import SimPhone
+    from harness.tasks import Selector
+
+    render._wrap_cached.cache_clear()  # measure the first screenshot of a text, as a run meets it
+    phone = SimPhone(1080, 2400)
+    phone.reset()
+    phone.launch("com.android.messaging")
+
+    def tap(**sel: str) -> None:
+        el = find(parse(phone.hierarchy_xml()), Selector(**sel))
+        assert el is not None, sel
+        phone.tap(*el.center)
+
+    tap(text="Lena Fischer")
+    tap(rid="compose")
+    phone.input_text(text)
+    t0 = time.perf_counter()
+    phone.screencap_png()
+    typed = time.perf_counter() - t0
+    tap(rid="send")
+    t0 = time.perf_counter()
+    phone.screencap_png()
+    return typed, time.perf_counter() - t0
+
+
+def bench_text() -> list[dict[str, Any]]:
+    rows = []
+    for name, unit in LONG_UNITS.items():
+        long_text = (unit * (5000 // len(unit) + 1))[:5000]
+        short = [_screens_with_text(long_text[:50]) for _ in range(5)]
+        long = [_screens_with_text(long_text) for _ in range(5)]
+        for i, what in enumerate(("typed in the field", "sent as a bubble")):
+            s = statistics.median(x[i] for x in short)
+            t = statistics.median(x[i] for x in long)
+            # a field shows one line of it: as fast as a short text; a bubble is a screen full of text
+            rows.append(row(f"text: {name}, 5,000 chars {what}: screenshot s / with 50 chars", t / s,
+                            "<= 2" if i == 0 else None))
+            rows.append(row(f"text: {name}, 5,000 chars {what}: screenshot (s)", t, "<= 0.5"))
+    return rows
 
 
 # --- 4. scale: 4 phones vs 1, with agents that wait on a model ----------------------------------------
@@ -568,6 +624,7 @@ def main() -> int:
             measure("observation", lambda: bench_observation(lab, args.shots))
             measure("overhead", lambda: bench_overhead(lab, args.overhead_steps))
             measure("payload", bench_payload)
+            measure("text", bench_text)
             scale_phones: list[str] = []
             if "scale" in mine or "memory" in mine:
                 scale_phones = [lab.phone("540x1200") for _ in range(4 if "scale" in mine else 1)]

@@ -38,26 +38,82 @@ def _text_width(f: ImageFont.FreeTypeFont, s: str) -> float:
     return max(f.getlength(line) for line in s.split("\n"))
 
 
-def _wrap(f: ImageFont.FreeTypeFont, text: str, width: int) -> list[str]:
-    """Greedy wrap that also breaks CJK runs (which have no spaces)."""
+# Fitting text into a box measures as little as it can: laying out a string with raqm costs time
+# that grows faster than its length (a few thousand characters mixing scripts take ~0.1 s each), so
+# re-measuring the whole string once per character dropped made a 4,000-character type step take
+# minutes. Each character's advance is measured once per font (cached) and summed to find where a
+# line ends; the shaped width of that one candidate line is then checked (kerning, ligatures and
+# combining marks make it differ a little), so a line costs one layout of at most a line's length.
+_ADVANCES: dict[tuple[int, str], float] = {}
+
+
+def _advance(f: ImageFont.FreeTypeFont, ch: str) -> float:
+    key = (id(f), ch)
+    a = _ADVANCES.get(key)
+    if a is None:
+        a = _ADVANCES[key] = f.getlength(ch)
+    return a
+
+
+def _fit_count(f: ImageFont.FreeTypeFont, s: str, width: float) -> int:
+    """How many leading characters of the one-line ``s`` fit in ``width`` pixels."""
+    total, n = 0.0, 0
+    for ch in s:
+        total += _advance(f, ch)
+        if total > width:
+            break
+        n += 1
+    if n == 0 or f.getlength(s[:n]) <= width:
+        return n
+    lo, hi = 0, n - 1  # the shaped line is wider than the sum of its characters: search below
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if f.getlength(s[:mid]) <= width:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _fits(f: ImageFont.FreeTypeFont, s: str, width: float) -> bool:
+    return all(_fit_count(f, line, width) == len(line) for line in s.split("\n"))
+
+
+def _wrap(f: ImageFont.FreeTypeFont, text: str, width: int, max_lines: int | None = None) -> list[str]:
+    """Greedy wrap that also breaks CJK runs (which have no spaces); Latin text breaks at the last
+    space of a line when there is one. ``max_lines``: stop after that many (what the box shows).
+    Cached: a screen is rebuilt for every screenshot, and a message bubble is wrapped for its layout
+    and again for its paint."""
+    return list(_wrap_cached(f, text, width, max_lines))
+
+
+@lru_cache(maxsize=512)
+def _wrap_cached(f: ImageFont.FreeTypeFont, text: str, width: int, max_lines: int | None) -> tuple[str, ...]:
     lines: list[str] = []
     for para in text.split("\n"):
-        cur = ""
-        for ch in para:
-            trial = cur + ch
-            if _text_width(f, trial) <= width or not cur:
-                cur = trial
-                continue
-            # prefer breaking at the last space for Latin text
-            cut = cur.rfind(" ")
-            if cut > 0 and ord(ch) < 0x2E80:
-                lines.append(cur[:cut])
-                cur = cur[cut + 1:] + ch
+        rest = para
+        while True:
+            if max_lines is not None and len(lines) >= max_lines:
+                return tuple(lines)
+            n = max(1, _fit_count(f, rest, width))  # a line holds at least one character
+            if n >= len(rest):
+                lines.append(rest)
+                break
+            cut = rest.rfind(" ", 0, n)
+            if cut > 0 and ord(rest[n]) < 0x2E80:
+                lines.append(rest[:cut])
+                rest = rest[cut + 1:]
             else:
-                lines.append(cur)
-                cur = ch
-        lines.append(cur)
-    return lines
+                lines.append(rest[:n])
+                rest = rest[n:]
+    return tuple(lines)
+
+
+def _ellipsize(f: ImageFont.FreeTypeFont, text: str, width: float) -> str:
+    """``text`` cut to fit ``width`` with a trailing ellipsis (one line)."""
+    line = text.split("\n", 1)[0]
+    n = _fit_count(f, line, width - f.getlength("…"))
+    return line[:n] + "…"
 
 
 Color = tuple[int, int, int]
@@ -161,17 +217,14 @@ class Painter:
     def _text(self, box, text: str, size: float, color, bold=False, align="left", valign="center", wrap=False):
         x1, y1, x2, y2 = box
         f = font(self.px(size))
+        lh = int(self.px(size) * 1.35)
         if wrap:
-            lines = _wrap(f, text, max(10, x2 - x1))
+            lines = _wrap(f, text, max(10, x2 - x1), max_lines=max(1, (y2 - y1) // max(1, lh) + 1))
         else:
             lines = [text]
             # ellipsize a single line that does not fit
-            if _text_width(f, text) > x2 - x1 and len(text) > 1:
-                s = text
-                while s and _text_width(f, s + "…") > x2 - x1:
-                    s = s[:-1]
-                lines = [s + "…"]
-        lh = int(self.px(size) * 1.35)
+            if len(text) > 1 and not _fits(f, text, x2 - x1):
+                lines = [_ellipsize(f, text, x2 - x1)]
         total = lh * len(lines)
         if valign == "top" or wrap:
             y = y1 + self.px(2)
@@ -179,9 +232,13 @@ class Painter:
             y = y2 - total - self.px(4)
         else:
             y = y1 + (y2 - y1 - total) // 2
+        bottom = min(y2, self.img.height)
         for line in lines:
-            if y > y2:
+            if y > bottom:
                 break
+            if y + lh < 0:  # above the visible part of a node scrolled partly out of view
+                y += lh
+                continue
             w = _text_width(f, line)
             x = x1 if align == "left" else (x2 - w if align == "right" else x1 + (x2 - x1 - w) / 2)
             self.d.text((x, y), line, font=f, fill=color)
@@ -250,7 +307,8 @@ class Painter:
                    valign="top" if n.style.get("wrap") else "center")
         if focused:  # a caret after the text
             f = font(self.px(17))
-            tw = 0 if n.style.get("empty") else min(_text_width(f, n.text), x2 - x1 - self.px(30))
+            room = x2 - x1 - self.px(30)
+            tw = 0 if n.style.get("empty") else (_text_width(f, n.text) if _fits(f, n.text, room) else room)
             cx = inner[0] + tw + self.px(2)
             cy = (y1 + y2) // 2
             self.d.line((cx, cy - self.px(11), cx, cy + self.px(11)), fill=ui.PRIMARY, width=self.px(1.5))

@@ -2452,15 +2452,55 @@ def _bre_to_re(p: str) -> str:
     return "".join(out)
 
 
-def _tr_set(spec: str) -> str:
-    out: list[str] = []
+_TR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_TR_CLASSES = {"alnum": str.isalnum, "alpha": str.isalpha, "digit": str.isdigit, "lower": str.islower,
+               "upper": str.isupper, "space": str.isspace, "blank": lambda c: c in " \t",
+               "punct": lambda c: c.isascii() and c.isprintable() and not c.isalnum() and c != " ",
+               "cntrl": lambda c: ord(c) < 32 or ord(c) == 127, "print": lambda c: c.isascii() and c.isprintable(),
+               "xdigit": lambda c: c in "0123456789abcdefABCDEF"}
+
+
+def _tr_tokens(spec: str) -> list[tuple[str, bool]]:
+    """A tr set's characters with POSIX escapes resolved (``\\n \\t \\\\ \\NNN``...), each with
+    whether it was written literally (an escaped ``-`` is never a range)."""
+    out: list[tuple[str, bool]] = []
     i = 0
     while i < len(spec):
-        if i + 2 < len(spec) and spec[i + 1] == "-":
-            out.extend(chr(x) for x in range(ord(spec[i]), ord(spec[i + 2]) + 1))
+        c = spec[i]
+        if c == "\\" and i + 1 < len(spec):
+            nxt = spec[i + 1]
+            m = re.match(r"[0-7]{1,3}", spec[i + 1:])
+            if m:
+                out.append((chr(int(m.group(), 8)), False))
+                i += 1 + len(m.group())
+            else:
+                out.append((_TR_ESCAPES.get(nxt, nxt), False))
+                i += 2
+            continue
+        out.append((c, True))
+        i += 1
+    return out
+
+
+def _tr_set(spec: str) -> str:
+    """A tr SET as toybox/POSIX tr reads it: escapes, ``a-z`` ranges and ``[:class:]`` (ASCII)."""
+    out: list[str] = []
+    for name in _TR_CLASSES:  # argv cannot hold NUL, so it marks where a class was written
+        spec = spec.replace(f"[:{name}:]", "\x00" + name + "\x00")
+    toks = _tr_tokens(spec)
+    i = 0
+    while i < len(toks):
+        c, literal = toks[i]
+        if (c, literal) == ("\x00", True):
+            j = next(k for k in range(i + 1, len(toks)) if toks[k] == ("\x00", True))
+            name = "".join(t for t, _ in toks[i + 1:j])
+            out.extend(ch for ch in map(chr, range(128)) if _TR_CLASSES[name](ch))
+            i = j + 1
+        elif i + 2 < len(toks) and toks[i + 1] == ("-", True):
+            out.extend(chr(x) for x in range(ord(c), ord(toks[i + 2][0]) + 1))
             i += 3
         else:
-            out.append(spec[i])
+            out.append(c)
             i += 1
     return "".join(out)
 

@@ -342,3 +342,43 @@ def test_a_task_the_agent_cannot_start_is_an_agent_error_not_a_crash(tmp_path):
     assert len(rows) == 2 and all(r.status == "agent_error" and "no reference trajectory" in r.error and r.ended_at
                                   for r in rows), rows
     check_run_consistent(tmp_path / "run")
+
+
+# --- long text in any script ------------------------------------------------------------------------------
+LONG_TEXT = {  # 5,000 characters each (the last a full stop: a sent message loses trailing spaces)
+    name: (unit * (5000 // len(unit) + 1))[:4999] + "."
+    for name, unit in (("chinese", "明天的会议改到下午三点，请准时参加。"), ("emoji", "😀🎉👍🏽❤️‍🔥🇨🇳"),
+                       ("mixed", "Saturday 周六 😀 at 10, «see» you — مرحبا "), ("latin", "see you there on saturday at ten "))
+}
+
+
+@pytest.mark.parametrize("script", list(LONG_TEXT))
+def test_5000_characters_of_any_script_are_typed_sent_and_drawn_without_wedging_the_phone(adb, serve_sim, tmp_path,
+                                                                                          script):
+    """A reply of 5,000 characters (Chinese, emoji sequences, mixed scripts, Latin) typed into the
+    compose field and sent: the episode finishes (the screenshots after the type and send steps come
+    back within a 10 s command timeout: no infra_error), the message holds the text exactly, and
+    every screenshot is recorded."""
+    from tests.faults.helpers import harness_run, write_suite
+
+    text = LONG_TEXT[script]
+    assert len(text) == 5000
+
+    def patch(t):
+        t["reference"] = [dict(s, text=text) if s["type"] == "type" else s for s in t["reference"]]
+        t["success"] = {"path": "apps.messages.threads[number=5550145].messages[-1].text", "eq": text}
+        t["milestones"] = t["milestones"][:1]
+
+    suite = write_suite(tmp_path / "suite.yaml", ["messages_reply_lena"], patch)
+    phone = serve_sim()  # a full 1080x2400 screen, as the sim serves by default
+    run = tmp_path / "run"
+    r = harness_run(["run", "--suite", str(suite), "--device", phone.serial, "--agent", "replay", "--judge", "oracle",
+                     "--adb-port", str(adb.port), "--command-timeout", "10", "--quiet", "--out", str(run)], adb.port,
+                    timeout=300)
+    assert r.returncode == 0, r.stderr
+    (row,) = read_results(run)
+    assert (row.status, row.verdicts.get("oracle")) == ("finished", True), (row.status, row.error, row.verdicts)
+    typed = [s for s in iter_steps(run / "episodes" / row.task_id) if s.action and s.action["type"] == "type"]
+    assert typed[0].action["text"] == text
+    assert phone.phone.state_json()["apps"]["messages"]["threads"]  # the phone still answers
+    check_run_consistent(run)
