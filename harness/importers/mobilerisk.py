@@ -5,34 +5,63 @@ plus ``RUN/labels.jsonl`` with, per case, ``unsafe``, ``first_unsafe_step`` (t*,
 ``category`` (the risk types), ready for ``harness judge RUN --judge crate-s`` and
 ``harness judge-eval --labels RUN/labels.jsonl RUN``.
 
-Layout read (the published data, as OS-Sentinel's ``pipeline/eval.py`` and ``pipeline/7_convert.py``
-read it)::
+Layout, as OS-Sentinel's own code reads and writes it (OS-Copilot/OS-Sentinel: the evaluators
+``pipeline/eval.py`` and ``pipeline/cons.py`` walk ``data/<unit>/<task>/trajectory.json``; the
+annotator ``pipeline/step.py`` writes ``meta``; ``pipeline/convert.py`` builds the ``safe_dual`` unit;
+``pipeline/rename.py`` names tasks ``01``, ``02``...; the recorder ``recorder_handler`` in
+``mobile_safety/environment.py`` writes MobileRisk-Live's recordings)::
 
-    DIR/                                   searched up to 3 levels deep for trajectory.json
-      safe_xxx/ or unsafe_xxx/ ...         the case id is the path below DIR joined with '_';
-        trajectory.json                      a component starting with safe_/unsafe_ gives the label
-        images/ xmls/ jsons/
+    DIR/                                 data/ itself, a folder above it, one unit, or one case
+      <unit>/                            unsafe_msb, safe_dual ... : safe_/unsafe_ is the label
+        <task>/                          01, 02 ...
+          trajectory.json
+          images/ jsons/ xmls/ objects/
 
     trajectory.json = {"query": str, "application": str, "platform_type": str,
-                       "trajectory": [{"observation": "images/001_....png",
-                                       "action": [{"name": str, "parameters": {...}}]}, ...],
+                       "trajectory": [{"observation": "images/001_....png", "action": ..., "objects"?: str}],
                        "meta": {"step": int | null, "type": [category, ...]}}
 
-Entry i of ``trajectory`` is the screen the agent saw and the action it took there: our step i+1,
-whose screen after is entry i+1's screen. ``meta.step`` is the 1-based index of the first unsafe
-entry, i.e. our step t* (OS-Sentinel slices ``trajectory[0:step-1]`` to cut a trajectory just before
-the risky step). Safe cases have ``step: null``.
+Case ids are OS-Sentinel's ``inner_id``, ``f"{unit}_{task}"`` (``unsafe_msb_01``), whatever folder is
+given (a case folder named ``safe_...``/``unsafe_...`` is already an id and keeps its name). The
+label is OS-Sentinel's ground truth (``pipeline/multi_method_consistency.py``: an id starting with
+``unsafe_`` is unsafe): the unit's (or case's) ``safe``/``unsafe`` prefix; without one, ``meta`` says
+(``step`` null = safe). A case with neither is refused, never guessed safe; an unsafe case without
+``meta.step`` is imported with t* unknown (a warning). ``meta.step`` is the 1-based index of the first
+unsafe entry, i.e. our step t* (``convert.py`` keeps ``trajectory[0:step-1]`` to cut a trajectory just
+before the risky step; safe cases have ``step: null``). A ``query`` of ``N/A`` (the recorder's default)
+is no instruction: refused, naming the file.
 
-Actions use the ``mobile_use`` tool vocabulary: click/tap and long_press (``coordinate``), swipe
-(``coordinate`` -> ``coordinate2``), type (``text``), system_button (``button``: back/home/enter),
-key, open (``text``), wait (``time``), terminate (``status``: success -> finish complete, anything
-else, e.g. ``refuse``, -> finish infeasible) and answer. Coordinates are read as screenshot pixels
-unless ``--coords thousand|unit`` says otherwise. Anything else is kept as raw text with ``action``
-null and ``invalid: unmapped action: ...``. Pickles are never opened.
+Entry i of ``trajectory`` is the screen the agent saw and the action it took there: our step i+1,
+whose screen after is entry i+1's screen (the recorder saves the screenshot, then runs the action).
+
+Actions, benchmark cases: a list of ``{name, parameters}`` in the ``mobile_use`` vocabulary:
+click/tap and long_press (``coordinate``), swipe (``coordinate`` -> ``coordinate2``), type (``text``),
+system_button (``button``: back/home/enter), key, open (``text``), wait (``time``), terminate
+(``status``: success -> finish complete, anything else, e.g. ``refuse``, -> finish infeasible) and
+answer. Coordinates are read as screenshot pixels unless ``--coords thousand|unit`` says otherwise.
+
+Actions, MobileRisk-Live recordings: strings in MobileSafetyBench's action language, as
+``mobile_safety/component/parser.py`` executes them, against the elements the recorder saved for
+that step (``objects``: ``parse_obs``'s list of ``{numeric_tag, resource_id, class,
+content_description, text, checked}``, in ``mobile_safety/agent/utils.py``): ``tap(N)`` taps the
+centre of element N's box, ``long-tap(N)`` presses it 3 s, ``swipe(up|down|left|right)`` moves the
+finger between the fractions of the screen parse_action uses (up: 0.8 -> 0.2 of the height),
+``button(back|home|overview)``, ``replace-text(N, "...")``, ``append-text(N, "...")`` and
+``input(...)`` type their text, ``enter()``, ``paste()``, ``open-chrome()``, ``open-youtube()``,
+``complete()`` (finish), ``refuse()`` and ``ask-consent()`` (finish infeasible: the agent stopped for
+safety), ``terminate()`` (the recorder's end of a recording: finish, ``terminate(refuse)`` infeasible)
+and ``no-op()`` (wait). An element's box is its ``bbox location`` (``parse_obs(attribute_bbox=True)``:
+``((x1, y1), (x2, y2))`` as fractions of the screen) or ``bounds`` (``[x1,y1][x2,y2]`` pixels); the
+tapped element's description is kept with the step. An element without a box, web pages
+(``open-webpage(...)``...), calls, SMS macros and ``share-memo()`` stay unmapped, with the reason.
+
+Anything else is kept as raw text with ``action`` null and ``invalid: unmapped action: ...``.
+Pickles are never opened.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -135,14 +164,163 @@ def map_action(items: Any, size: tuple[int, int] | None, where: str,
     return None, f"action {name or '(no name)'!r}"
 
 
-def _label_from_path(parts: tuple[str, ...]) -> bool | None:
-    for p in parts:
-        low = p.lower()
-        if low.startswith("unsafe"):
-            return True
-        if low.startswith("safe"):
-            return False
+def _label_from_name(name: str) -> bool | None:
+    """OS-Sentinel's label of a unit or case name: ``unsafe...`` unsafe, ``safe...`` safe."""
+    low = name.lower()
+    if low.startswith("unsafe"):
+        return True
+    if low.startswith("safe"):
+        return False
     return None
+
+
+def case_identity(case: Path) -> tuple[str, bool | None, str]:
+    """(OS-Sentinel's case id, the label its folder names give, the case's ``unit/task`` path) of a
+    case folder, the same whichever folder the import was pointed at: ``data/unsafe_msb/01`` is
+    ``unsafe_msb_01`` (``f"{unit_name}_{task_name}"`` in ``pipeline/eval.py``); a case folder that is
+    itself named ``safe_...``/``unsafe_...`` keeps its name."""
+    real = case.resolve()
+    task, unit = real.name, real.parent.name
+    own = _label_from_name(task)
+    if own is not None or not unit:
+        return safe_task_id(task), own, task
+    return safe_task_id(f"{unit}_{task}"), _label_from_name(unit), f"{unit}/{task}"
+
+
+# MobileSafetyBench's swipe: finger from (x1, y1) to (x2, y2), fractions of the screen
+# (``_SCROLL_MAP`` in OS-Sentinel's mobile_safety/component/parser.py)
+_LIVE_SWIPES = {"up": (0.5, 0.8, 0.5, 0.2), "down": (0.5, 0.2, 0.5, 0.8), "left": (0.2, 0.5, 0.8, 0.5),
+                "right": (0.8, 0.5, 0.2, 0.5)}
+_LIVE_CALL = re.compile(r"\s*([A-Za-z][A-Za-z_-]*)\s*\((.*)\)\s*$", re.DOTALL)
+_LIVE_INDEX = re.compile(r"\s*(?:numeric_tag\s*=\s*)?['\"]?(\d+)['\"]?\s*(?:,|$)")
+_LIVE_UNMAPPED = {
+    "open-webpage": "opens a web page in Chrome (a URL has no unified action)",
+    "open-wikipedia": "opens a web page in Chrome (a URL has no unified action)",
+    "open-wikihow": "opens a web page in Chrome (a URL has no unified action)",
+    "open-walmart": "opens a web page in Chrome (a URL has no unified action)",
+    "call": "a phone call placed by MobileSafetyBench's helper, not a screen action",
+    "send-sms": "an SMS sent by MobileSafetyBench's helper, not a screen action",
+    "share-memo": "MobileSafetyBench's Joplin sharing macro, not a screen action",
+}
+
+
+def _element_box(el: dict[str, Any], size: tuple[int, int] | None) -> tuple[int, int, int, int] | None:
+    """An element's box in screenshot pixels: ``bbox location`` (fractions, parse_obs with
+    attribute_bbox) or ``bounds`` (``[x1,y1][x2,y2]`` pixels, as uiautomator dumps write it)."""
+    frac = el.get("bbox location") or el.get("bbox_location")
+    if isinstance(frac, str) and size:
+        nums = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", frac)]
+        if len(nums) == 4:
+            w, h = size
+            return (round(nums[0] * w), round(nums[1] * h), round(nums[2] * w), round(nums[3] * h))
+    px = el.get("bounds") or el.get("bbox")
+    if isinstance(px, str):
+        nums = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", px)]
+        px = nums if len(nums) == 4 else None
+    if isinstance(px, (list, tuple)) and len(px) == 2 and all(isinstance(p, (list, tuple)) for p in px):
+        px = [*px[0], *px[1]]
+    if isinstance(px, (list, tuple)) and len(px) == 4 and all(isinstance(v, (int, float)) for v in px):
+        return tuple(int(v) for v in px)  # type: ignore[return-value]
+    return None
+
+
+def _described(el: dict[str, Any]) -> dict[str, Any]:
+    """What a step keeps of the element it acts on (what parse_action reports: all but its box)."""
+    return {k: v for k, v in el.items() if k not in ("bbox location", "bbox_location", "bounds", "bbox")}
+
+
+def _string_arg(text: str) -> str | None:
+    """The text argument of ``replace-text(5, "...")``, ``input("...")``, ``type(text='...')``."""
+    m = re.search(r"""(?:value\s*=\s*|text\s*=\s*|content\s*=\s*|,\s*|^\s*)(["'])(.*)\1\s*$""", text, re.DOTALL)
+    if m:
+        return m.group(2).replace("\\n", "\n")
+    m = re.match(r"\s*\d+\s*,\s*(.+?)\s*$", text, re.DOTALL)  # replace-text(5, unquoted words)
+    return m.group(1) if m else (text.strip() or None)
+
+
+def map_live_action(text: str, elements: list[Any] | None, size: tuple[int, int] | None,
+                    where: str) -> tuple[dict[str, Any] | None, str | None, dict[str, Any] | None]:
+    """A MobileRisk-Live step action (MobileSafetyBench's string form) -> (unified action JSON or
+    None, why it does not map, the element it acts on)."""
+    m = _LIVE_CALL.match(text)
+    if not m:
+        return None, f"{text[:60]!r} is not an action call", None
+    name, args = m.group(1).lower().replace("_", "-"), m.group(2)
+
+    def element() -> tuple[dict[str, Any] | None, str | None]:
+        im = _LIVE_INDEX.match(args)
+        if not im:
+            return None, f"{name}() without an element index"
+        idx = int(im.group(1))
+        if not elements:
+            return None, f"{name}({idx}): the step has no objects file listing its elements"
+        el = next((e for e in elements if isinstance(e, dict) and e.get("numeric_tag") == idx), None)
+        if el is None and idx < len(elements) and isinstance(elements[idx], dict):
+            el = elements[idx]
+        if el is None:
+            return None, f"{name}({idx}): no element {idx} in the step's objects ({len(elements)} elements)"
+        return el, None
+
+    if name in ("tap", "long-tap", "click", "long-press"):
+        el, why = element()
+        if el is None:
+            return None, why, None
+        box = _element_box(el, size)
+        info = _described(el)
+        if box is None:
+            return None, (f"{name}({el.get('numeric_tag')}): the element has no box (OS-Sentinel's recorder saves "
+                          "boxes only with parse_obs(attribute_bbox=True))"), info
+        x, y = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2  # the centre, as parse_action taps it
+        if name in ("tap", "click"):
+            return {"type": "click", "x": x, "y": y}, None, info
+        return {"type": "long_press", "x": x, "y": y, "duration_ms": 3000}, None, info
+    if name in ("swipe", "scroll"):
+        d = next((k for k in _LIVE_SWIPES if k in args.lower()), None)
+        if d is None or not size:
+            return None, f"swipe({args.strip()[:20]}) without a direction or screen size", None
+        fx1, fy1, fx2, fy2 = _LIVE_SWIPES[d]
+        w, h = size
+        return {"type": "swipe", "start": [int(fx1 * w), int(fy1 * h)], "end": [int(fx2 * w), int(fy2 * h)],
+                "duration_ms": 100}, None, None
+    if name == "button":
+        b = args.strip().strip("'\"").lower()
+        key = "back" if "back" in b else "home" if "home" in b else "app_switch" if "overview" in b else None
+        return ({"type": "key", "key": key}, None, None) if key else (None, f"button({b})", None)
+    if name in ("replace-text", "append-text", "input", "type", "input-text"):
+        value = _string_arg(args)
+        info = None
+        if _LIVE_INDEX.match(args) and name != "type":
+            el, _ = element()
+            info = _described(el) if el is not None else None
+        return ({"type": "type", "text": value}, None, info) if value is not None else (None, f"{name} without text", None)
+    if name == "enter":
+        return {"type": "key", "key": "enter"}, None, None
+    if name == "paste":
+        return {"type": "key", "key": 279}, None, None  # KEYCODE_PASTE, as parse_action sends it
+    if name in ("open-chrome", "open-youtube"):
+        return {"type": "open_app", "app": "Chrome" if name == "open-chrome" else "YouTube"}, None, None
+    if name == "complete":
+        return {"type": "finish", "status": "complete"}, None, None
+    if name in ("refuse", "ask-consent"):
+        return {"type": "finish", "status": "infeasible"}, None, None
+    if name in ("terminate", "finish", "finished"):
+        status = args.strip().strip("'\"").lower().removeprefix("status=").strip("'\"")
+        done = status in ("", "success", "successful", "complete", "completed", "done")
+        return {"type": "finish", "status": "complete" if done else "infeasible"}, None, None
+    if name in ("no-op", "noop", "wait"):
+        return {"type": "wait", "seconds": 1.0}, None, None
+    return None, _LIVE_UNMAPPED.get(name, f"action {name!r}"), None
+
+
+def _read_objects(case: Path, rel: Any, where: str) -> list[Any] | None:
+    if rel is None:
+        return None
+    data = read_json(safe_child(case, rel, where))
+    if isinstance(data, dict):  # a wrapper object around the list
+        data = next((v for v in data.values() if isinstance(v, list)), None)
+    if not isinstance(data, list):
+        raise TrajectoryImportError(f"{case / str(rel)}: expected a JSON list of elements")
+    return data
 
 
 def _fallback_image(case: Path, i: int) -> Path | None:
@@ -164,26 +342,34 @@ def read_case(case: Path, root: Path, space: str, warnings: list[str]) -> Import
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise TrajectoryImportError(f"{path}: query: required, the instruction text")
+    if query.strip().upper() == "N/A":
+        raise TrajectoryImportError(f"{path}: query: 'N/A' is what OS-Sentinel's recorder writes by default, not an "
+                                    "instruction; put the task's instruction in query before importing")
     traj = data.get("trajectory")
     if not isinstance(traj, list) or not traj:
         raise TrajectoryImportError(f"{path}: trajectory: expected a non-empty list of {{observation, action}}")
-    meta = data.get("meta") or {}
-    if not isinstance(meta, dict):
+    meta = data.get("meta")
+    if meta is not None and not isinstance(meta, dict):
         raise TrajectoryImportError(f"{path}: meta: expected an object {{step, type}}")
-    parts = case.relative_to(root).parts if case != root else (case.name,)
-    case_id = safe_task_id("_".join(parts))
-    step = meta.get("step")
+    case_id, unsafe, source = case_identity(case)
+    step = (meta or {}).get("step")
     if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 1):
         raise TrajectoryImportError(f"{path}: meta.step: expected a 1-based step number or null, got {step!r}")
-    unsafe = _label_from_path(parts)
     if unsafe is None:
+        if meta is None:
+            raise TrajectoryImportError(
+                f"{path}: no label: the folder names ({source}) do not start with safe/unsafe and there is no meta "
+                "{step, type}; annotate it (OS-Sentinel's pipeline/step.py) or put it under a safe_/unsafe_ unit")
         unsafe = step is not None
     elif unsafe is False and step is not None:
         warnings.append(f"{path}: a safe case with meta.step {step}; the label follows the folder name (safe)")
         step = None
+    elif unsafe and step is None:
+        warnings.append(f"{path}: an unsafe case without meta.step: imported with the first unsafe step unknown "
+                        "(step localisation is not scored for it)")
     if unsafe and step is not None and step > len(traj):
         warnings.append(f"{path}: meta.step {step} is past the last of {len(traj)} steps")
-    types = meta.get("type") or []
+    types = (meta or {}).get("type") or []
     if isinstance(types, str):
         types = [types]
     categories = [c for c in (normalise_category(t) for t in types) if c]
@@ -211,8 +397,16 @@ def read_case(case: Path, root: Path, space: str, warnings: list[str]) -> Import
     steps: list[ImportedStep] = []
     for i, entry in enumerate(traj):
         raw = entry.get("action")
-        mapped, why = map_action(raw, size, f"{path}: trajectory[{i}]", space)
+        where = f"{path}: trajectory[{i}]"
+        element = None
+        if isinstance(raw, str):  # MobileRisk-Live: MobileSafetyBench's action strings against the step's objects
+            objects = _read_objects(case, entry.get("objects"), f"trajectory[{i}].objects")
+            mapped, why, element = map_live_action(raw, objects, size, where)
+        else:
+            mapped, why = map_action(raw, size, where, space)
         s = make_step(raw, mapped, why, thought=entry.get("thought") if isinstance(entry.get("thought"), str) else None)
+        if element is not None:
+            s.extras = {**(s.extras or {}), "element": element}
         s.before = i
         s.after = i + 1 if i + 1 < len(traj) else None
         steps.append(s)
@@ -221,10 +415,10 @@ def read_case(case: Path, root: Path, space: str, warnings: list[str]) -> Import
     label = {"unsafe": unsafe, "first_unsafe_step": step if unsafe else None,
              "category": categories or None, "source": "mobilerisk"}
     return ImportedEpisode(task_id=case_id, instruction=query.strip(), language=guess_language(query), apps=apps,
-                           screens=screens, steps=steps, label=label, source="/".join(parts), screen_size=size)
+                           screens=screens, steps=steps, label=label, source=source, screen_size=size)
 
 
-def find_cases(root: Path, max_depth: int = 3) -> list[Path]:
+def find_cases(root: Path, max_depth: int = 4) -> list[Path]:
     return find_dirs(root, lambda d: (d / "trajectory.json").is_file(), max_depth,
                      skip=("images", "xmls", "jsons", "objects"))
 
@@ -242,9 +436,15 @@ def import_mobilerisk(src: str | Path, out: str | Path, *, coords: str = "pixels
         raise TrajectoryImportError(f"{root}: no MobileRisk cases (folders holding trajectory.json) found")
     warnings: list[str] = []
     episodes = []
+    seen: dict[str, Path] = {}
     for case in cases:
         for p in pickles_in(case):
             warnings.append(f"{p}: a pickle next to the JSON data; not opened (unpickling runs code)")
-        episodes.append(read_case(case, root, coords, warnings))
+        ep = read_case(case, root, coords, warnings)
+        if ep.task_id in seen:  # two copies of one case (data/ and a copy of it): ids must stay OS-Sentinel's
+            raise TrajectoryImportError(f"{case}: the same case id {ep.task_id!r} as {seen[ep.task_id]}; "
+                                        "import one of them at a time")
+        seen[ep.task_id] = case
+        episodes.append(ep)
     return write_run(episodes, out, kind="mobilerisk", source=root, argv=argv, warnings=warnings)
 
