@@ -194,6 +194,8 @@ class AdbDevice:
     def hierarchy(self) -> str:
         path = "/data/local/tmp/crate_uidump.xml"
         out = self.shell(["uiautomator", "dump", path])
+        if not out.strip():  # uiautomator always says something: a stream cut short (a dropped connection)
+            raise InfraError(f"{self.serial}: uiautomator dump returned nothing (the connection to the device dropped)")
         if "dumped" not in out.lower():
             raise DeviceError(f"{self.serial}: uiautomator dump failed: {out.strip()[:120]}")
         try:
