@@ -244,13 +244,14 @@ def describe_suite_changes(change: dict[str, list[str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(files)}" for kind, files in change.items())
 
 
-TRANSIENT_STATES = ("offline", "absent", "unknown")  # a phone restarting, an adb server restarting
+TRANSIENT_STATES = ("offline",)  # adb still lists it: a phone restarting, a dropped connection
 
 
 def wait_until_usable(dev: Any, timeout: float) -> Any:
-    """The device's description, after waiting up to ``timeout`` s for one that is offline or gone
-    for a moment (a phone restarting, a dropped adb connection) to come back, as a device that drops
-    off mid-run is waited for; an unauthorized or broken device is not waited for."""
+    """The device's description, after waiting up to ``timeout`` s for one that adb lists as
+    offline (a phone restarting, a dropped connection) to come back, as a device that drops off
+    mid-run is waited for. An unauthorized or broken device, or one this adb server does not know
+    (another server's, a typo), is not waited for."""
     desc = dev.describe()
     if desc.healthy or desc.state not in TRANSIENT_STATES or timeout <= 0:
         return desc

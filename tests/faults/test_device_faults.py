@@ -136,10 +136,10 @@ def test_threads_that_find_the_adb_server_gone_restart_it_once_and_quietly(own_a
     starts = []
     real = adb_server.run_adb
 
-    def counting(args, port=None, timeout=20.0):
+    def counting(args, port=None, timeout=20.0, **kw):
         if args[:1] == ["start-server"]:
             starts.append(port)
-        return real(args, port, timeout)
+        return real(args, port, timeout, **kw)
 
     monkeypatch.setattr(adb_server, "run_adb", counting)
     assert real(["kill-server"], own_adb.port).returncode == 0
@@ -195,10 +195,10 @@ def test_a_phone_that_restarts_is_waited_for_mid_run_and_on_resume(adb, sims, tm
     assert p.returncode == 0, "".join(lines)
     rows = _all_clean_successes(run, ids)
     assert any(r.attempt == 2 and r.device == a.serial for r in rows), rows
-    # the phone restarts right before --resume: adb lists it offline (or not at all) for a while
+    # the phone restarts right before --resume: adb lists it offline for a while
     before = results_table(run)
     a.kill()
-    assert wait_for(lambda: adb_devices(adb.port).get(a.serial) != "device", 60)
+    assert wait_for(lambda: adb_devices(adb.port).get(a.serial) == "offline", 60), adb_devices(adb.port)
     p = harness_popen([*args, "--resume"], adb.port)
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")), daemon=True)
