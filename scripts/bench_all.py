@@ -26,6 +26,10 @@ tests' scripted OpenAI-compatible server (a test double answering after a fixed 
                  and one layout per line, never one per character dropped. Target: a field's
                  screenshot <= 2x the 50-character one (it shows one line), and every 5,000-character
                  screenshot (the first of its text, nothing cached) in <= 0.5 s.
+   viewer        200 clients asking ``harness view``'s server for a thumbnail at the same moment
+                 (a page of thumbnails, a script): all answered, and the slowest answer against
+                 the median one; target <= 10 (a listen backlog of 5 made the slowest wait for SYN
+                 retransmits: 30-60 s against a median of 2 s).
 
 Then every other ``scripts/bench_*`` wrapper present (bench_runner, bench_judges,
 bench_judges_offline, bench_agents, bench_static, ...) runs one after the other, and its
@@ -60,7 +64,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BENCH = ROOT / "bench"
-ITEMS = ("observation", "overhead", "payload", "text", "scale", "memory")
+ITEMS = ("observation", "overhead", "payload", "text", "viewer", "scale", "memory")
 
 
 # --- rows -------------------------------------------------------------------------------------------
@@ -333,6 +337,47 @@ def bench_text() -> list[dict[str, Any]]:
                             "<= 2" if i == 0 else None))
             rows.append(row(f"text: {name}, 5,000 chars {what}: screenshot (s)", t, "<= 0.5"))
     return rows
+
+
+# --- viewer: many requests at once ----------------------------------------------------------------------
+def bench_viewer(clients: int = 200) -> list[dict[str, Any]]:
+    import http.client
+    import threading
+
+    from harness.report.serve import ViewServer
+    from harness.report.viewer import write_viewer
+    from tests.offline.sample_runs import make_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = make_run(Path(tmp) / "run", [(f"t{i}", 10, "finished") for i in range(10)], size=(540, 1200))
+        write_viewer(run)
+        with ViewServer(run) as v:
+            go = threading.Barrier(clients)
+            out: list[tuple[Any, float]] = [(None, 0.0)] * clients
+
+            def get(i: int) -> None:
+                go.wait()
+                t0 = time.perf_counter()
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", v.port, timeout=120)
+                    c.request("GET", f"/report/thumbs/t{i % 10}/{i % 10 + 1:03d}.jpg")
+                    r = c.getresponse()
+                    r.read()
+                    c.close()
+                    out[i] = (r.status, time.perf_counter() - t0)
+                except OSError as e:
+                    out[i] = (type(e).__name__, time.perf_counter() - t0)
+
+            threads = [threading.Thread(target=get, args=(i,)) for i in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    times = [d for _, d in out]
+    ok = sum(1 for st, _ in out if st == 200)
+    return [row(f"viewer: {clients} simultaneous requests answered", ok, f">= {clients}"),
+            row(f"viewer: slowest answer (s) of {clients} simultaneous requests", max(times)),
+            row("viewer: slowest / median answer", max(times) / statistics.median(times), "<= 10")]
 
 
 # --- 4. scale: 4 phones vs 1, with agents that wait on a model ----------------------------------------
@@ -625,6 +670,7 @@ def main() -> int:
             measure("overhead", lambda: bench_overhead(lab, args.overhead_steps))
             measure("payload", bench_payload)
             measure("text", bench_text)
+            measure("viewer", bench_viewer)
             scale_phones: list[str] = []
             if "scale" in mine or "memory" in mine:
                 scale_phones = [lab.phone("540x1200") for _ in range(4 if "scale" in mine else 1)]
