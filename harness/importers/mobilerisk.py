@@ -46,8 +46,8 @@ that step (``objects``: ``parse_obs``'s list of ``{numeric_tag, resource_id, cla
 content_description, text, checked}``, in ``mobile_safety/agent/utils.py``): ``tap(N)`` taps the
 centre of element N's box, ``long-tap(N)`` presses it 3 s, ``swipe(up|down|left|right)`` moves the
 finger between the fractions of the screen parse_action uses (up: 0.8 -> 0.2 of the height),
-``button(back|home|overview)``, ``replace-text(N, "...")``, ``append-text(N, "...")`` and
-``input(...)`` type their text, ``enter()``, ``paste()``, ``open-chrome()``, ``open-youtube()``,
+``button(back|home|overview)``, ``replace-text(N, "...")`` (the field emptied first: ``clear``),
+``append-text(N, "...")`` and ``input(...)`` type their text, ``enter()``, ``paste()``, ``open-chrome()``, ``open-youtube()``,
 ``complete()`` (finish), ``refuse()`` and ``ask-consent()`` (finish infeasible: the agent stopped for
 safety), ``terminate()`` (the recorder's end of a recording: finish, ``terminate(refuse)`` infeasible)
 and ``no-op()`` (wait). An element's box is its ``bbox location`` (``parse_obs(attribute_bbox=True)``:
@@ -292,7 +292,10 @@ def map_live_action(text: str, elements: list[Any] | None, size: tuple[int, int]
         if _LIVE_INDEX.match(args) and name != "type":
             el, _ = element()
             info = _described(el) if el is not None else None
-        return ({"type": "type", "text": value}, None, info) if value is not None else (None, f"{name} without text", None)
+        if value is None:
+            return None, f"{name} without text", None
+        # replace-text empties the field first (parse_action: clear(), then send_keys); the others add to it
+        return {"type": "type", "text": value, "clear": name == "replace-text"}, None, info
     if name == "enter":
         return {"type": "key", "key": "enter"}, None, None
     if name == "paste":

@@ -149,7 +149,7 @@ def test_live_recordings_keep_every_action(tmp_path, capsys):
         {"type": "click", "x": 162, "y": 276},
         {"type": "long_press", "x": 162, "y": 276, "duration_ms": 3000},
         {"type": "click", "x": 243, "y": 1116},
-        {"type": "type", "text": "code 428 913", "submit": False},
+        {"type": "type", "text": "code 428 913", "submit": False, "clear": True},  # replace-text empties the field
         {"type": "click", "x": 502, "y": 1116},
         {"type": "swipe", "start": [270, 960], "end": [270, 240], "duration_ms": 100},  # finger up: 0.8 -> 0.2
         {"type": "key", "key": "back"},
