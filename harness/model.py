@@ -418,12 +418,17 @@ class ModelClient:
              priority: int = Priority.LIVE, meter: Meter | None = None, role: str = "model") -> ChatResult:
         """One chat completion, retried as the config says. ``priority`` orders it among the calls
         waiting for this endpoint; its usage (also a failed call's) goes to ``meter`` as ``role``."""
+        if meter is not None:
+            meter.enter()
         try:
             res = self._chat(messages, json_schema, priority)
         except ModelError:
             if meter is not None:
                 meter.record(role, None, failed=True)
             raise
+        finally:
+            if meter is not None:
+                meter.leave()
         if meter is not None:
             meter.record(role, res.usage, res.latency_s)
         return res

@@ -24,19 +24,15 @@ episodes are judged at once (``episodes_in_flight``, 2K by default) so that judg
 model one step after another still keep K calls busy. Each worker thread keeps its judge objects and
 ``start``s them again for its next episode (``fresh_judges`` builds new ones every episode instead).
 
-Cost accounting: while a pass runs, :meth:`harness.model.ModelClient.chat` is wrapped so every
-call is counted (calls, failures, prompt and completion tokens, model seconds) for the pass and,
-where the call can be traced to an episode, for that episode: calls made in the episode's worker
-thread, in tasks it submitted to a ``ThreadPoolExecutor`` (``submit`` carries the contextvars
-context during a pass, as ``asyncio.to_thread`` does), or through a model client that only this
-episode's judges hold. Calls that cannot be traced count for the pass only (the summary says how
-many).
+Cost accounting: each episode's judges get a :class:`harness.usage.Meter` of its own in their
+:class:`~harness.episode.EpisodeContext` (reporting into the pass's meter), and pass it to every
+model call they make, as they do in a live run: every call (calls, failures, prompt and completion
+tokens, model seconds) counts for its episode and for the pass, whichever thread makes it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import hashlib
 import importlib
@@ -61,6 +57,7 @@ from harness.records import (EPISODES_DIR, RESULTS_FILE, TRAJECTORY_FILE, Episod
                              episode_dir, iter_steps, now_iso, read_manifest, read_results, redact, resolve_screen,
                              to_jsonable)
 from harness.tasks import Task, TaskError, load_file, load_suite
+from harness.usage import Meter
 
 try:
     import fcntl
@@ -79,185 +76,16 @@ class OfflineJudgeError(Exception):
     """A problem with the command's inputs, as one line (printed without a traceback)."""
 
 
-# --------------------------------------------------------------------------- usage metering
+# --------------------------------------------------------------------------- usage
 
 
-class Usage:
-    """Model calls and tokens (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.failed = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.total_tokens = 0
-        self.model_s = 0.0
-        self.active = 0  # calls inside ModelClient.chat right now (waiting for a slot or on the wire)
-
-    def enter(self) -> None:
-        with self._lock:
-            self.active += 1
-            self.peak = max(getattr(self, "peak", 0), self.active)
-
-    def take_peak(self) -> int:
-        """The most calls in chat at once since the last take."""
-        with self._lock:
-            p, self.peak = max(getattr(self, "peak", 0), self.active), self.active
-            return p
-
-    def leave(self) -> None:
-        with self._lock:
-            self.active -= 1
-
-    def add(self, res: Any) -> None:
-        u = getattr(res, "usage", None) or {}
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += int(u.get("prompt_tokens", 0) or 0)
-            self.completion_tokens += int(u.get("completion_tokens", 0) or 0)
-            self.total_tokens += int(u.get("total_tokens", 0) or 0)
-            self.model_s += float(getattr(res, "latency_s", 0.0) or 0.0)
-
-    def fail(self) -> None:
-        with self._lock:
-            self.failed += 1
-
-    def to_json(self) -> dict[str, Any]:
-        with self._lock:
-            return {"calls": self.calls, "failed_calls": self.failed, "prompt_tokens": self.prompt_tokens,
-                    "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens,
-                    "model_s": round(self.model_s, 4)}
-
-
-_current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("offline_usage", default=None)
-_meter_lock = threading.Lock()
-_meter_depth = 0
-_orig_chat: Callable[..., Any] | None = None
-_pass_meters: list[Usage] = []
-_client_owner: dict[int, Usage] = {}
-_client_refs: dict[int, int] = {}
-
-
-def _metered_chat(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
-    episode = _current_usage.get() or _client_owner.get(id(self))
-    targets = [*_pass_meters, *([episode] if episode is not None else [])]
-    passes = list(_pass_meters)
-    for u in passes:
-        u.enter()
-    try:
-        res = _orig_chat(self, messages, *args, **kwargs)  # type: ignore[misc]
-    except Exception:
-        for u in targets:
-            u.fail()
-        raise
-    finally:
-        for u in passes:
-            u.leave()
-    for u in targets:
-        u.add(res)
-    return res
-
-
-_orig_submit: Callable[..., Any] | None = None
-
-
-def _submit_in_context(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """ThreadPoolExecutor.submit that runs the task in the submitter's contextvars context when the
-    submitter is judging an episode, so a judge's background step calls count for that episode
-    (what asyncio.to_thread does for coroutines)."""
-    if _current_usage.get() is None:
-        return _orig_submit(self, fn, *args, **kwargs)  # type: ignore[misc]
-    return _orig_submit(self, contextvars.copy_context().run, fn, *args, **kwargs)  # type: ignore[misc]
-
-
-@contextlib.contextmanager
-def metering(total: Usage):
-    """Count every ModelClient.chat call made while the block runs into ``total``, and into the
-    episode's Usage where the call can be traced to an episode: calls from the episode's worker
-    thread, from tasks it submitted to a ThreadPoolExecutor, or through a model client that only
-    this episode's judges hold."""
-    global _meter_depth, _orig_chat, _orig_submit
-    from concurrent.futures import ThreadPoolExecutor
-
-    from harness.model import ModelClient
-
-    with _meter_lock:
-        if _meter_depth == 0:
-            _orig_chat = ModelClient.chat
-            ModelClient.chat = _metered_chat  # type: ignore[method-assign]
-            _orig_submit = ThreadPoolExecutor.submit
-            ThreadPoolExecutor.submit = _submit_in_context  # type: ignore[method-assign]
-        _meter_depth += 1
-        _pass_meters.append(total)
-    try:
-        yield total
-    finally:
-        with _meter_lock:
-            _pass_meters.remove(total)
-            _meter_depth -= 1
-            if _meter_depth == 0 and _orig_chat is not None:
-                ModelClient.chat = _orig_chat  # type: ignore[method-assign]
-                _orig_chat = None
-                ThreadPoolExecutor.submit = _orig_submit  # type: ignore[method-assign]
-                _orig_submit = None
-
-
-def _model_clients(obj: Any, limit: int = 400) -> list[Any]:
-    """ModelClient objects reachable from a judge's attributes (a few levels deep)."""
-    from harness.model import ModelClient
-
-    found: dict[int, Any] = {}
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    while stack and len(seen) < limit:
-        o, depth = stack.pop()
-        if id(o) in seen or o is None or isinstance(o, (str, bytes, int, float, bool, type)):
-            continue
-        if callable(o) and not hasattr(o, "__dict__"):
-            continue
-        seen.add(id(o))
-        if isinstance(o, ModelClient):
-            found[id(o)] = o
-            continue
-        if depth >= 3:
-            continue
-        if isinstance(o, dict):
-            children = list(o.values())
-        elif isinstance(o, (list, tuple, set, frozenset)):
-            children = list(o)
-        elif hasattr(o, "__dict__") and not isinstance(o, type(sys)):
-            children = list(vars(o).values())
-        else:
-            children = []
-        stack.extend((c, depth + 1) for c in children)
-    return list(found.values())
-
-
-def _own_clients(clients: list[Any], usage: Usage) -> list[int]:
-    """Trace calls of these clients to ``usage``; a client shared by several in-flight episodes is
-    not traced (its calls count for the pass only)."""
-    ids = []
-    with _meter_lock:
-        for k in {id(c) for c in clients}:
-            _client_refs[k] = _client_refs.get(k, 0) + 1
-            if _client_refs[k] == 1:
-                _client_owner[k] = usage
-            else:
-                _client_owner.pop(k, None)
-            ids.append(k)
-    return ids
-
-
-def _release_clients(ids: list[int]) -> None:
-    with _meter_lock:
-        for k in ids:
-            n = _client_refs.get(k, 0) - 1
-            if n <= 0:
-                _client_refs.pop(k, None)
-                _client_owner.pop(k, None)
-            else:
-                _client_refs[k] = n
+def line_usage(meter: Meter) -> dict[str, Any]:
+    """A judgement line's (and a pass's) ``usage``: successful calls, failed calls, tokens and model
+    seconds, from the meter every judge call of the episode (or the pass) reported to."""
+    u = meter.to_json()
+    return {"calls": u["calls"] - u["failed"], "failed_calls": u["failed"], "prompt_tokens": u["prompt_tokens"],
+            "completion_tokens": u["completion_tokens"], "total_tokens": u["total_tokens"],
+            "model_s": round(sum(r["model_s"] for r in u["by_role"].values()), 4)}
 
 
 # --------------------------------------------------------------------------- inputs
@@ -629,8 +457,9 @@ class JudgeSlot:
         self.judges.clear()
 
 
-def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> dict[str, Any]:
-    """Feed one recorded episode to the slot's judges (started afresh); return its judgement line."""
+def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter) -> dict[str, Any]:
+    """Feed one recorded episode to the slot's judges (started afresh); return its judgement line.
+    The judges' calls report to ``meter`` (the episode's context carries it to them)."""
     t0 = time.monotonic()
     verdicts: Verdicts = {}
     judges: list[tuple[str, Any]] = []
@@ -641,7 +470,6 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
             judges.append((n, slot.get(n)))
         except Exception as e:  # an option that only fails at build time, a missing endpoint...
             failed[n] = f"could not build the judge: {type(e).__name__}: {e}"
-    owned: list[int] = []
     steps_fed = 0
     try:
         ep_dir = episode_dir(job.run_dir, job.result.task_id)  # refuses a folder that leads out of RUN/episodes
@@ -656,13 +484,12 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
         seed = job.result.seed if isinstance(job.result.seed, int) else 0
         ctx = EpisodeContext(task=job.task, screen_size=size or (0, 0), seed=seed,
                              device_serial=job.result.device or "offline", query_state=lambda: None,
-                             cap=job.result.cap, episode_dir=str(ep_dir), live=False)
+                             cap=job.result.cap, episode_dir=str(ep_dir), live=False, meter=meter)
         for n, j in judges:
             try:
                 j.start(ctx)
             except Exception as e:
                 failed[n] = f"start failed: {type(e).__name__}: {e}"
-        owned = _own_clients([c for _, j in judges for c in _model_clients(j)], usage)
         final: bytes | None = first_bytes
         last_action = None
         ran: set[int] = set()
@@ -720,7 +547,6 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
                 failed[n] = reason
         judges = [(n, j) for n, j in judges if n in broken]
     finally:
-        _release_clients(owned)
         broken.update(n for n, _ in judges if n in failed)
         slot.episode_done(broken)
     for n, reason in failed.items():
@@ -729,7 +555,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, usage: Usage) -> 
     return {"task_id": job.result.task_id,
             "verdicts": {k: v for k, (v, _) in verdicts.items()},
             "details": _jsonable({k: d for k, (_, d) in verdicts.items()}),
-            "usage": usage.to_json(), "steps": steps_fed, "status": job.result.status,
+            "usage": line_usage(meter), "steps": steps_fed, "status": job.result.status,
             "judged_at": now_iso(), "duration_s": round(time.monotonic() - t0, 4)}
 
 
@@ -955,7 +781,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                         problem = (f"task {r.task_id!r} is not in the run's suite files and its result line has no "
                                    "instruction; pass --suite with the task file")
                 jobs.append(Job(len(jobs), t.run_dir, r, task, problem, js))
-        total = Usage()
+        total = Meter()
         todo: queue.Queue[Job] = queue.Queue()
         for j in jobs:
             todo.put(j)
@@ -980,21 +806,17 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                         job = todo.get_nowait()
                     except queue.Empty:
                         return
-                    usage = Usage()
-                    token = _current_usage.set(usage)
                     try:
-                        line = judge_episode(job, setup.names, slot, usage)
+                        line = judge_episode(job, setup.names, slot, Meter(parent=total))
                         if not stop.is_set():
                             job.out.append(line)
                         done_q.put((job, line))
                     except BaseException as e:  # pragma: no cover - judge_episode catches what judges raise
                         done_q.put((job, e))
-                    finally:
-                        _current_usage.reset(token)
             finally:
                 slot.close()
 
-        with metering(total), _progress(len(jobs), progress, progress_file) as bar:
+        with _progress(len(jobs), progress, progress_file) as bar:
             task_id = bar.add_task("judging", total=len(jobs), info="") if bar is not None else None
             threads: list[threading.Thread] = []
             cap = min(in_flight, max(1, len(jobs)))
@@ -1046,7 +868,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                         c = report.verdicts.setdefault(name, {"true": 0, "false": 0, "judge_error": 0})
                         c["true" if v is True else "false" if v is False else "judge_error"] += 1
                     if bar is not None:
-                        u = total.to_json()
+                        u = line_usage(total)
                         bar.update(task_id, advance=1, info=f"calls {u['calls']}  tokens {u['total_tokens']}")
             except KeyboardInterrupt:
                 stop.set()
@@ -1054,7 +876,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
             if stop.is_set():
                 report.interrupted = True
             report.workers = len(threads)
-        report.usage = total.to_json()
+        report.usage = line_usage(total)
     finally:
         report.wall_s = round(time.monotonic() - t_start, 4)
         for js in sets:
@@ -1095,9 +917,6 @@ def print_summary(report: OfflineReport, file: Any = None) -> None:
     console.print(f"cost: {calls} model call(s) ({u.get('failed_calls', 0)} failed), "
                   f"{u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion tokens, "
                   f"wall time {report.wall_s:.1f}s{rate}, concurrency {report.concurrency}")
-    if calls and report.attributed_calls < calls:
-        console.print(f"[dim]{calls - report.attributed_calls} call(s) could not be traced to one episode "
-                      "(counted in the total only)[/dim]")
     for w in report.warnings[:10]:
         console.print(f"[yellow]warning: {w}[/yellow]")
     if len(report.warnings) > 10:

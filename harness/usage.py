@@ -27,6 +27,29 @@ class Meter:
         self.parent = parent
         self._lock = threading.Lock()
         self._roles: dict[str, dict[str, Any]] = {}
+        self._active = 0  # calls inside a model client now (waiting for a slot or on the wire)
+        self._peak = 0
+
+    def enter(self) -> None:
+        """A call begins (here and in every parent): :meth:`take_peak` sees it until :meth:`leave`."""
+        with self._lock:
+            self._active += 1
+            self._peak = max(self._peak, self._active)
+        if self.parent is not None:
+            self.parent.enter()
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+        if self.parent is not None:
+            self.parent.leave()
+
+    def take_peak(self) -> int:
+        """The most calls in flight at once since the last take (an offline pass sizes its workers
+        by it)."""
+        with self._lock:
+            p, self._peak = max(self._peak, self._active), self._active
+            return p
 
     def record(self, role: str, usage: Mapping[str, Any] | None, latency_s: float = 0.0, *,
                failed: bool = False) -> None:

@@ -49,7 +49,7 @@ class CountJudge:
         if self.client is None:
             raise ModelError("no endpoint")
         images = [encode_image(png, POLICY)] if png else []
-        res = self.client.chat([user_message(text, images)])
+        res = self.client.chat([user_message(text, images)], meter=self.ctx.meter, role=self.name)  # the plugin contract: usage to the episode's meter
         return parse_json_reply(res.text, required=(key,))[key]
 
     def on_step(self, event: StepEvent) -> None:
