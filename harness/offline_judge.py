@@ -56,15 +56,16 @@ from harness.records import (EPISODES_DIR, RESULTS_FILE, TRAJECTORY_FILE, Episod
                              atomic_write_bytes, atomic_write_json, build_environment_info, check_relative_path, dumps,
                              episode_dir, iter_steps, now_iso, read_manifest, read_results, redact, resolve_screen,
                              to_jsonable)
-from harness.tasks import Task, TaskError, load_file, load_suite
+from harness.run_tasks import load_run_tasks
+from harness.tasks import Task
 from harness.usage import Meter
+from harness.verdicts import JUDGEMENTS_DIR
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-JUDGEMENTS_DIR = "judgements"
 _SET_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+@=-]{0,127}")
 # ModelConfig / judge-spec keys that do not change what a judge answers: they may differ between
 # the passes of one judgement set (another port, more concurrency, a cache file elsewhere)
@@ -89,52 +90,6 @@ def line_usage(meter: Meter) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def load_run_tasks(run_dir: str | Path, manifest: dict[str, Any] | None = None, suite: str | Path | None = None,
-                   warnings: list[str] | None = None) -> dict[str, Task]:
-    """Task id -> Task: from ``suite`` if given, else from the suite files the run's manifest lists
-    (relative paths are tried against the run folder, then the current folder). Files that cannot
-    be found are reported in ``warnings``; a changed file (other sha256) too."""
-    warnings = warnings if warnings is not None else []
-    if suite is not None:
-        return {t.id: t for t in load_suite(suite).tasks}
-    run_dir = Path(run_dir)
-    if manifest is None:
-        try:
-            manifest = read_manifest(run_dir)
-        except RecordError:
-            return {}
-    info = manifest.get("suite")
-    if not isinstance(info, dict):
-        return {}
-    files = info.get("files") or {}
-    if not isinstance(files, dict):
-        files = {}
-    if not files and isinstance(info.get("path"), str):
-        files = {info["path"]: None}
-    tasks: dict[str, Task] = {}
-    for name, sha in files.items():
-        p = Path(name)
-        candidates = [p] if p.is_absolute() else [run_dir / p, Path.cwd() / p]
-        found = next((c for c in candidates if c.exists()), None)
-        if found is None:
-            warnings.append(f"{run_dir}: suite file {name} not found (tried {', '.join(map(str, candidates))})")
-            continue
-        try:
-            if found.is_dir():
-                loaded = load_suite(found).tasks
-                digest = None
-            else:
-                loaded, digest = load_file(found)
-        except TaskError as e:
-            warnings.append(f"{run_dir}: cannot load the run's suite file: {e}")
-            continue
-        if sha and digest and sha != digest:
-            warnings.append(f"{found}: changed since the run (sha256 differs); using it as it is now")
-        for t in loaded:
-            tasks.setdefault(t.id, t)
-    return tasks
 
 
 def minimal_task(result: EpisodeResult) -> Task | None:

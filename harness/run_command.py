@@ -474,7 +474,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.report.tables import is_safety_judge
+    from harness.verdicts import is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)

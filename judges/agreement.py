@@ -34,15 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records import RecordError, check_inside, distinct_runs, read_manifest, read_results
+from harness.records import RecordError, distinct_runs, read_results
+from harness.run_tasks import load_run_tasks
+from harness.verdicts import EpisodeVerdicts, VerdictsError, is_safety_judge, judge_column
+from harness.verdicts import read_sources as read_verdict_sources
 
 # Judges whose verdict is about safety; ``True`` means "unsafe" for every one of them (a judge that
 # answers the other way round must say so in SAFETY_TRUE_MEANS_SAFE).
-KNOWN_SAFETY_JUDGES = frozenset({"crate-s", "oracle_unsafe", "holistic-s", "os-sentinel"})
 SAFETY_TRUE_MEANS_SAFE: frozenset[str] = frozenset()
 ORACLE_JUDGES = ("oracle", "oracle_unsafe")
 LOCALISATION_WINDOW = 5  # max(0, 1 - |t_hat - t*| / 5), FIELD_NOTES section 4
-JUDGEMENTS_DIR = "judgements"
 
 
 class AgreementError(ValueError):
@@ -136,100 +137,14 @@ def load_labels(path: str | Path) -> list[Label]:
 # --------------------------------------------------------------------------- verdict sources
 
 
-@dataclass
-class EpisodeVerdicts:
-    """The verdicts one source (the live run, or one offline judgement set) gave one episode."""
-
-    run: str
-    run_dir: Path
-    task_id: str
-    source: str                      # "live" or the judgement set id
-    verdicts: dict[str, Any]
-    details: dict[str, Any]
-
-
-def _read_judgement_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
-    """The lines of a judgement set's results file, as ``RUN/results.jsonl`` is read: a complete
-    line must be valid; a last line without newline (what an interrupted append leaves) is used if
-    it is a complete record, else left out, with a warning naming file and line either way. A task
-    id given twice keeps its last line, with a warning naming both lines."""
-    out: dict[str, dict[str, Any]] = {}
-    first: dict[str, int] = {}
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        last = lineno == len(lines) and not data.endswith(b"\n")
-        problem = None
-        try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            problem = "not a valid JSON line"
-        else:
-            if not (isinstance(obj, dict) and isinstance(obj.get("task_id"), str)
-                    and isinstance(obj.get("verdicts"), dict)):
-                problem = "expected an object with task_id and verdicts"
-        if last:
-            warnings.append(f"{path}:{lineno}: ignored a partial last line ({len(line)} bytes, no newline) left by "
-                            "an interrupted write" if problem else
-                            f"{path}:{lineno}: last line has no final newline (accepted: it is a complete record)")
-            if problem:
-                continue
-        elif problem:
-            raise AgreementError(f"{path}:{lineno}: {problem}")
-        tid = obj["task_id"]
-        if tid in first:
-            warnings.append(f"{path}:{lineno}: second line for task {tid!r} (first at line {first[tid]}); "
-                            "the last one is used")
-        first[tid] = lineno
-        out[tid] = obj
-    return list(out.values())
-
-
 def read_sources(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
                  include_live: bool = True, warnings: list[str] | None = None) -> list[EpisodeVerdicts]:
-    """Every (episode, source) with its verdicts, from the given run folders (a folder given twice
-    is read once); tolerated problems (torn or repeated lines) go to ``warnings``."""
-    warnings = warnings if warnings is not None else []
-    wanted = set(judgement_sets) if judgement_sets else None
-    out: list[EpisodeVerdicts] = []
-    names: dict[str, Path] = {}
-    for run_dir in distinct_runs(run_dirs, warnings):
-        if not (run_dir / "results.jsonl").is_file():
-            raise AgreementError(f"{run_dir}: not a run folder (no results.jsonl)")
-        name = run_dir.resolve().name
-        if name in names and names[name] != run_dir.resolve():
-            name = str(run_dir)
-        names[name] = run_dir.resolve()
-        try:
-            results = read_results(run_dir)
-        except RecordError as e:
-            raise AgreementError(str(e)) from None
-        if include_live:
-            for r in results:
-                out.append(EpisodeVerdicts(name, run_dir, r.task_id, "live", dict(r.verdicts),
-                                           dict(r.judge_details or {})))
-        jdir = run_dir / JUDGEMENTS_DIR
-        if jdir.is_dir():
-            for set_dir in sorted(p for p in jdir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-                if wanted is not None and set_dir.name not in wanted:
-                    continue
-                try:
-                    f = check_inside(run_dir, set_dir / "results.jsonl")
-                except RecordError as e:
-                    raise AgreementError(str(e)) from None
-                if not f.is_file():
-                    continue
-                for obj in _read_judgement_lines(f, warnings):
-                    out.append(EpisodeVerdicts(name, run_dir, obj["task_id"], set_dir.name, dict(obj["verdicts"]),
-                                               dict(obj.get("details") or {})))
-    if wanted:
-        found = {s.source for s in out}
-        missing = sorted(wanted - found)
-        if missing:
-            raise AgreementError(f"no judgement set named {', '.join(missing)} in the given runs")
-    return out
+    """Every (episode, source) with its verdicts (:func:`harness.verdicts.read_sources`); a record
+    that cannot be read is an :class:`AgreementError`."""
+    try:
+        return read_verdict_sources(run_dirs, judgement_sets, include_live, warnings)
+    except VerdictsError as e:
+        raise AgreementError(str(e)) from None
 
 
 def labels_from_oracle(run_dirs: Iterable[str | Path]) -> list[Label]:
@@ -237,7 +152,7 @@ def labels_from_oracle(run_dirs: Iterable[str | Path]) -> list[Label]:
     ``oracle_unsafe`` with its first unsafe step); language and apps come from the run's tasks."""
     out: list[Label] = []
     for run_dir in distinct_runs(run_dirs, []):
-        tasks = _run_tasks(run_dir)
+        tasks = load_run_tasks(run_dir)
         name = run_dir.resolve().name
         try:
             results = read_results(run_dir)
@@ -261,18 +176,6 @@ def labels_from_oracle(run_dirs: Iterable[str | Path]) -> list[Label]:
                 app=_app_text(task.apps if task and task.apps else extra.get("app")),
                 category=(task.safety.category if task else None)))
     return out
-
-
-def _run_tasks(run_dir: Path) -> dict[str, Any]:
-    """Task id -> Task from the suite files the run's manifest names (empty if unavailable)."""
-    try:
-        from harness.offline_judge import load_run_tasks
-    except ImportError:  # pragma: no cover
-        return {}
-    try:
-        return load_run_tasks(run_dir, read_manifest(run_dir))
-    except Exception:
-        return {}
 
 
 # --------------------------------------------------------------------------- metrics
@@ -366,12 +269,6 @@ def predicted_step(details: Any) -> int | None:
 # --------------------------------------------------------------------------- evaluation
 
 
-def is_safety_judge(name: str, extra: Iterable[str] = ()) -> bool:
-    base = name.split("@", 1)[0]
-    return (base in KNOWN_SAFETY_JUDGES or base in set(extra) or base.endswith("-s") or base.endswith("_unsafe")
-            or "safety" in base)
-
-
 @dataclass
 class _Acc:
     confusion: Confusion = field(default_factory=Confusion)
@@ -388,13 +285,6 @@ def _reason(details: Any) -> str:
             if isinstance(details.get(k), str):
                 return details[k][:120]
     return "no reason given"
-
-
-def judge_column(name: str, source: str, sources_of: Mapping[str, set[str]]) -> str:
-    """The column a verdict is shown under, here and in ``harness report``/``view``: ``name`` when
-    only one source gave a verdict under that name, else ``name@source`` (``crate@live``,
-    ``crate@crate+crate-s@MODEL``)."""
-    return name if len(sources_of.get(name, ())) <= 1 else f"{name}@{source}"
 
 
 def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judges: Iterable[str] = (),

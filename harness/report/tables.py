@@ -21,9 +21,9 @@ metric's definition and source is in docs/reports.md; in short:
 
 Offline verdicts: besides the live judges' verdicts in ``results.jsonl``, every judgement set that
 ``harness judge`` wrote (``RUN/judgements/<set>/results.jsonl``, read with
-:func:`judges.agreement.read_sources`, the reader ``harness judge-eval`` uses) adds its verdicts and
+:func:`harness.verdicts.read_sources`, the reader ``harness judge-eval`` uses) adds its verdicts and
 details to the episodes with the same task id. Judge names follow judge-eval's convention
-(:func:`judges.agreement.judge_column`): a name that only one source gave keeps its name; a name given by more than
+(:func:`harness.verdicts.judge_column`): a name that only one source gave keeps its name; a name given by more than
 one source (live and a set, or two sets) becomes ``name@live`` / ``name@<set>``. A line of a set
 whose task id is not in the run is left out with a warning.
 """
@@ -45,31 +45,19 @@ from harness.usage import role_tokens
 from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
                              read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
-from judges.agreement import judge_column
+from harness.run_tasks import load_run_tasks
+from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
 FORMATS = ("md", "csv", "json", "html")
 # success judges shown first, in this order; others follow alphabetically
 JUDGE_ORDER = ("oracle", "crate", "holistic", "milestones")
-# judges whose true verdict means "unsafe" (not success); also any name ending in _unsafe, -s or _s
-SAFETY_JUDGES = ("oracle_unsafe", "crate_s", "crate-s", "holistic-s", "os-sentinel")
 MILESTONE_SOURCES = ("oracle", "milestones")
 UNKNOWN = "unknown"
-LIVE = "live"  # the source name of the verdicts given during the run (judge-eval's)
 
 
 class ReportError(ValueError):
     pass
-
-
-def judge_base(name: str) -> str:
-    """The judge's own name of a column: ``crate@live`` and ``crate@set1`` are both ``crate``."""
-    return name.split("@", 1)[0]
-
-
-def is_safety_judge(name: str) -> bool:
-    name = judge_base(name)
-    return name in SAFETY_JUDGES or name.endswith(("_unsafe", "-s", "_s")) or name.startswith(("crate_s", "crate-s"))
 
 
 # --------------------------------------------------------------------------- offline judgement sets
@@ -78,18 +66,16 @@ def is_safety_judge(name: str) -> bool:
 def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
                         warnings: list[str] | None = None) -> list[Any]:
     """The offline verdicts of the given runs (``RUN/judgements/<set>/results.jsonl``) as
-    :class:`judges.agreement.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
+    :class:`harness.verdicts.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
     keeps only those sets (each must exist in one of the runs). A malformed line is a
     :class:`ReportError` naming ``file:line``; a torn last line or a repeated task id is a warning."""
-    from judges.agreement import AgreementError, read_sources
-
     wanted = list(judgement_sets or [])
     # read_sources refuses a folder without results.jsonl; a run without judgements has nothing to add
     dirs = [Path(r) for r in run_dirs
             if (Path(r) / "results.jsonl").is_file() and (Path(r) / "judgements").is_dir()]
     try:
         return read_sources(dirs, judgement_sets=wanted or None, include_live=False, warnings=warnings)
-    except AgreementError as e:
+    except VerdictsError as e:
         raise ReportError(str(e)) from None
 
 
@@ -220,31 +206,7 @@ def _task_info(task: Any) -> TaskInfo:
 def load_task_objects(run_dir: Path, manifest: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     """Task id -> Task, from the task files the manifest names (``suite.files``); files that are
     missing or invalid are skipped with a warning (their episodes then group as ``unknown``)."""
-    from harness.tasks import TaskError, load_file
-
-    suite = manifest.get("suite") or {}
-    files = suite.get("files") or {}
-    if isinstance(files, list):
-        files = {f: None for f in files}
-    out: dict[str, Any] = {}
-    for name, sha in files.items():
-        candidates = [Path(name)]
-        if not Path(name).is_absolute():
-            candidates += [run_dir / name, run_dir.parent / name]
-        path = next((c for c in candidates if c.is_file()), None)
-        if path is None:
-            warnings.append(f"{run_dir}: task file {name} is missing; its episodes group as '{UNKNOWN}'")
-            continue
-        try:
-            tasks, digest = load_file(path)
-        except TaskError as e:
-            warnings.append(f"{run_dir}: {e}; its episodes group as '{UNKNOWN}'")
-            continue
-        if sha and digest != sha:
-            warnings.append(f"{run_dir}: task file {name} changed since the run (sha256 differs); using it as it is now")
-        for t in tasks:
-            out.setdefault(t.id, t)
-    return out
+    return load_run_tasks(run_dir, manifest, warnings=warnings, consequence=f"its episodes group as '{UNKNOWN}'")
 
 
 def _load_tasks(run_dir: Path, manifest: dict[str, Any], warnings: list[str]) -> dict[str, TaskInfo]:

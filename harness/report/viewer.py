@@ -130,7 +130,7 @@ def _verdict_word(v: Any) -> str:
 
 def _badges(verdicts: dict[str, Any], label: Any = None) -> str:
     """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name)."""
-    from harness.report.tables import is_safety_judge
+    from harness.verdicts import is_safety_judge
 
     def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
         return _verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
@@ -266,7 +266,8 @@ def _describe(action: dict[str, Any] | None) -> str:
 def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Milestones per source: the oracle's ``milestones.reached`` and the milestones judge's list
     (also under their ``@live`` / ``@<set>`` columns when offline judgement sets split the name)."""
-    from harness.report.tables import MILESTONE_SOURCES, judge_base
+    from harness.report.tables import MILESTONE_SOURCES
+    from harness.verdicts import judge_base
 
     out = {}
     names = sorted((k for k in details if judge_base(k) in MILESTONE_SOURCES),
@@ -284,7 +285,7 @@ def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]
 
 def _unsafe_steps(details: dict[str, Any], verdicts: dict[str, Any]) -> dict[int, list[str]]:
     """Step -> safety judges that flagged it."""
-    from harness.report.tables import is_safety_judge
+    from harness.verdicts import is_safety_judge
 
     out: dict[int, list[str]] = {}
     for name, d in details.items():
@@ -381,7 +382,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                   judged: Any = None) -> tuple[str, dict[str, Any]]:
     """``judged`` (a :class:`harness.report.tables.Judged`): the live and offline verdicts and
     details under their column names; without it, the result's own."""
-    from harness.report.tables import LIVE
+    from harness.verdicts import LIVE
 
     try:
         ep_dir: Path | None = episode_dir(ctx.run, task_id)
@@ -571,8 +572,8 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
     verdicts of every judgement set are shown, or of ``judgement_sets`` only, or none when not
     ``offline``. A folder that cannot be written raises OSError; nothing is read from outside the
     run folder, nor written outside the pages' folder."""
-    from harness.report.tables import (ReportError, combine_verdicts, is_safety_judge, load_task_objects, order_judges,
-                                       read_judgement_sets)
+    from harness.report.tables import ReportError, combine_verdicts, load_task_objects, order_judges, read_judgement_sets
+    from harness.verdicts import is_safety_judge
 
     ctx = _Ctx(Path(run), Path(out) if out is not None else None)
     if not ctx.run.is_dir():
