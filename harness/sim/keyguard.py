@@ -10,13 +10,9 @@ KeyguardServiceDelegate block: ``showing=``, ``secure=``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness.sim import ui
+from harness.sim.app_host import AppHost
 from harness.sim.ui import Node
-
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.phone import SimPhone
 
 LOCK_MODES = ("none", "swipe", "pin")
 SYSTEMUI = "com.android.systemui"
@@ -78,7 +74,7 @@ class Keyguard:
             self.type(name)
 
     # --- what it shows ------------------------------------------------------------------------
-    def build(self, phone: "SimPhone", root: Node, status_h: int) -> None:
+    def build(self, phone: AppHost, root: Node, status_h: int) -> None:
         """The lock screen's content under the status bar: the clock, and a swipe hint or a PIN pad."""
         w, h = phone.size
         dp = phone.dp

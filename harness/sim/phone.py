@@ -780,6 +780,10 @@ class SimPhone:
             self.recents.remove(package)
         self.recents.append(package)
 
+    def bring_to_front(self, package: str) -> None:
+        """Open ``package`` as the launcher's icon does (the caller holds the lock)."""
+        self._launch_unlocked(package, None)
+
     def share_to(self, app_key: str, payload: dict[str, Any]) -> None:
         """Android's share sheet, reduced to its effect: bring ``app_key`` to the front and hand it
         the shared text or attachment (the app's ``receive_share`` opens its compose page)."""

@@ -12,12 +12,10 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
+from harness.sim.app_host import AppHost
 from harness.sim.ui import UI
-
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.phone import SimPhone
 
 # Fields every effect carries besides its own: the log's running id, the kind and the app's key.
 EFFECT_COMMON: dict[str, type] = {"id": int, "kind": str, "app": str}
@@ -59,7 +57,7 @@ class App:
     # else, so this declaration is the effect schema task files are checked against
     effects: ClassVar[dict[str, dict[str, type]]] = {}
 
-    def __init__(self, phone: "SimPhone"):
+    def __init__(self, phone: AppHost):
         self.phone = phone
         self.preset = "default"
         self.state: dict[str, Any] = self.initial_state("default")

@@ -241,7 +241,7 @@ class Contacts(App):
         messages = self.phone.by_key.get("messages")
         if messages is None or not hasattr(messages, "open_thread"):
             return
-        self.phone._launch_unlocked(messages.package, None)
+        self.phone.bring_to_front(messages.package)
         messages.open_thread(digits(c["phone"]), c["name"])
 
     def back(self) -> bool:

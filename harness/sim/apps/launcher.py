@@ -25,5 +25,5 @@ class Launcher(App):
             ui.root.children.append(Node(
                 (x1, y1, x1 + cell_w, y1 + cell_h), cls="android.widget.TextView", text=label, desc=label,
                 rid=f"{self.package}:id/icon", package=self.package, clickable=True, focusable=True,
-                long_clickable=True, on_click=lambda p=app.package: self.phone._launch_unlocked(p, None),
+                long_clickable=True, on_click=lambda p=app.package: self.phone.bring_to_front(p),
                 on_long_click=lambda: None, paint="icon", style={"glyph": app.glyph, "color": app.color}))
