@@ -528,7 +528,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 # --- offline judging, agreement, importers ------------------------------------------------------
 def cmd_judge(args: argparse.Namespace) -> int:
-    from harness.offline_judge import OfflineJudgeError, run_judge_command
+    from harness.judge_command import run_judge_command
+    from harness.offline_judge import OfflineJudgeError
     from harness.records import RecordError
     from harness.registry import RegistryError
 
@@ -752,7 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run")
     vw.set_defaults(run=cmd_view)
 
-    from harness.offline_judge import add_judge_arguments
+    from harness.judge_command import add_judge_arguments
 
     jd = sub.add_parser("judge", help="judge recorded episodes after the fact (resumable, cached, with a cost summary)")
     add_judge_arguments(jd)

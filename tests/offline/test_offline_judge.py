@@ -12,7 +12,8 @@ import pytest
 
 from harness.cli import main
 from harness.model import ModelConfig
-from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges, print_summary
+from harness.judge_command import print_summary
+from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 from tests.offline import count_judge  # noqa: F401  (registers the test judge)
 from tests.offline.sample_runs import make_run
@@ -255,5 +256,5 @@ def test_a_screen_symlinked_out_of_the_episode_is_refused(tmp_path):
     copy = run / "episodes" / "b" / "screens" / "copy.png"
     inside.rename(copy)
     inside.symlink_to(copy)
-    from harness.offline_judge import _ScreenReader
+    from harness.offline_judge.episodes import _ScreenReader
     assert _ScreenReader(run / "episodes" / "b").load("screens/001.png") == copy.read_bytes()
