@@ -1,0 +1,78 @@
+"""The package manager: ``pm`` (list packages, path, clear, install, uninstall, dump)."""
+
+from __future__ import annotations
+
+from harness.sim.shell.commands.dumpsys import dump_package
+from harness.sim.shell.context import CommandError, Ctx, hexid
+from harness.sim.shell.table import command
+
+
+@command("pm")
+def pm(c: Ctx) -> int:
+    shell = c.shell
+    args = c.argv[1:]
+    if not args:
+        c.line("Package manager (package) commands:\n  list packages [-3] [-s] [-f] [FILTER]\n  path PACKAGE\n  clear PACKAGE")
+        return 0
+    sub, rest = args[0], args[1:]
+    installed = sorted(set(shell.phone.packages()))
+    if sub == "list":
+        what = rest[0] if rest else ""
+        if what not in ("packages", "package"):
+            if what in ("features", "permissions", "users", "libraries", "instrumentation", "permission-groups"):
+                if what == "users":
+                    c.line("Users:\n\tUserInfo{0:Owner:c13} running")
+                return 0
+            raise CommandError(f"Error: unknown list type '{what}'")
+        flags = [a for a in rest[1:] if a.startswith("-")]
+        filt = [a for a in rest[1:] if not a.startswith("-")]
+        system = {p for p in installed if p.startswith(("android", "com.android.", "com.google.android."))}
+        chosen = installed
+        if "-3" in flags:
+            chosen = [p for p in chosen if p not in system]
+        if "-s" in flags:
+            chosen = [p for p in chosen if p in system]
+        if filt and filt[0] not in ("--user",):
+            chosen = [p for p in chosen if filt[-1] in p]
+        for p in chosen:
+            c.line(f"package:/data/app/{p}-1/base.apk={p}" if "-f" in flags else f"package:{p}")
+        return 0
+    if sub == "path":
+        pkg = next((a for a in rest if not a.startswith("-")), "")
+        if pkg not in installed:
+            return 1
+        c.line(f"package:/data/app/~~{hexid('path', pkg)}==/{pkg}-{hexid('p2', pkg)}==/base.apk")
+        return 0
+    if sub == "clear":
+        pkg = next((a for a in rest if not a.startswith("-") and not a.isdigit()), "")
+        ok = bool(pkg) and shell.phone.clear_data(pkg)
+        if ok:
+            shell.mark_running(pkg, False)
+        c.line("Success" if ok else "Failed")
+        return 0 if ok else 1
+    if sub == "install" or sub == "install-create":
+        paths = [a for a in rest if not a.startswith("-")]
+        shell.installs.extend(paths)
+        install = getattr(shell.phone, "install_apk", None)
+        if callable(install) and paths:
+            ok = install(c.path(paths[-1]))
+            c.line("Success" if ok else "Failure [INSTALL_FAILED_INVALID_APK]")
+            return 0 if ok else 1
+        c.line("Failure [INSTALL_FAILED_INVALID_APK: " + (shell.sim_note("the simulated phone cannot install APKs")
+                                                         or "Failed to parse APK") + "]")
+        return 1
+    if sub == "uninstall":
+        pkg = next((a for a in rest if not a.startswith("-")), "")
+        uninstall = getattr(shell.phone, "uninstall", None)
+        if callable(uninstall) and uninstall(pkg):
+            c.line("Success")
+            return 0
+        c.line("Failure [DELETE_FAILED_INTERNAL_ERROR]")
+        return 1
+    if sub in ("grant", "revoke", "disable-user", "enable", "hide", "unhide", "set-home-activity", "trim-caches"):
+        return 0
+    if sub == "dump":
+        dump_package(c, rest)
+        return 0
+    c.error(f"Unknown command: {sub}")
+    return 1
