@@ -96,3 +96,54 @@ def test_harness_run_records_the_frames_in_the_manifest(serve_sim, tmp_path, cap
     rc = main(["run", "--suite", "tasks/sim", "--device", s.serial, "--agent", "replay", "--settle-frames", "u2",
                "--adb-port", str(s.adb.port), "--out", str(tmp_path / "r2")])
     assert rc == 2 and "--settle-frames" in capsys.readouterr().err
+
+
+class _Preparing:
+    """A scripted agent that records what it was told to prepare and what its steps saw."""
+
+    name = "preparing"
+
+    def __init__(self, actions, fail=False):
+        self.actions, self.fail = list(actions), fail
+        self.prepared, self.seen = [], []
+
+    def spec(self):
+        return {"name": self.name}
+
+    def reset(self, ctx):
+        pass
+
+    def prepare(self, obs):
+        self.prepared.append((obs.step, obs.screenshot))
+        if self.fail:
+            raise RuntimeError("prepare broke")
+
+    def step(self, obs):
+        from harness.episode import AgentOutput
+
+        self.seen.append((obs.step, obs.screenshot))
+        return AgentOutput(self.actions.pop(0))
+
+
+@pytest.mark.parametrize("frames", ["raw", "png"])
+def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tmp_path, frames):
+    from harness.actions import Finish
+    from harness.records import RunWriter
+    from harness.runner import run_episode
+    from harness.tasks import parse_task
+
+    s = serve_sim(width=540, height=1200)
+    dev = s.device(settle=SettleConfig(frames=frames))
+    task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})
+    agent = _Preparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
+    with RunWriter(tmp_path / "run", fsync=False) as w:
+        out = run_episode(task, agent, dev, w.start_episode("t"))
+    assert out.status == "finished" and out.steps == 3
+    # every observation a step saw had been handed to prepare() before the step, the very object
+    for step, shot in agent.seen:
+        assert any(k == step and p is shot for k, p in agent.prepared), step
+    # a prepare that fails changes nothing: the step does the work itself
+    broken = _Preparing([OpenApp(app="Settings"), Finish()], fail=True)
+    with RunWriter(tmp_path / "run2", fsync=False) as w:
+        out = run_episode(task, broken, dev, w.start_episode("t"))
+    assert out.status == "finished" and out.steps == 2 and len(broken.prepared) >= 2

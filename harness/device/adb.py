@@ -16,7 +16,7 @@ import shlex
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import adbutils
 
@@ -333,12 +333,14 @@ class AdbDevice:
                 self._settler = frame_sources.Settler(choice, self.serial)
             return self._settler.choice.report
 
-    def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
+    def settle(self, previous: bytes | None = None,
+               on_frame: Callable[[bytes], None] | None = None) -> tuple[bytes, ActionTiming]:
         """Grab frames from the chosen source until ``stable_frames`` in a row are identical
-        (bounded by max_s); the settled frame, as PNG with its pixels, is the observation."""
+        (bounded by max_s); the settled frame, as PNG with its pixels, is the observation.
+        ``on_frame`` gets each candidate observation as soon as it is ready."""
         self.frame_choice()
         t0 = time.monotonic()
-        shot, extra = self._settler.settle(self.settle_cfg)
+        shot, extra = self._settler.settle(self.settle_cfg, on_frame)
         return shot, ActionTiming(settle=time.monotonic() - t0, settled=extra.pop("settled"), extra=extra)
 
     # --- reset --------------------------------------------------------------------------------

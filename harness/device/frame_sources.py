@@ -200,24 +200,31 @@ class Settler:
         self.choice = choice
         self.pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"frames-{name}")
 
-    def _start(self, frame: Frame) -> cf.Future:
+    def _start(self, frame: Frame, on_frame: Callable[[Screenshot], None] | None) -> cf.Future:
         src = self.choice.detector
         if not src.exact:
             return cf.Future()  # never used: the observation comes from the exact source
+
+        def observe() -> Screenshot:
+            shot = src.observation(frame)
+            if on_frame is not None:
+                on_frame(shot)
+            return shot
+
         if not src.encodes:
             f: cf.Future = cf.Future()
-            f.set_result(src.observation(frame))
+            f.set_result(observe())
             return f
-        return self.pool.submit(src.observation, frame)
+        return self.pool.submit(observe)
 
-    def settle(self, cfg: Any) -> tuple[Screenshot, dict[str, Any]]:
+    def settle(self, cfg: Any, on_frame: Callable[[Screenshot], None] | None = None) -> tuple[Screenshot, dict[str, Any]]:
         det, obs = self.choice.detector, self.choice.observer
         t0 = time.monotonic()
         if cfg.min_s:
             time.sleep(cfg.min_s)
         frame = det.grab()
         grabs, same = 1, 1
-        pending = self._start(frame)
+        pending = self._start(frame, on_frame)
         while True:
             while same < cfg.stable_frames and time.monotonic() - t0 < cfg.max_s:
                 if cfg.interval_s:
@@ -228,11 +235,13 @@ class Settler:
                     same += 1
                     continue
                 pending.cancel()
-                frame, same, pending = nxt, 1, self._start(nxt)
+                frame, same, pending = nxt, 1, self._start(nxt, on_frame)
             if det.exact:
                 shot = pending.result()
                 break
             shot = obs.observation(obs.grab())
+            if on_frame is not None:
+                on_frame(shot)
             check = det.grab()
             grabs += 2
             if check.same(frame) or time.monotonic() - t0 >= cfg.max_s:
