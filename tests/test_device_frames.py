@@ -29,6 +29,9 @@ def test_auto_measures_png_and_raw_and_records_the_choice(serve_sim):
     assert png["observation_ms"] == 0 and raw["observation_ms"] > 0  # only raw frames are encoded here
     assert rep["chosen"] == min(rep["per_step_ms"], key=rep["per_step_ms"].get)
     assert rep["per_step_ms"]["png"] == pytest.approx(2 * png["grab_ms"], abs=0.02)
+    # the raw frame's encode overlaps the confirming grab
+    assert rep["per_step_ms"]["raw"] == pytest.approx(raw["grab_ms"] + max(raw["grab_ms"], raw["observation_ms"]),
+                                                      abs=0.02)
     assert dev.frame_choice() is rep  # measured once per device
     json.dumps(rep)  # goes into the manifest as it is
 

@@ -152,7 +152,7 @@ def _probe(src: FrameSource, grabs: int) -> dict[str, Any]:
 
 def choose(sources: list[FrameSource], stable_frames: int, forced: str = "auto", grabs: int = PROBE_GRABS) -> FrameChoice:
     """Measure ``sources`` (or only the ``forced`` one) and pick the cheapest per step: ``stable_frames``
-    grabs plus the observation (its encode for ``raw``; for an inexact source the observation
+    grabs plus the observation (its encode for ``raw``, which overlaps the grabs after the first; for an inexact source the observation
     grab and encode of the cheapest exact source, and one more grab to confirm). InfraError when no
     source gives frames (the first source's error: the device's fault is reported as before)."""
     by_name = {s.name: s for s in sources}
@@ -173,8 +173,8 @@ def choose(sources: list[FrameSource], stable_frames: int, forced: str = "auto",
         r = reports[s.name]
         if not r["ok"]:
             continue
-        if s.exact:
-            cost[s.name] = stable_frames * r["grab_ms"] + r["observation_ms"]
+        if s.exact:  # a host-side encode runs while the confirming frames are fetched (Settler)
+            cost[s.name] = r["grab_ms"] + max((stable_frames - 1) * r["grab_ms"], r["observation_ms"])
         else:
             obs = reports[best_exact.name]
             cost[s.name] = (stable_frames + 1) * r["grab_ms"] + obs["grab_ms"] + obs["observation_ms"]

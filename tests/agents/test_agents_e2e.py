@@ -178,20 +178,30 @@ def test_the_server_resize_of_the_captured_png_is_what_was_sent_resized(protocol
 
     phone = SimPhone(1080, 2400)
     phone.reset()
-    sent = {}
+    # a tap the model places in the coordinates it was told about: mapped back alike either way
+    reply = ('Thought: tap it.\nAction: Tap the row.\n<tool_call>\n{"name": "mobile_use", "arguments": '
+             '{"action": "click", "coordinate": [517, 603]}}\n</tool_call>' if name == "qwen"
+             else "Thought: x\nAction: click(start_box='(517,1203)')")
+    sent, actions = {}, {}
     for send in ("auto", "resized"):
-        with ScriptedModelServer([Reply("Thought: x\nAction: press_home()")]) as srv:
+        with ScriptedModelServer([Reply(reply)]) as srv:
             agent = AGENTS.build(name, {**base, "send": send, "model": model(srv.base_url)})
             agent.reset(EpisodeContext(task=TASKS["settings_wifi_off"], screen_size=(1080, 2400), seed=0,
                                        device_serial="x"))
-            agent.step(Observation(step=1, screenshot=phone.screencap_png(), screen_size=(1080, 2400),
-                                   hierarchy=phone.hierarchy_xml, instruction="Turn off Wi-Fi.", language="en"))
+            out = agent.step(Observation(step=1, screenshot=phone.screencap_png(), screen_size=(1080, 2400),
+                                         hierarchy=phone.hierarchy_xml, instruction="Turn off Wi-Fi.", language="en"))
             url = request_images(srv.requests[0])[-1]
             sent[send] = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+            actions[send] = out.action
+            system = srv.requests[0]["messages"][0]["content"]
+            sent[send + " system"] = system if isinstance(system, str) else json.dumps(system)
     target = processed_size(protocol, 1080, 2400)
     assert sent["auto"].size == (1080, 2400) and sent["resized"].size == target
     server_side = sent["auto"].resize(target, Image.Resampling.BICUBIC)
     assert server_side.tobytes() == sent["resized"].tobytes()
+    assert sent["auto system"] == sent["resized system"]  # the same stated resolution, the same prompt
+    assert actions["auto"] is not None and actions["auto"].type == "click"
+    assert actions["auto"] == actions["resized"]  # the same point on the phone
 
 
 @pytest.mark.parametrize("version,stated", [("2.5", "1092x2408"), ("3", "999x999")])
