@@ -236,6 +236,7 @@ def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
     task = parse_task({"id": "bench", "instruction": "bench", "reference_steps": steps,
                        "setup": {"sim": {"preset": "default"}}, "success": {"path": "apps.settings.wifi", "eq": False}})
     judge = _TimedJudge(OracleJudge(OracleConfig()))
+    dev.frame_choice()  # frame sources are measured at connect time (harness run does it before any episode)
     # the episode's start (reset, first screenshot, screen size) is device time outside any step:
     # measured on its own, as the runner does it, and taken out of the episode's wall time
     starts = []
