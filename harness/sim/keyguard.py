@@ -15,7 +15,7 @@ from harness.sim.app_host import AppHost
 from harness.sim.ui import Node
 
 LOCK_MODES = ("none", "swipe", "pin")
-SYSTEMUI = "com.android.systemui"
+from harness.sim.system_ui import SYSTEMUI
 
 
 class Keyguard:
