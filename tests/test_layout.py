@@ -18,10 +18,10 @@ PACKAGES = ("harness", "agents", "judges")
 MAX_LINES = 900
 
 # Lowest first. A module may import modules of its own layer or below. Prefixes match a module and
-# everything under it; the longest matching prefix decides.
+# everything under it ("harness" only itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
-              "harness.tasks", "harness.episode", "harness.hierarchy", "harness.records", "harness.run_tasks",
+              "harness.tasks", "harness.screenshot", "harness.episode", "harness.hierarchy", "harness.records", "harness.run_tasks",
               "harness.verdicts")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
@@ -83,7 +83,7 @@ def _layer(name: str) -> int | None:
     best: tuple[int, int] | None = None
     for i, (_, prefixes) in enumerate(LAYERS):
         for p in prefixes:
-            if name == p or name.startswith(p + "."):
+            if name == p or (p != "harness" and name.startswith(p + ".")):
                 if best is None or len(p) > best[0]:
                     best = (len(p), i)
     return best[1] if best else None
