@@ -44,6 +44,24 @@ class Meter:
         if self.parent is not None:
             self.parent.record(role, usage, latency_s, failed=failed)
 
+    def add(self, recorded: Mapping[str, Any] | None) -> None:
+        """Add the calls of a recorded :meth:`to_json` (an episode metered in another process, e.g.
+        on a farm node), role by role, as if they had been recorded here."""
+        if not isinstance(recorded, Mapping) or not isinstance(recorded.get("by_role"), Mapping):
+            return
+        with self._lock:
+            for role, part in recorded["by_role"].items():
+                if not isinstance(part, Mapping):
+                    continue
+                row = self._roles.setdefault(role, _empty())
+                for k in ("calls", "failed", *TOKEN_KEYS):
+                    v = part.get(k, 0)
+                    row[k] += int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+                v = part.get("model_s", 0.0)
+                row["model_s"] += float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+        if self.parent is not None:
+            self.parent.add(recorded)
+
     def role(self, role: str) -> dict[str, Any]:
         with self._lock:
             return dict(self._roles.get(role) or _empty())
