@@ -7,13 +7,15 @@ adb server (ANDROID_ADB_SERVER_PORT in the node's environment) and simulated pho
   hostB  2 phones
   hostX  1 phone, behind a proxy setting that leads nowhere: it cannot reach the model endpoint
   hostC  1 phone, joins while a run is under way
-  hostD  1 phone, killed mid-episode (the last tests)
+  hostD  1 phone, killed mid-episode (late in the module)
+(--resume on a farm run is proved by the last test: Ctrl-C, then SIGKILL, then resumed to the end.)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +35,7 @@ if not inside_own_netns():  # pragma: no cover - the outer test starts us in one
     pytest.skip("the farm scenarios run only inside a network namespace of their own", allow_module_level=True)
 
 FINISH = "Thought: nothing left to do.\nAction: finished()"  # UI-TARS-1.5's mobile template: finished()
+HOME = "Thought: start from the home screen.\nAction: press_home()"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FarmLab]:
         lab.add_host("hostB", phones=2)
         lab.add_host("hostX", phones=1, env={"HTTP_PROXY": dead_proxy, "http_proxy": dead_proxy, "NO_PROXY": "",
                                              "no_proxy": ""})
-        lab.wait_nodes(["head", "hostB", "hostX"])
+        lab.add_host("hostD", phones=1)
+        lab.wait_nodes(["head", "hostB", "hostX", "hostD"])
         yield lab
 
 
@@ -55,9 +59,10 @@ def harness(*args: str, timeout: float = 300, env: dict[str, str] | None = None)
     return p
 
 
-def harness_bg(*args: str) -> subprocess.Popen:
+def harness_bg(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
 class Lines:
@@ -110,8 +115,6 @@ def test_devices_lists_every_nodes_phones_by_node_with_health(lab: FarmLab) -> N
     want = sorted((h.name, s) for h in lab.hosts.values() for s in h.serials)
     assert got == want, (got, want)
     assert all(r["healthy"] and r["simulated"] and r["size"] == [540, 1200] for r in rows), rows
-    table = harness("devices", "--cluster", lab.address)
-    assert table.returncode == 0 and "on 3 node(s)" in table.stdout and "hostB" in table.stdout, table.stdout
 
 
 # --- a run: the same run folder as a local run -------------------------------------------------------
@@ -154,7 +157,7 @@ def test_farm_run_writes_the_run_folder_a_local_run_writes(lab: FarmLab, farm_ru
     assert set(lm) | {"cluster"} == set(m), set(m) ^ set(lm)
     assert {(d["node"], d["serial"]) for d in m["devices"]} == phones
     assert all(set(ld) <= set(d) for d in m["devices"] for ld in lm["devices"])
-    assert {n["node"] for n in m["cluster"]["nodes"]} == {"head", "hostB", "hostX"}
+    assert {n["node"] for n in m["cluster"]["nodes"]} == {"head", "hostB", "hostX", "hostD"}
     assert m["cluster"]["address"] == lab.address and m["cluster"]["ray"]
     # progress lines name the node and phone of each episode
     assert any(line.startswith("[hostB/") for line in p.stderr.splitlines()), p.stderr
@@ -164,7 +167,7 @@ SAME_IN_REPORT = ("episodes", "infra_errors", "scored", "sr", "atp_oracle", "msr
                   "halted", "unsafe", "steps_mean", "cap_mean", "agent_errors", "step_limit")
 
 
-def test_report_view_judge_and_resume_work_unchanged_on_a_farm_run(lab: FarmLab, farm_run) -> None:
+def test_report_view_and_judge_read_a_farm_run_as_a_local_one(lab: FarmLab, farm_run) -> None:
     from tests.offline.test_offline_crate import responder
 
     farm, local, _ = farm_run
@@ -190,40 +193,56 @@ def test_report_view_judge_and_resume_work_unchanged_on_a_farm_run(lab: FarmLab,
         judged.append((calls, {x["task_id"]: x["verdicts"] for x in lines}))
     assert judged[0] == judged[1], judged
     assert sorted(judged[0][1]) == sorted(SHORT) and all(v["crate"] is True for v in judged[0][1].values())
-    before = (farm / "results.jsonl").read_bytes()
-    again = harness("run", "--cluster", lab.address, "--suite", str(farm.parent / "suite.yaml"), "--agent", "replay",
-                    "--judge", "oracle", "--out", str(farm), "--resume")
-    assert again.returncode == 0, again.stderr
-    assert (farm / "results.jsonl").read_bytes() == before  # complete: nothing redone, nothing added
-    assert read_manifest(farm)["resumed"] == 1
 
 
 # --- endpoints and nodes that join -------------------------------------------------------------------
-def test_a_node_that_cannot_reach_the_endpoint_is_named_and_a_node_that_joins_is_used(
+def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_the_endpoint_is_named_and_a_node_that_joins_is_used(
         lab: FarmLab, tmp_path: Path) -> None:
+    from tests.offline.test_offline_crate import REPLIES, kind
+
     go = threading.Event()
-    with ScriptedModelServer(lambda req: Reply(FINISH, hold=go, hold_s=600)) as server:
+    agent_calls: list[str] = []
+
+    def reply(req: dict[str, Any]) -> Reply:
+        if req.get("response_format"):  # a judge's or the monitor's call: structured output
+            return Reply(json.dumps(REPLIES[kind(req)]))
+        copy = re.search(r"\(copy \d+\)", request_text(req)).group()
+        agent_calls.append(copy)  # the agent's: a first action (held until the test lets go), then done
+        first = agent_calls.count(copy) == 1
+        return Reply(HOME if first else FINISH, hold=go if first else None, hold_s=600)
+
+    key = "sk-farm-" + "k" * 24  # only the driver has it: the actors get it from the driver
+    with ScriptedModelServer(reply) as server:
         suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 10)
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
-                       "--model-base-url", server.base_url, "--model", "test-model", "--judge", "oracle",
-                       "--out", str(tmp_path / "run"))
+                       "--model-base-url", server.base_url, "--model", "test-model", "--model-api-key-env", "FARM_KEY",
+                       "--judge", "oracle,crate", "--monitor", "crate-s", "--monitor-mode", "gate",
+                       "--judge-base-url", server.base_url, "--judge-model", "vl", "--judge-api-key-env", "FARM_KEY",
+                       "--out", str(tmp_path / "run"), env={"FARM_KEY": key})
         err = Lines(p.stderr)
         try:
             # every phone that can reach the endpoint asks for its first action and waits there
-            assert wait_for(lambda: len(server.requests) >= 3 or p.poll() is not None, 240), err.text
+            assert wait_for(lambda: len(agent_calls) >= 3 or p.poll() is not None, 240), err.text
             assert err.has("node hostX: cannot reach the agent model endpoint"), err.text
             lab.add_host("hostC", phones=1)
             assert wait_for(lambda: err.has("node hostC joined") or p.poll() is not None, 300), err.text
         finally:
             go.set()
         out = finish(p, err)
+        headers = list(server.headers)
     assert p.returncode == 0, out + err.text
     line = next(line for line in err.lines if "node hostX" in line)
-    assert server.base_url in line and "left out" in line, line
+    assert server.base_url in line and "judge model endpoint" in line and "left out" in line, line
     rows = read_results(tmp_path / "run")
     assert len(rows) == 10 and all(r.status == "finished" for r in rows), rows
     nodes = [r.model_extra["node"] for r in rows]
     assert "hostX" not in nodes and "hostC" in nodes, nodes
+    for r in rows:  # judged and gated on the node, every call counted in the episode's usage by role
+        assert r.verdicts["crate"] is True and r.model_extra["monitor_checks"]["made"] >= 1, r
+        assert {"agent", "crate", "monitor:crate-s"} <= set(r.usage["by_role"]), r.usage
+    assert headers and all(h.get("authorization") == f"Bearer {key}" for h in headers)
+    leaked = [f for f in (tmp_path / "run").rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    assert not leaked and key not in out + err.text, leaked
     m = read_manifest(tmp_path / "run")
     assert "hostC" in {d["node"] for d in m["devices"]}
     x = next(n for n in m["cluster"]["nodes"] if n["node"] == "hostX")
@@ -233,8 +252,7 @@ def test_a_node_that_cannot_reach_the_endpoint_is_named_and_a_node_that_joins_is
 
 # --- faults: a node lost mid-episode; the driver killed ---------------------------------------------
 def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(lab: FarmLab, tmp_path: Path) -> None:
-    d = lab.add_host("hostD", phones=1)
-    lab.wait_nodes(["hostD"])
+    d = lab.hosts["hostD"]
     go = threading.Event()
     asked: dict[str, int] = {}
 
@@ -270,41 +288,52 @@ def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(
     check_run_consistent(tmp_path / "run")
 
 
-def test_the_driver_killed_leaves_a_run_that_resume_completes_nothing_duplicated_or_lost(
+def test_ctrl_c_or_the_driver_killed_leave_a_run_that_resume_completes_nothing_duplicated_or_lost(
         lab: FarmLab, tmp_path: Path) -> None:
-    go = threading.Event()
+    gate = {"go": threading.Event(), "free": 3}  # the first calls are answered, later ones held
     served = {"n": 0}
 
     def reply(req: dict[str, Any]) -> Reply:
         served["n"] += 1
-        return Reply(FINISH) if served["n"] <= 3 else Reply(FINISH, hold=go, hold_s=600)
+        return Reply(FINISH) if served["n"] <= gate["free"] else Reply(FINISH, hold=gate["go"], hold_s=600)
 
     suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 8)
     run = tmp_path / "run"
     args = ["run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars", "--judge", "oracle",
             "--devices", ",".join(lab.hosts["hostB"].serials), "--out", str(run)]
+
+    def lines() -> int:
+        return (run / "results.jsonl").read_bytes().count(b"\n") if (run / "results.jsonl").is_file() else 0
+
+    def interrupt(p: subprocess.Popen, err: Lines, sig: int, done_before: int) -> bytes:
+        """Once episodes were recorded by this driver and others are held mid-episode: ``sig``."""
+        assert wait_for(lambda: (lines() > done_before and served["n"] > gate["free"]) or p.poll() is not None,
+                        240), err.text
+        p.send_signal(sig)
+        gate["go"].set()  # the held calls answer (a killed driver's actors are ended by Ray)
+        p.wait(timeout=120)
+        gate["go"], gate["free"] = threading.Event(), served["n"] + 1  # the next driver: one episode, then held
+        return (run / "results.jsonl").read_bytes()
+
     with ScriptedModelServer(reply) as server:
         args += ["--model-base-url", server.base_url, "--model", "test-model"]
         p = harness_bg(*args)
         err = Lines(p.stderr)
-
-        def mid_run() -> bool:  # episodes recorded, and others held mid-episode by the model
-            return (run / "results.jsonl").is_file() and (run / "results.jsonl").read_bytes().count(b"\n") >= 1 \
-                and served["n"] >= 5
-
-        assert wait_for(lambda: mid_run() or p.poll() is not None, 240), err.text
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=30)
-        go.set()
-        before = (run / "results.jsonl").read_bytes()
-        assert 1 <= before.count(b"\n") < 8, before
-        again = harness(*args, "--resume")
-    assert again.returncode == 0, again.stdout + again.stderr
+        first = interrupt(p, err, signal.SIGINT, 0)
+        assert p.returncode == 130, err.text  # Ctrl-C: the actors stop at their next step, the run is resumable
+        assert 1 <= first.count(b"\n") < 8
+        p = harness_bg(*args, "--resume")
+        err = Lines(p.stderr)
+        second = interrupt(p, err, signal.SIGKILL, first.count(b"\n"))
+        assert p.returncode == -signal.SIGKILL and second.startswith(first) and second.count(b"\n") < 8
+        gate["free"] = 1 << 30  # the last driver: every call answered
+        last = harness(*args, "--resume")
+    assert last.returncode == 0, last.stdout + last.stderr
     after = (run / "results.jsonl").read_bytes()
-    assert after.startswith(before)  # nothing recorded before the kill is lost or rewritten
+    assert after.startswith(second)  # nothing recorded before the kill is lost or rewritten
     rows = read_results(run)  # refuses a duplicate result line
     assert sorted(r.task_id for r in rows) == [f"settings_wifi_off_{i:02d}" for i in range(8)]
     assert all(r.status == "finished" for r in rows)
     check_run_consistent(run)
     assert not [e.name for e in (run / "episodes").iterdir() if e.name.startswith(".")]
-    assert read_manifest(run)["resumed"] == 1
+    assert read_manifest(run)["resumed"] == 2

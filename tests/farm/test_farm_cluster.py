@@ -19,13 +19,14 @@ from tests.farm.lab import in_own_netns, netns_problem
 pytestmark = [pytest.mark.slow, pytest.mark.farm]
 
 
+@pytest.mark.timeout(1800)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
 def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
     if importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed (pip install 'crate-harness[farm]'; scripts/test installs it)")
     problem = netns_problem()
     if problem:
         pytest.skip(f"no network namespace of our own can be made here: {problem}")
-    p = in_own_netns([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-v", "-rA",
+    p = in_own_netns([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-v", "-rA", "--durations=0",
                       "-o", "python_files=scenario_*.py", f"--basetemp={tmp_path / 'inner'}",
                       str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=1500)
     out = p.stdout + p.stderr

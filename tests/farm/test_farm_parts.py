@@ -150,3 +150,23 @@ def test_a_station_that_joins_mid_run_takes_jobs_from_the_same_queue(tmp_path):
     assert ("joined", "late") in events and late.ran and not rep.not_run
     assert sorted(first.ran + late.ran) == ["t0", "t1", "t2", "t3"]
     assert len(read_results(tmp_path / "run")) == 4
+
+
+def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(monkeypatch, capsys):
+    import harness.farm
+    from harness.cli import main
+
+    rows = [{"serial": "emulator-5554", "node": "hostB", "state": "device", "model": "Pixel 7", "size": [1080, 2400],
+             "density": 420, "simulated": False, "healthy": True, "problem": ""},
+            {"serial": "emulator-5554", "node": "hostA", "state": "unauthorized", "healthy": False,
+             "problem": "unauthorized"},
+            {"serial": "-", "node": "hostC", "state": "-", "healthy": False,
+             "problem": "cannot reach its adb server on port 5037: [Errno 111] Connection refused"}]
+    monkeypatch.setattr(harness.farm, "cluster_devices", lambda address, cfg: rows)
+    assert main(["devices", "--cluster", "HEAD:6379"]) == 0
+    out = capsys.readouterr().out
+    assert "2 device(s) on 3 node(s)" in out and "node" in out.splitlines()[2]
+    lines = [line for line in out.splitlines() if "emulator-5554" in line or "hostC" in line]
+    assert [line.split()[1] for line in lines] == ["hostA", "hostB", "hostC"]  # by node
+    words = set(out.split())  # a long problem may wrap inside its cell
+    assert {"adb", "Connection", "refused", "unauthorized"} <= words
