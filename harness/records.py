@@ -398,9 +398,8 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, fsync: bool = T
     return atomic_write_bytes(path, (dumps(obj, indent=indent) + "\n").encode("utf-8"), fsync=fsync)
 
 
-def _write_new(path: Path, data: bytes, *, fsync: bool) -> None:
-    """Write a file that must not exist yet (inside a private folder), then fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+def _write_file(path: Path, data: bytes, flags: int, *, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | flags | getattr(os, "O_BINARY", 0), 0o666)
     try:
         _write_all(fd, data)
         if fsync:
@@ -411,17 +410,14 @@ def _write_new(path: Path, data: bytes, *, fsync: bool) -> None:
         os.close(fd)
 
 
+def _write_new(path: Path, data: bytes, *, fsync: bool) -> None:
+    """Write a file that must not exist yet (inside a private folder), then fsync it."""
+    _write_file(path, data, os.O_CREAT | os.O_EXCL, fsync=fsync)
+
+
 def _append_line(path: Path, line: bytes, *, fsync: bool) -> None:
     """Append one complete line with a single write (O_APPEND), then fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        _write_all(fd, line)
-        if fsync:
-            os.fsync(fd)
-    except OSError as e:
-        raise _naming(e, path) from None
-    finally:
-        os.close(fd)
+    _write_file(path, line, os.O_APPEND | os.O_CREAT, fsync=fsync)
 
 
 def now_iso() -> str:

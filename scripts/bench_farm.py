@@ -28,6 +28,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -51,16 +52,9 @@ def row(name: str, value: Any, target: str | None = None) -> dict[str, Any]:
 
 
 def _suite(path: Path, tag: str, n: int) -> Path:
-    import yaml
+    from tests.farm.lab import copies
 
-    from tests.faults.helpers import write_suite
-
-    write_suite(path, ["settings_wifi_off"])
-    [t] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    tasks = [{**t, "id": f"bench_{tag}_{i:02d}", "instruction": f"Bench {tag} episode {i:02d}: press home, then stop.",
-              "safety": {"label": "safe"}} for i in range(n)]
-    path.write_text(yaml.safe_dump(tasks, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return path
+    return copies(path, "settings_wifi_off", n, prefix=f"bench_{tag}", instruction=f"Bench {tag}: press home, then stop.")
 
 
 def _iso(text: str) -> float:
@@ -94,7 +88,8 @@ def inside(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     def reply(req: dict[str, Any]) -> Reply:
         text = request_text(req)
-        key = next((w for w in text.split("Bench ")[1:2]), text)[:40]  # "TAG episode NN: ..."
+        key = re.search(r"Bench \S+: press home, then stop\. \(copy \d+\)", text)
+        key = key.group() if key else text  # one episode: its tag and copy number
         asked[key] = asked.get(key, 0) + 1
         done = asked[key] >= args.calls
         return Reply("Thought: done.\nAction: finished()" if done else "Thought: go home.\nAction: press_home()",
@@ -106,7 +101,8 @@ def inside(args: argparse.Namespace) -> list[dict[str, Any]]:
         t0 = time.monotonic()
         lab.start_head()
         lab.wait_nodes(["head"])
-        a, b = lab.add_host("hostA", phones=2), lab.add_host("hostB", phones=2)
+        a = lab.add_host("hostA", phones=2)
+        lab.add_host("hostB", phones=2)
         lab.wait_nodes(["head", "hostA", "hostB"])
         cluster_s = time.monotonic() - t0
         model = ["--agent", "uitars", "--model-base-url", server.base_url, "--model", "bench-model",

@@ -26,7 +26,7 @@ import ray
 from harness.farm import FarmError
 from harness.farm.actor import DeviceActor, Secrets
 from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, probe
-from harness.records import EpisodeResult, RunWriter, now_iso
+from harness.records import RunWriter, now_iso
 from harness.runner import EpisodeOutcome, Interrupted
 from harness.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
 from harness.usage import Meter

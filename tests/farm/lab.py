@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.device.adb_server import AdbServer, free_port
-from tests.faults.helpers import ROOT, SMALL_SIZE, SimProc
+from tests.faults.helpers import ROOT, SMALL_SIZE, SimProc, write_suite
 
 RAY = str(Path(sys.executable).with_name("ray"))
 NODE_START_S = 240.0  # a Ray node on a busy 2-core machine takes 10-20 s; several at once, longer
@@ -201,3 +201,16 @@ class FarmLab:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def copies(path: Path, task: str, n: int, prefix: str | None = None, instruction: str | None = None) -> Path:
+    """A suite of ``n`` copies of one task of tasks/sim, each with its own id (``PREFIX_NN``) and
+    instruction (``INSTRUCTION (copy NN)``), so that a scripted model can tell the episodes apart."""
+    import yaml
+
+    write_suite(path, [task])
+    [t] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    tasks = [{**t, "id": f"{prefix or task}_{i:02d}", "instruction": f"{instruction or t['instruction']} (copy {i:02d})",
+              "safety": {"label": "safe"}} for i in range(n)]
+    path.write_text(yaml.safe_dump(tasks, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path

@@ -29,7 +29,7 @@ from harness.device.adb_server import free_port
 from harness.records import INCOMING_PREFIX, iter_steps, read_manifest, read_results
 from tests.faults.helpers import ROOT, SHORT, check_run_consistent, wait_for, write_suite
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
-from tests.farm.lab import FarmLab, inside_own_netns
+from tests.farm.lab import FarmLab, copies, inside_own_netns
 
 if not inside_own_netns():  # pragma: no cover - the outer test starts us in one
     pytest.skip("the farm scenarios run only inside a network namespace of their own", allow_module_level=True)
@@ -92,18 +92,6 @@ def finish(p: subprocess.Popen, err: Lines, timeout: float = 300) -> str:
     p.wait(timeout=timeout)
     err.thread.join(timeout=30)
     return out
-
-
-def copies(path: Path, task: str, n: int) -> Path:
-    """A suite of ``n`` copies of one short task from tasks/sim under distinct ids and instructions."""
-    import yaml
-
-    write_suite(path, [task])
-    [t] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    tasks = [{**t, "id": f"{task}_{i:02d}", "instruction": f"{t['instruction']} (copy {i:02d})",
-              "safety": {"label": "safe"}} for i in range(n)]
-    path.write_text(yaml.safe_dump(tasks, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return path
 
 
 # --- devices ---------------------------------------------------------------------------------------
@@ -253,19 +241,9 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
 # --- faults: a node lost mid-episode; the driver killed ---------------------------------------------
 def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(lab: FarmLab, tmp_path: Path) -> None:
     d = lab.hosts["hostD"]
-    go = threading.Event()
-    asked: dict[str, int] = {}
-
-    def reply(req: dict[str, Any]) -> Reply:
-        task = next((i for i in ids if i in request_text(req)), "?")
-        asked[task] = asked.get(task, 0) + 1
-        return Reply(FINISH, hold=go, hold_s=600)
-
+    go = threading.Event()  # every agent call is held until hostD is gone
     suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 4)
-    import yaml
-
-    ids = [t["instruction"] for t in yaml.safe_load(suite.read_text(encoding="utf-8"))]
-    with ScriptedModelServer(reply) as server:
+    with ScriptedModelServer(lambda req: Reply(FINISH, hold=go, hold_s=600)) as server:
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
                        "--model-base-url", server.base_url, "--model", "test-model", "--judge", "oracle",
                        "--device", f"hostD/{d.serials[0]}", "--device", f"hostB/{lab.hosts['hostB'].serials[0]}",
