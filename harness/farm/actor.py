@@ -68,7 +68,7 @@ class DeviceActor:
 
     def run(self, task: Task, cap: int, seed: int) -> Iterator[dict[str, Any]]:
         """A streaming generator: ``started``, then ``step`` events, then ``done`` with the
-        outcome and the episode's files, or ``interrupted``. A failure of the node's own
+        outcome, the episode's files and what its reset did, or ``interrupted``. A failure of the node's own
         (records on its disk, the agent's construction) is raised, and reaches the driver."""
         with self._busy:
             self._stop.clear()
@@ -103,7 +103,8 @@ class DeviceActor:
                     return
                 if "error" in box:
                     raise box["error"]
-                yield {"kind": "done", "outcome": box["out"], "files": episode_files(ep.path)}
+                yield {"kind": "done", "outcome": box["out"], "files": episode_files(ep.path),
+                       "reset": getattr(self.device, "last_reset", None)}
             finally:
                 writer.close()
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -93,7 +93,8 @@ class FarmStation:
         out: EpisodeOutcome = item["outcome"]
         files: dict[str, bytes] = item["files"]
         meter.add(out.usage)
-        return Attempt(out, lambda res: writer.install_episode(res, files, retry=job.attempt > 1), fields)
+        return Attempt(out, lambda res: writer.install_episode(res, files, retry=job.attempt > 1), fields,
+                       item.get("reset"))
 
     def reconnect(self, timeout: float) -> bool:
         try:
@@ -262,10 +263,16 @@ class Farm:
 
 
 def api_key_values(models: dict[str, Any]) -> dict[str, str]:
-    """The API keys the driver has for these model configs, by variable name (for the actors)."""
+    """The API keys the driver would send to these endpoints (``harness.model.key_for``: the named
+    variable, or a provider's own for its own hosts), by variable name, for the actors."""
+    from harness.model import key_for
+
     out = {}
     for cfg in models.values():
-        name = getattr(cfg, "api_key_env", None)
-        if cfg is not None and name and os.environ.get(name):
-            out[name] = os.environ[name]
+        try:
+            choice = key_for(cfg)
+        except ValueError:  # a named variable that is unset: the run refused it before it got here
+            continue
+        if choice.key and choice.variable:
+            out[choice.variable] = choice.key
     return out

@@ -163,9 +163,10 @@ def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(mon
             {"serial": "-", "node": "hostC", "state": "-", "healthy": False,
              "problem": "cannot reach its adb server on port 5037: [Errno 111] Connection refused"}]
     monkeypatch.setattr(harness.farm, "cluster_devices", lambda address, cfg: rows)
+    monkeypatch.setenv("COLUMNS", "200")
     assert main(["devices", "--cluster", "HEAD:6379"]) == 0
     out = capsys.readouterr().out
-    assert "2 device(s) on 3 node(s)" in out and "node" in out.splitlines()[2]
+    assert "2 device(s) on 3 node(s) of HEAD:6379" in out and "node" in out.splitlines()[2]
     lines = [line for line in out.splitlines() if "emulator-5554" in line or "hostC" in line]
     assert [line.split()[1] for line in lines] == ["hostA", "hostB", "hostC"]  # by node
     words = set(out.split())  # a long problem may wrap inside its cell
