@@ -23,6 +23,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+
 class _Missing:
     """"No value here" (an operator not given, a path not found): one object, kept one across
     pickling (tasks travel to farm nodes), since checks test it with ``is``."""

@@ -6,8 +6,7 @@ adb server (ANDROID_ADB_SERVER_PORT in the node's environment) and simulated pho
   head   1 phone
   hostB  2 phones
   hostX  1 phone, behind a proxy setting that leads nowhere: it cannot reach the model endpoint
-  hostC  1 phone, joins while a run is under way
-  hostD  1 phone, killed mid-episode (late in the module)
+  hostC  1 phone, joins while a run is under way; later killed mid-episode
 (--resume on a farm run is proved by the last test: Ctrl-C, then SIGKILL, then resumed to the end.)
 """
 
@@ -48,8 +47,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FarmLab]:
         lab.add_host("hostB", phones=2)
         lab.add_host("hostX", phones=1, env={"HTTP_PROXY": dead_proxy, "http_proxy": dead_proxy, "NO_PROXY": "",
                                              "no_proxy": ""})
-        lab.add_host("hostD", phones=1)
-        lab.wait_nodes(["head", "hostB", "hostX", "hostD"])
+        lab.wait_nodes(["head", "hostB", "hostX"])
         yield lab
 
 
@@ -145,7 +143,7 @@ def test_farm_run_writes_the_run_folder_a_local_run_writes(lab: FarmLab, farm_ru
     assert set(lm) | {"cluster"} == set(m), set(m) ^ set(lm)
     assert {(d["node"], d["serial"]) for d in m["devices"]} == phones
     assert all(set(ld) <= set(d) for d in m["devices"] for ld in lm["devices"])
-    assert {n["node"] for n in m["cluster"]["nodes"]} == {"head", "hostB", "hostX", "hostD"}
+    assert {n["node"] for n in m["cluster"]["nodes"]} == {"head", "hostB", "hostX"}
     assert m["cluster"]["address"] == lab.address and m["cluster"]["ray"]
     # progress lines name the node and phone of each episode
     assert any(line.startswith("[hostB/") for line in p.stderr.splitlines()), p.stderr
@@ -240,13 +238,14 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
 
 # --- faults: a node lost mid-episode; the driver killed ---------------------------------------------
 def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(lab: FarmLab, tmp_path: Path) -> None:
-    d = lab.hosts["hostD"]
-    go = threading.Event()  # every agent call is held until hostD is gone
+    d = lab.hosts.get("hostC") or lab.add_host("hostC", phones=1)  # the node that joined: it is killed now
+    lab.wait_nodes(["hostC"])
+    go = threading.Event()  # every agent call is held until hostC is gone
     suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 4)
     with ScriptedModelServer(lambda req: Reply(FINISH, hold=go, hold_s=600)) as server:
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
                        "--model-base-url", server.base_url, "--model", "test-model", "--judge", "oracle",
-                       "--device", f"hostD/{d.serials[0]}", "--device", f"hostB/{lab.hosts['hostB'].serials[0]}",
+                       "--device", f"hostC/{d.serials[0]}", "--device", f"hostB/{lab.hosts['hostB'].serials[0]}",
                        "--out", str(tmp_path / "run"), "--reconnect-timeout", "2")
         err = Lines(p.stderr)
         try:
@@ -258,11 +257,11 @@ def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(
     assert p.returncode == 0, out + err.text
     rows = read_results(tmp_path / "run")
     assert len(rows) == 4 and all(r.status == "finished" for r in rows), [(r.task_id, r.status, r.error) for r in rows]
-    assert {r.model_extra["node"] for r in rows} == {"hostB"}  # hostD's episode went elsewhere, and so did the rest
+    assert {r.model_extra["node"] for r in rows} == {"hostB"}  # hostC's episode went elsewhere, and so did the rest
     retried = [r for r in rows if r.attempt == 2]
     assert len(retried) == 1, rows
-    assert err.has("infra error, retrying elsewhere: node hostD lost during step 1"), err.text
-    assert err.has(f"[hostD/{d.serials[0]}] device lost"), err.text
+    assert err.has("infra error, retrying elsewhere: node hostC lost during step 1"), err.text
+    assert err.has(f"[hostC/{d.serials[0]}] device lost"), err.text
     check_run_consistent(tmp_path / "run")
 
 
