@@ -163,6 +163,11 @@ def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(mon
             {"serial": "-", "node": "hostC", "state": "-", "healthy": False,
              "problem": "cannot reach its adb server on port 5037: [Errno 111] Connection refused"}]
     monkeypatch.setattr(harness.farm, "cluster_devices", lambda address, cfg: rows)
+    assert main(["devices", "--cluster", "HEAD:6379"]) == 0  # in a pipe: whole values, tab-separated
+    piped = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert piped[0][:2] == ["node", "serial"] and [c[0] for c in piped[1:]] == ["hostA", "hostB", "hostC"], piped
+    assert piped[3][-1] == rows[2]["problem"], piped
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # on a terminal: a table
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["devices", "--cluster", "HEAD:6379"]) == 0
     out = capsys.readouterr().out
