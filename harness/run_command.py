@@ -395,12 +395,15 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     # each node asks its own adb server: only what the user gave goes with the config, the rest is
     # resolved on the node (its ANDROID_ADB_SERVER_PORT), not here
     node_cfg = dataclasses.replace(cfg, adb_host=args.adb_host, adb_port=args.adb_port)
+    say = lambda text: print(f"farm: {text}", file=sys.stderr, flush=True)  # noqa: E731
     try:
-        return open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
-                         select=split_list(args.device) + split_list(args.devices),
-                         say=lambda text: print(f"farm: {text}", file=sys.stderr, flush=True))
+        farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
+                         select=split_list(args.device) + split_list(args.devices), say=say)
     except FarmError as e:
         raise RunError(str(e)) from None
+    if not args.no_prepare and not args.quiet:  # a local run's preparation is not done on nodes yet: say so
+        say("phones on farm nodes are used as they are (not prepared: screen, stay awake, animations, ADBKeyboard)")
+    return farm
 
 
 def _reset_recorder(writer: RunWriter) -> Any:

@@ -17,8 +17,12 @@ to the last one's end (results.jsonl) over N: the steady cost of an episode, shi
 installing included. What each command spends before its first episode (connecting to the
 cluster, probing the nodes, starting the actors) is reported beside it.
 
+L defaults to 4 s, a vision model's answer on a screenshot (UI-TARS-7B on one GPU takes seconds):
+all "hosts" here share one machine's 2 cores, which real hosts do not, so a shorter L measures
+that shared CPU more than the farm (at L = 2 s under a load of 10, 2x2 / 1x2 came out 1.6).
+
 The three run ``--rounds`` times, interleaved, so that all see the machine's load alike; the
-rows are medians. Usage: scripts/bench_farm [--latency 2.0] [--episodes 12] [--calls 3]
+rows are medians. Usage: scripts/bench_farm [--latency 4.0] [--episodes 8] [--calls 3]
 [--rounds 2]. Writes bench/farm.json.
 """
 
@@ -140,8 +144,8 @@ def inside(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--latency", type=float, default=2.0, help="seconds the model takes per call (L)")
-    ap.add_argument("--episodes", type=int, default=12)
+    ap.add_argument("--latency", type=float, default=4.0, help="seconds the model takes per call (L)")
+    ap.add_argument("--episodes", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=2, help="each configuration this often, interleaved (medians)")
     ap.add_argument("--calls", type=int, default=3, help="model calls per episode")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)

@@ -147,6 +147,7 @@ def test_farm_run_writes_the_run_folder_a_local_run_writes(lab: FarmLab, farm_ru
     assert m["cluster"]["address"] == lab.address and m["cluster"]["ray"]
     # progress lines name the node and phone of each episode
     assert any(line.startswith("[hostB/") for line in p.stderr.splitlines()), p.stderr
+    assert "farm: phones on farm nodes are used as they are (not prepared" in p.stderr, p.stderr
 
 
 SAME_IN_REPORT = ("episodes", "infra_errors", "scored", "sr", "atp_oracle", "msr_oracle", "task_succ", "tail_succ",

@@ -31,6 +31,7 @@ def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace
                       str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=1500)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-20000:]
+    print(out[out.find("slowest durations"):][:4000])  # where the scenarios' time goes (shown with -rA)
     summary = out.strip().splitlines()[-1]
     passed = re.search(r"(\d+) passed", summary)
     assert passed and int(passed.group(1)) >= 6 and "skipped" not in summary and "failed" not in summary, out[-5000:]
