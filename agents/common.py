@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.actions import Action, action_to_json
 from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority
+from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch
 from harness.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
@@ -37,9 +37,58 @@ def language_name(option: str, task_language: str) -> str:
     return LANGUAGES.get(code, "English")
 
 
-def image_record(enc: EncodedImage, role: str) -> dict[str, Any]:
-    return {"role": role, "size": [enc.width, enc.height], "source_size": list(enc.source_size),
-            "bytes": enc.bytes, "format": enc.format}
+def image_record(enc: EncodedImage, role: str, server_size: tuple[int, int] | None = None) -> dict[str, Any]:
+    """What was sent: its size, bytes and format; ``server_resizes_to`` when it went as captured and
+    the server's processor resizes it to the size the model points in."""
+    rec = {"role": role, "size": [enc.width, enc.height], "source_size": list(enc.source_size),
+           "bytes": enc.bytes, "format": enc.format}
+    if server_size is not None and tuple(server_size) != (enc.width, enc.height):
+        rec["server_resizes_to"] = list(server_size)
+    return rec
+
+
+@dataclass(frozen=True)
+class ServerResize:
+    """The resize a model's server does itself: vLLM, SGLang and transformers run the model's own
+    image processor (``preprocessor_config.json``), Qwen2-VL's ``smart_resize`` with ``factor`` and
+    pixel limits, resampling bicubic. A screenshot it turns into the size the agent would send can go
+    as captured: the model sees the same size and the coordinate mapping is unchanged."""
+
+    factor: int
+    min_pixels: int
+    max_pixels: int
+    source: str
+
+    def size(self, screen: tuple[int, int]) -> tuple[int, int]:
+        from ui_tars.action_parser import smart_resize
+
+        w, h = screen
+        rh, rw = smart_resize(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        return rw, rh
+
+    def to_json(self) -> dict[str, Any]:
+        return {"factor": self.factor, "min_pixels": self.min_pixels, "max_pixels": self.max_pixels,
+                "source": self.source}
+
+
+def send_size(screen: tuple[int, int], size: tuple[int, int], server: ServerResize | None, send: str,
+              image_format: str) -> tuple[int, int] | None:
+    """The size to encode a screenshot of ``screen`` at, for a model that points in ``size``: None
+    (as captured) when ``send`` is ``auto``, the image goes as PNG and ``server`` resizes it to
+    ``size`` itself; else ``size``."""
+    if send == "auto" and server is not None and image_format == "png" and server.size(screen) == tuple(size):
+        return None
+    return size
+
+
+def encoding_note(server: ServerResize | None, send: str, image_format: str) -> str:
+    """The encoding choice in words, for the agent's spec (the manifest)."""
+    if image_format != "png":
+        return f"{image_format} at the smart_resize size, encoded here"
+    if send == "auto" and server is not None:
+        return ("the captured PNG as it is when the server's processor resizes it to the smart_resize size itself "
+                f"({server.source}); else resized here and sent as a lossless PNG")
+    return "resized here to the smart_resize size, sent as a lossless PNG (the same pixels at any zlib level)"
 
 
 def request_bytes(messages: list[dict[str, Any]]) -> int:
@@ -117,6 +166,19 @@ class ModelAgent:
         self.turns: list[tuple[bytes, str]] = []  # (screenshot, the model's output) per earlier model step
 
     # --- episode ------------------------------------------------------------------------------
+    def images_for(self, obs: Observation) -> list[tuple[bytes, ImagePolicy, tuple[int, int] | None]]:
+        """The encodings of the new screenshot a model step will ask :func:`harness.model
+        .encode_image` for, ``(png, policy, size)`` (what :meth:`prepare` starts early)."""
+        return []
+
+    def prepare(self, obs: Observation) -> None:
+        """Start encoding the new screenshot as soon as it arrives (harness.episode.PreparingAgent),
+        unless the next step is the queued second half of the last action (no model call)."""
+        if self.pending:
+            return
+        for png, policy, size in self.images_for(obs):
+            prefetch(png, policy, size)
+
     def reset(self, ctx: EpisodeContext) -> None:
         self.ctx = ctx
         self.pending = []

@@ -32,11 +32,10 @@ steps, each with a history line saying so (as M3A does).
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -46,7 +45,8 @@ from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finis
 from harness.device.base import DeviceError
 from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.hierarchy import Element
-from harness.model import ImagePolicy, ModelConfig, encode_image
+from harness.model import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
+from harness.screenshot import image_of
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record, language_name
@@ -128,19 +128,11 @@ def _font(px: int) -> Any:
 
 
 def screen_image(png: bytes, policy: ImagePolicy) -> Image.Image:
-    """The screenshot decoded and scaled to the size it is sent at (the policy's caps)."""
-    img = Image.open(io.BytesIO(png))
-    img.load()
-    img = img.convert("RGB")
-    w, h = img.size
-    scale = 1.0
-    if policy.max_long_side and max(w, h) > policy.max_long_side:
-        scale = policy.max_long_side / max(w, h)
-    if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
-        scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
-    if scale < 1.0:
-        img = img.resize((max(1, int(w * scale)), max(1, int(h * scale))), Image.Resampling.BILINEAR)
-    return img
+    """The screenshot (its own pixels when it carries them, else decoded) scaled to the size it is
+    sent at (the policy's caps)."""
+    img = image_of(png).convert("RGB")
+    target = policy.target(img.size)
+    return img if target == img.size else img.resize(target, Image.Resampling.BILINEAR)
 
 
 def draw_som(base: Image.Image, elements: list[Element], screen: tuple[int, int]) -> Image.Image:
@@ -175,13 +167,6 @@ def label_image(img: Image.Image, text: str) -> Image.Image:
     draw.rectangle((x2 - (r - l) - 2 * pad, y2 - (b - t) - 2 * pad, x2, y2), fill=(0, 0, 0))
     draw.text((x2 - (r - l) - pad - l, y2 - (b - t) - pad - t), text, fill=(255, 255, 0), font=font)
     return out
-
-
-def image_bytes(img: Image.Image) -> bytes:
-    """Fast lossless bytes for :func:`harness.model.encode_image` (which re-encodes per policy)."""
-    buf = io.BytesIO()
-    img.save(buf, format="BMP")
-    return buf.getvalue()
 
 
 # --- parsing -------------------------------------------------------------------------------------------
@@ -428,6 +413,19 @@ class _Done:
     reason: str
 
 
+@dataclass
+class _Marks:
+    """What a step makes of its screenshot and hierarchy: the marked elements, the Set-of-Mark image
+    and its encodings (the "after" copy only when the last step waits for its summary)."""
+
+    elements: list[Element]
+    elements_text: str
+    som: Image.Image
+    marked: EncodedImage
+    after: EncodedImage | None
+    notes: dict[str, Any]
+
+
 class M3AAgent(ModelAgent):
     family = "m3a"
 
@@ -446,7 +444,12 @@ class M3AAgent(ModelAgent):
         return p
 
     def spec(self) -> dict[str, Any]:
-        return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": "element index (Set-of-Mark)"}
+        c = self.config
+        return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": "element index (Set-of-Mark)",
+                "image_encoding": f"{c.image_format} (quality {c.jpeg_quality}) at "
+                                  f"{'full size' if not c.max_side else f'long side {c.max_side}'}, as AndroidWorld's "
+                                  "M3A; the screenshot, its Set-of-Mark copy and the summary images are made and "
+                                  "encoded as the screenshot arrives"}
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         return json.dumps(action_json(action, screen), ensure_ascii=False)
@@ -462,29 +465,65 @@ class M3AAgent(ModelAgent):
         super().reset(ctx)
         self.history = []
         self.done = None
+        self._prepared = None
+
+    def _marks(self, obs: Observation, summarize: bool) -> _Marks:
+        """The hierarchy (a device call), the elements, the Set-of-Mark copy and its encodings."""
+        notes: dict[str, Any] = {}
+        try:
+            elements = select_elements(hierarchy.parse(obs.hierarchy()), obs.screen_size)
+            notes["elements"] = len(elements)
+        except (hierarchy.HierarchyError, DeviceError) as e:  # no dump this time: no marks (InfraError propagates)
+            elements = []
+            notes["hierarchy_error"] = str(e)
+        policy = self.policy()
+        som = draw_som(screen_image(obs.screenshot, policy), elements, obs.screen_size)
+        after = encode_pixels(label_image(som, "after"), policy) if summarize else None
+        # already at the sent size: encode_pixels does not resize it again
+        return _Marks(elements, describe_elements(elements), som, encode_pixels(som, policy), after, notes)
+
+    def _plain(self, obs: Observation) -> EncodedImage:
+        policy = self.policy()
+        return encode_pixels(screen_image(obs.screenshot, policy), policy)
+
+    def _before(self, done: _Done | None) -> EncodedImage | None:
+        """The last step's marked screen labelled "before", for its summary call."""
+        if done is None or not self.config.summarize:
+            return None
+        return encode_pixels(label_image(done.som, "before"), self.policy())
+
+    def _screen_work(self, obs: Observation, done: _Done | None) -> list[Callable[[], Any]]:
+        """The step's image work as three independent jobs: marks, the plain screenshot, "before"."""
+        summarize = done is not None and self.config.summarize
+        return [lambda: self._marks(obs, summarize), lambda: self._plain(obs), lambda: self._before(done)]
+
+    def prepare(self, obs: Observation) -> None:
+        """Start the step's image work as the screenshot arrives: the three jobs of
+        :meth:`_screen_work` run on the shared image workers, the longest (marks) first."""
+        if self.pending:
+            return
+        futures = [run_in_background(job) for job in self._screen_work(obs, self.done)]
+        self._prepared = (obs.screenshot, self.done, futures)
 
     def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         lang = language_name(c.lang, obs.language)
-        try:
-            elements = select_elements(hierarchy.parse(obs.hierarchy()), obs.screen_size)
-            trace.extra["elements"] = len(elements)
-        except (hierarchy.HierarchyError, DeviceError) as e:  # no dump this time: no marks (InfraError propagates)
-            elements = []
-            trace.extra["hierarchy_error"] = str(e)
-        elements_text = describe_elements(elements)
-        trace.lap("hierarchy")
-        policy = self.policy()
-        base = screen_image(obs.screenshot, policy)
-        som = draw_som(base, elements, obs.screen_size)
-        trace.lap("som")
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] is obs.screenshot and prepared[1] is self.done:
+            # made by prepare(); an InfraError from the hierarchy is raised here, as inline
+            marks, plain, before = (f.result() for f in prepared[2])
+            trace.extra["prepared"] = True
+        else:
+            marks, plain, before = (job() for job in self._screen_work(obs, self.done))
+        trace.extra.update(marks.notes)
+        elements, elements_text, som = marks.elements, marks.elements_text, marks.som
+        trace.lap("screen")
         # --- the second call for the previous step, now that its after-screen is here ------------
         if self.done is not None:
             d, self.done = self.done, None
-            if c.summarize:
-                before = encode_image(image_bytes(label_image(d.som, "before")), policy)
-                after = encode_image(image_bytes(label_image(som, "after")), policy)
+            if before is not None and marks.after is not None:
+                after = marks.after
                 trace.images += [image_record(before, "summary before"), image_record(after, "summary after")]
                 text = self.summary_prompt.render(goal=obs.instruction, before_elements=d.elements_text,
                                                   after_elements=elements_text, action=d.action_json,
@@ -502,8 +541,7 @@ class M3AAgent(ModelAgent):
         history = "\n".join(self.history) or "None yet: this is the first step."
         text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
         trace.lap("prompt")
-        raw_enc = encode_image(image_bytes(base), policy)  # already at the sent size: no second resize
-        som_enc = encode_image(image_bytes(som), policy)
+        raw_enc, som_enc = plain, marks.marked
         trace.images += [image_record(raw_enc, "screenshot"), image_record(som_enc, "set-of-mark")]
         trace.lap("encode")
         trace.extra.update({"history_lines": len(self.history), "language": lang})

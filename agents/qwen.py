@@ -49,7 +49,7 @@ from harness.episode import AgentOutput, EpisodeContext, Observation
 from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, StepTrace, image_record
+from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, send_size
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
                             json_spans, key_action, loads_lenient, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
@@ -59,6 +59,11 @@ FACTOR = {"2.5": 28, "3": 32}
 # each version's mobile_use action list, as its cookbook declares it
 ACTIONS = {"2.5": ("key", "click", "long_press", "swipe", "type", "system_button", "open", "wait", "terminate"),
            "3": ("click", "long_press", "swipe", "type", "answer", "system_button", "wait", "terminate")}
+# what a server running the model (vLLM, SGLang, transformers) resizes to itself: the version's own
+# processor (preprocessor_config.json): Qwen2.5-VL 3136 to 12845056 pixels, factor 28; Qwen3-VL
+# "size": {"shortest_edge": 65536, "longest_edge": 16777216}, patch 16 merged 2x2 (factor 32)
+SERVER_RESIZE = {"2.5": ServerResize(28, 3136, 12845056, "Qwen2.5-VL processor: factor 28, 3136 to 12845056 pixels"),
+                 "3": ServerResize(32, 65536, 16777216, "Qwen3-VL processor: factor 32, 65536 to 16777216 pixels")}
 _TAG_OPEN = "<tool_call>"
 _TAG_CLOSE = "</tool_call>"
 _BUTTONS = {"back": "back", "home": "home", "menu": "menu", "enter": "enter"}
@@ -349,6 +354,9 @@ class QwenConfig:
     min_pixels: int | None = field(default=None, metadata={"help": "smart_resize min_pixels (default: 4 x factor^2)"})
     image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "screenshot encoding"})
     jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
+    send: Literal["auto", "resized"] = field(default="auto", metadata={
+        "help": "auto: the captured PNG as it is where the version's processor on the server resizes it to the "
+                "same size itself; resized: always resize here"})
 
     def __post_init__(self) -> None:
         if self.grid not in (999, 1000):
@@ -377,9 +385,20 @@ class QwenAgent(ModelAgent):
     def spec(self) -> dict[str, Any]:
         c = self.config
         space = "resized (smart_resize, factor 28)" if c.version == "2.5" else f"grid 0-{c.grid}"
+        server = SERVER_RESIZE[c.version]
         return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": space,
                 "actions": list(ACTIONS[c.version]),
-                "history_form": "mobile_use calls" if c.version == "2.5" else "plain-language Action lines"}
+                "history_form": "mobile_use calls" if c.version == "2.5" else "plain-language Action lines",
+                "image_encoding": encoding_note(server, c.send, c.image_format), "server_resize": server.to_json()}
+
+    def _sizes(self, screen: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int] | None]:
+        """(the smart_resize'd size, the size to encode at: None = as captured)."""
+        c = self.config
+        size = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
+        return size, send_size(screen, size, SERVER_RESIZE[c.version], c.send, c.image_format)
+
+    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
+        return [(obs.screenshot, self.policy(), self._sizes(obs.screen_size)[1])]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """The progress entry of a ground-truth action: for 2.5 its ``mobile_use`` call as the model
@@ -416,7 +435,7 @@ class QwenAgent(ModelAgent):
     def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
-        size = resized_size(obs.screen_size, c.version, c.min_pixels, c.max_pixels)
+        size, sent = self._sizes(obs.screen_size)
         stated = size if c.version == "2.5" else (c.grid, c.grid)
         system = self.system.render(width=stated[0], height=stated[1])
         progress = " ".join(f"Step {i + 1}: {p};" for i, p in enumerate(self.progress)) or "none yet."
@@ -427,11 +446,11 @@ class QwenAgent(ModelAgent):
         parts: list[dict[str, Any]] = [{"type": "text", "text": user_text}]
         earlier = self.shots[-(c.history - 1):] if c.history > 1 else []
         for k, png in enumerate(earlier):
-            enc = encode_image(png, policy, size=size)
-            trace.images.append(image_record(enc, f"earlier {len(earlier) - k}"))
+            enc = encode_image(png, policy, size=sent)
+            trace.images.append(image_record(enc, f"earlier {len(earlier) - k}", size))
             parts += [{"type": "text", "text": f"Screenshot {len(earlier) - k} step(s) ago:"}, enc.part()]
-        enc = encode_image(obs.screenshot, policy, size=size)
-        trace.images.append(image_record(enc, "current"))
+        enc = encode_image(obs.screenshot, policy, size=sent)
+        trace.images.append(image_record(enc, "current", size))
         if earlier:
             parts.append({"type": "text", "text": "Current screenshot:"})
         parts.append(enc.part())

@@ -58,7 +58,7 @@ from harness.episode import AgentOutput, Observation
 from harness.model import ModelConfig, encode_image, user_message
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, StepTrace, image_record, language_name
+from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, language_name, send_size
 from agents.parsing import (ParseError, Parsed, TarsNotation, device_point, first_tars_call, map_tars_call,
                             numbers_in, point_of, quote_text, register_parser, tars_call, _fmt)
 from agents.prompts import Prompt, identity
@@ -66,6 +66,10 @@ from agents.prompts import Prompt, identity
 FACTOR = 28
 MIN_PIXELS = 100 * 28 * 28
 MAX_PIXELS = 16384 * 28 * 28
+# UI-TARS v1 and 1.5 are Qwen2-VL / Qwen2.5-VL models: served by vLLM, SGLang or transformers, their
+# processor smart_resizes every image itself (preprocessor_config.json: 3136 to 12845056 pixels)
+QWEN2_PROCESSOR = ServerResize(28, 56 * 56, 16384 * 28 * 28,
+                               "Qwen2-VL / Qwen2.5-VL processor: factor 28, 3136 to 12845056 pixels, bicubic")
 KNOWN = {"click", "long_press", "type", "scroll", "open_app", "drag", "press_home", "press_back", "wait",
          "finished", "hotkey", "press", "left_double", "right_single", "call_user", "swipe", "left_single",
          "double_tap"}
@@ -145,6 +149,7 @@ class Variant:
     box_tokens: bool               # history turns carry <|box_start|>/<|box_end|> around points
     system: str | None             # the system turn, when the release sends one
     doubao_points_ok: bool         # <point>/<bbox> are in this variant's space
+    server: ServerResize | None    # the resize its servers do themselves (None: not known, e.g. a hosted API)
 
     @property
     def prompt(self) -> Prompt:
@@ -165,13 +170,13 @@ class Variant:
 VARIANTS: dict[str, Variant] = {
     "uitars-v1": Variant("uitars-v1", "UI-TARS v1 (README_v1.md)", CoordSpace.THOUSAND,
                          TarsNotation(points="box", swipe="two_points"), box_tokens=True, system=None,
-                         doubao_points_ok=True),
+                         doubao_points_ok=True, server=QWEN2_PROCESSOR),
     "uitars": Variant("uitars", "UI-TARS-1.5 (README.md, README_deploy.md)", CoordSpace.RESIZED,
                       TarsNotation(points="box", swipe="direction"), box_tokens=True,
-                      system="You are a helpful assistant.", doubao_points_ok=False),
+                      system="You are a helpful assistant.", doubao_points_ok=False, server=QWEN2_PROCESSOR),
     "doubao": Variant("doubao", "Doubao-1.5-UI-TARS / Seed (ui-tars package prompts)", CoordSpace.THOUSAND,
                       TarsNotation(points="point", swipe="direction"), box_tokens=False, system=None,
-                      doubao_points_ok=True),
+                      doubao_points_ok=True, server=None),  # Volcengine's API: its resize is not published
 }
 
 
@@ -262,6 +267,9 @@ class UITarsConfig:
     min_pixels: int = field(default=MIN_PIXELS, metadata={"help": "smart_resize min_pixels"})
     image_format: Literal["png", "jpeg"] = field(default="png", metadata={"help": "screenshot encoding"})
     jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
+    send: Literal["auto", "resized"] = field(default="auto", metadata={
+        "help": "auto: the captured PNG as it is where the release's server resizes it to the same size itself "
+                "(uitars, uitars-v1 on vLLM/SGLang); resized: always resize here"})
 
     def __post_init__(self) -> None:
         if self.history < 1:
@@ -279,9 +287,21 @@ class UITarsAgent(ModelAgent):
 
     def spec(self) -> dict[str, Any]:
         v = self.variant
+        c = self.config
         return {**self.base_spec(), "prompt": v.prompt.to_json(), "ui_tars_version": _UITARS_VERSION,
                 "variant": v.name, "release": v.release, "coordinate_space": v.coordinate_space(),
-                "system_turn": v.system, "history_box_tokens": v.box_tokens}
+                "system_turn": v.system, "history_box_tokens": v.box_tokens,
+                "image_encoding": encoding_note(v.server, c.send, c.image_format),
+                "server_resize": v.server.to_json() if v.server else None}
+
+    def _sizes(self, screen: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int] | None]:
+        """(the smart_resize'd size the model points in, the size to encode at: None = as captured)."""
+        c = self.config
+        size = resized_size(screen, c.min_pixels, c.max_pixels)
+        return size, send_size(screen, size, self.variant.server, c.send, c.image_format)
+
+    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
+        return [(obs.screenshot, self.policy(), self._sizes(obs.screen_size)[1])]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """A ground-truth action as this variant's model writes it (``set_history``), in its space
@@ -294,7 +314,7 @@ class UITarsAgent(ModelAgent):
     def model_step(self, obs: Observation) -> AgentOutput:
         c, v = self.config, self.variant
         trace = StepTrace(prompt=v.prompt.to_json())
-        size = resized_size(obs.screen_size, c.min_pixels, c.max_pixels)
+        size, sent = self._sizes(obs.screen_size)
         lang = language_name(c.lang, obs.language)
         text = v.prompt.text.replace("{language}", lang).replace("{instruction}", obs.instruction)
         trace.lap("prompt")
@@ -304,12 +324,12 @@ class UITarsAgent(ModelAgent):
         messages.append(user_message(text))
         for i, (png, said) in enumerate(self.turns):
             if i >= first_kept:
-                enc = encode_image(png, policy, size=size)
-                trace.images.append(image_record(enc, f"step {i + 1}"))
+                enc = encode_image(png, policy, size=sent)
+                trace.images.append(image_record(enc, f"step {i + 1}", size))
                 messages.append({"role": "user", "content": [enc.part()]})
             messages.append({"role": "assistant", "content": v.history_turn(said)})
-        enc = encode_image(obs.screenshot, policy, size=size)
-        trace.images.append(image_record(enc, "current"))
+        enc = encode_image(obs.screenshot, policy, size=sent)
+        trace.images.append(image_record(enc, "current", size))
         messages.append({"role": "user", "content": [enc.part()]})
         trace.lap("encode")
         trace.extra.update({"history": c.history, "thought_language": lang, "resized": list(size), "variant": v.name})

@@ -119,13 +119,7 @@ class VLMConfig:
 def sent_size(screen: tuple[int, int], policy: ImagePolicy) -> tuple[int, int]:
     """The size a screenshot of ``screen`` is sent at under ``policy``'s caps (the rule of
     :func:`harness.model.encode_image` without ``size``)."""
-    w, h = screen
-    scale = 1.0
-    if policy.max_long_side and max(w, h) > policy.max_long_side:
-        scale = policy.max_long_side / max(w, h)
-    if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
-        scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
-    return max(1, int(w * scale)), max(1, int(h * scale))
+    return policy.target(screen)
 
 
 def merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,8 +144,14 @@ class VLMAgent(ModelAgent):
         self.prompts = {"en": load_prompt("vlm_en"), "zh": load_prompt("vlm_zh")}
 
     def spec(self) -> dict[str, Any]:
+        c = self.config
         return {**self.base_spec(), "prompt": {code: p.to_json() for code, p in self.prompts.items()},
-                "coordinate_space": "pixels of the screenshot sent" if self.config.coords == "pixels" else "thousand"}
+                "coordinate_space": "pixels of the screenshot sent" if c.coords == "pixels" else "thousand",
+                "image_encoding": f"{c.image_format} (quality {c.jpeg_quality}) with the long side capped at "
+                                  f"{c.max_side or 'none'}, bicubic; started as the screenshot arrives"}
+
+    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
+        return [(obs.screenshot, self.policy(), None)]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """A ground-truth action as the vlm prompt asks for it (``set_history``): ``Action: <call>`` with
@@ -169,7 +169,7 @@ class VLMAgent(ModelAgent):
         prompt = self.prompts[code]
         trace = StepTrace(prompt=prompt.to_json())
         policy = self.policy()
-        enc = encode_image(obs.screenshot, policy)
+        enc = encode_image(obs.screenshot, policy)  # started by prepare() as the screenshot arrived
         trace.lap("encode")
         size = (enc.width, enc.height)
         coords_text = _COORDS[(c.coords, code)].format(w=size[0], h=size[1])

@@ -75,6 +75,18 @@ class Agent(Protocol):
         """Everything needed to rebuild this agent (for the manifest); no secrets."""
 
 
+@runtime_checkable
+class PreparingAgent(Protocol):
+    """An agent that starts work on a screenshot as soon as it arrives (optional)."""
+
+    def prepare(self, obs: Observation) -> None:
+        """The next step's observation is here and the step has not started: start, in the
+        background, what the step will do with it that depends on nothing else (encoding the
+        screenshot). Called while the device is still confirming that the screen has settled, so it
+        may come more than once per step (for a frame that then changed) and must not change what
+        the step decides."""
+
+
 @dataclass
 class MonitorVerdict:
     halt: bool

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import concurrent.futures
 import datetime
 import email.utils
 import hashlib
@@ -44,6 +45,7 @@ from urllib.parse import urlsplit
 
 from PIL import Image
 
+from harness.screenshot import encode_png_fast, image_of, png_size
 from harness.usage import Meter
 
 StructuredMode = Literal["auto", "json_schema", "guided", "none"]
@@ -64,17 +66,30 @@ class ReplyError(ValueError):
 @dataclass(frozen=True)
 class ImagePolicy:
     """How a screenshot is prepared for a model. ``max_pixels`` (total) and ``max_long_side`` cap
-    the size (aspect kept); ``format`` png or jpeg (with ``jpeg_quality``)."""
+    the size (aspect kept); ``format`` png or jpeg (with ``jpeg_quality``). A PNG is lossless at any
+    ``png_level`` (the zlib level of :func:`harness.screenshot.encode_png_fast`): the level changes
+    the bytes and the time, never the pixels; a PNG screenshot sent at its own size is sent as it
+    is, not re-encoded."""
 
     max_pixels: int | None = None
     max_long_side: int | None = 1280
     format: Literal["png", "jpeg"] = "jpeg"
     jpeg_quality: int = 85
-    png_level: int = 3                      # zlib level: 3 is within ~15% of 6's size at half its time
+    png_level: int = 1
     resample: Literal["bicubic", "lanczos", "bilinear"] = "bicubic"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def target(self, src: tuple[int, int]) -> tuple[int, int]:
+        """The size an image of ``src`` is sent at under the caps."""
+        w, h = src
+        scale = 1.0
+        if self.max_long_side and max(w, h) > self.max_long_side:
+            scale = min(scale, self.max_long_side / max(w, h))
+        if self.max_pixels and w * h * scale * scale > self.max_pixels:
+            scale = min(scale, (self.max_pixels / (w * h)) ** 0.5)
+        return max(1, int(w * scale)), max(1, int(h * scale))
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,7 @@ class EncodedImage:
     bytes: int
     format: str
     source_size: tuple[int, int]
+    passthrough: bool = False          # the screenshot's own PNG bytes, not re-encoded
 
     def part(self) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": self.data_url}}
@@ -95,28 +111,29 @@ _RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "lanczos": Image.Resampling.LA
 # encoded images by content, policy and size; least recently used first. Bounded by the bytes of
 # the data URLs it holds, not by entries: a 4K PNG is ~50x a small JPEG
 ENCODE_CACHE_BYTES = 64 * 1024 * 1024
-_encode_cache: collections.OrderedDict[tuple[str, ImagePolicy, tuple[int, int] | None], EncodedImage] = \
-    collections.OrderedDict()
+CacheKey = tuple[str, ImagePolicy, "tuple[int, int] | None"]
+_encode_cache: collections.OrderedDict[CacheKey, EncodedImage] = collections.OrderedDict()
 _encode_cache_bytes = 0
 _encode_lock = threading.Lock()
+_encoding: dict[CacheKey, "concurrent.futures.Future[EncodedImage]"] = {}  # being encoded now, by one thread
+_prefetch_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
-def _cache_put(key: tuple[str, ImagePolicy, tuple[int, int] | None], enc: EncodedImage) -> None:
+def _cache_put(key: CacheKey, enc: EncodedImage) -> None:
     """Keep ``enc``, evicting the least recently used until the cache fits ENCODE_CACHE_BYTES (an
-    image larger than the whole budget is not kept)."""
+    image larger than the whole budget is not kept). Caller holds ``_encode_lock``."""
     global _encode_cache_bytes
     size = len(enc.data_url)
-    with _encode_lock:
-        old = _encode_cache.pop(key, None)
-        if old is not None:
-            _encode_cache_bytes -= len(old.data_url)
-        if size > ENCODE_CACHE_BYTES:
-            return
-        while _encode_cache and _encode_cache_bytes + size > ENCODE_CACHE_BYTES:
-            _, dropped = _encode_cache.popitem(last=False)
-            _encode_cache_bytes -= len(dropped.data_url)
-        _encode_cache[key] = enc
-        _encode_cache_bytes += size
+    old = _encode_cache.pop(key, None)
+    if old is not None:
+        _encode_cache_bytes -= len(old.data_url)
+    if size > ENCODE_CACHE_BYTES:
+        return
+    while _encode_cache and _encode_cache_bytes + size > ENCODE_CACHE_BYTES:
+        _, dropped = _encode_cache.popitem(last=False)
+        _encode_cache_bytes -= len(dropped.data_url)
+    _encode_cache[key] = enc
+    _encode_cache_bytes += size
 
 
 def clear_encode_cache() -> None:
@@ -132,44 +149,81 @@ def encode_cache_bytes() -> int:
         return _encode_cache_bytes
 
 
+def encode_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None,
+                  source_size: tuple[int, int] | None = None) -> EncodedImage:
+    """Encode an image for a request (not cached): resized to ``size`` or the policy's caps, then
+    PNG (harness.screenshot.encode_png_fast at ``png_level``) or JPEG. The pixels a model gets do not
+    depend on where ``img`` came from (a decoded PNG or a raw frame)."""
+    src = img.size
+    target = size if size is not None else policy.target(src)
+    if target != src:
+        img = img.resize(target, _RESAMPLE[policy.resample])
+    if policy.format == "jpeg":
+        buf = io.BytesIO()
+        img.convert("RGB").save(buf, format="JPEG", quality=policy.jpeg_quality)
+        data, mime = buf.getvalue(), "image/jpeg"
+    else:
+        data, mime = encode_png_fast(img, policy.png_level), "image/png"
+    return EncodedImage(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", target[0], target[1],
+                        len(data), policy.format, source_size or src)
+
+
 def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> EncodedImage:
     """Encode a screenshot for a request. ``size`` forces an exact size (agents that resize with
-    their own rule, e.g. UI-TARS's smart_resize); otherwise the policy's caps apply. Cached by
-    content, so a screenshot sent to an agent and three judges is encoded once."""
+    their own rule, e.g. UI-TARS's smart_resize); otherwise the policy's caps apply. A PNG sent as
+    PNG at its own size is sent as it is (no decode, no encode). Cached by content, so a
+    screenshot sent to an agent and three judges is encoded once; a second caller asking for what
+    another thread is encoding (an agent's :func:`prefetch`) waits for it. The pixels come from the
+    screenshot when it carries them (:class:`harness.screenshot.Screenshot`), else it is decoded."""
     key = (hashlib.blake2b(png, digest_size=16).hexdigest(), policy, size)
     with _encode_lock:
         hit = _encode_cache.get(key)
         if hit is not None:
             _encode_cache.move_to_end(key)
-    if hit is not None:
-        return hit
-    img = Image.open(io.BytesIO(png))
-    img.load()
-    src = img.size
-    if size is not None:
-        target = size
-    else:
-        w, h = src
-        scale = 1.0
-        if policy.max_long_side and max(w, h) > policy.max_long_side:
-            scale = min(scale, policy.max_long_side / max(w, h))
-        if policy.max_pixels and w * h * scale * scale > policy.max_pixels:
-            scale = min(scale, (policy.max_pixels / (w * h)) ** 0.5)
-        target = (max(1, int(w * scale)), max(1, int(h * scale)))
-    if target != src:
-        img = img.resize(target, _RESAMPLE[policy.resample])
-    buf = io.BytesIO()
-    if policy.format == "jpeg":
-        img.convert("RGB").save(buf, format="JPEG", quality=policy.jpeg_quality)
-        mime = "image/jpeg"
-    else:
-        img.save(buf, format="PNG", compress_level=policy.png_level)
-        mime = "image/png"
-    data = buf.getvalue()
-    enc = EncodedImage(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", target[0], target[1],
-                       len(data), policy.format, src)
-    _cache_put(key, enc)
+            return hit
+        running = _encoding.get(key)
+        if running is None:
+            mine: concurrent.futures.Future[EncodedImage] = concurrent.futures.Future()
+            _encoding[key] = mine
+    if running is not None:
+        return running.result()
+    try:
+        enc = _encode(png, policy, size)
+    except BaseException as e:
+        with _encode_lock:
+            _encoding.pop(key, None)
+        mine.set_exception(e)
+        raise
+    with _encode_lock:
+        _cache_put(key, enc)
+        _encoding.pop(key, None)
+    mine.set_result(enc)
     return enc
+
+
+def _encode(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None) -> EncodedImage:
+    src = png_size(png)
+    if src is not None and policy.format == "png" and (size or policy.target(src)) == src:
+        return EncodedImage(f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}", src[0], src[1], len(png),
+                            "png", src, passthrough=True)
+    return encode_pixels(image_of(png), policy, size)
+
+
+def run_in_background(fn: Any, /, *args: Any) -> "concurrent.futures.Future[Any]":
+    """``fn(*args)`` on the shared image workers (two threads: Pillow and zlib release the GIL while
+    they work). For agents' ``prepare``: image work done while the device is still busy."""
+    global _prefetch_pool
+    with _encode_lock:
+        if _prefetch_pool is None:
+            _prefetch_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="encode")
+        pool = _prefetch_pool
+    return pool.submit(fn, *args)
+
+
+def prefetch(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
+    """Start :func:`encode_image` of ``png`` in the background, so that the call that needs it later
+    finds it in the cache or in progress (a failure surfaces in that call's own encode)."""
+    run_in_background(encode_image, png, policy, size).add_done_callback(lambda f: f.exception())
 
 
 def user_message(text: str, images: list[EncodedImage] = (), images_first: bool = True) -> dict[str, Any]:

@@ -10,10 +10,13 @@ Layout of a run folder ``RUN/`` (see ``docs/records.md`` for the full descriptio
     RUN/.lock                                advisory lock held by the writing process
 
 Writers never hold a run in memory: every step, screen and result goes to disk when it
-is produced.  Appends are one ``os.write`` of one complete line (plus ``fsync``);
-whole-file writes go to a temporary file in the same folder, are fsynced, then
-``os.replace``d over the target.  Readers validate every line and raise
-:class:`RecordError` naming ``file:line: field: problem``.
+is produced.  Appends are one ``os.write`` of one complete line; whole-file writes go to
+a temporary file in the same folder, then are ``os.replace``d over the target.  Durability
+(``fsync``) is where resume needs it: the manifest, ``results.jsonl`` (the commit point of
+an episode) and, just before that line, the episode's own files.  Step lines and screens
+are not fsynced as they are written (an unfinished episode is redone whole on resume), so a
+step never waits on the disk.  Readers validate every line and raise :class:`RecordError`
+naming ``file:line: field: problem``.
 
 This module depends only on the standard library and pydantic.
 """
@@ -398,6 +401,16 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, fsync: bool = T
     return atomic_write_bytes(path, (dumps(obj, indent=indent) + "\n").encode("utf-8"), fsync=fsync)
 
 
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        raise _naming(e, path) from None
+    finally:
+        os.close(fd)
+
+
 def _write_file(path: Path, data: bytes, flags: int, *, fsync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | flags | getattr(os, "O_BINARY", 0), 0o666)
     try:
@@ -416,7 +429,7 @@ def _write_new(path: Path, data: bytes, *, fsync: bool) -> None:
 
 
 def _append_line(path: Path, line: bytes, *, fsync: bool) -> None:
-    """Append one complete line with a single write (O_APPEND), then fsync."""
+    """Append one complete line with a single write (O_APPEND), then fsync when asked."""
     _write_file(path, line, os.O_APPEND | os.O_CREAT, fsync=fsync)
 
 
@@ -892,6 +905,12 @@ class EpisodeWriter:
 
     Nothing accumulates in memory across steps: each call writes to disk immediately.
     Safe to call from several threads, though an episode normally lives in one thread.
+
+    Step lines and screens are written (whole lines, atomic files) without an fsync, so a step
+    never waits on the disk: resume redoes an unfinished episode whole, so they need to be durable
+    only once the episode is complete.  :meth:`sync` makes them durable (with ``fsync=True``);
+    :meth:`write_summary` and :meth:`RunWriter.append_result` call it before the summary and
+    the result line, the episode's commit point.
     """
 
     def __init__(self, path: Path, task_id: str, *, fsync: bool = True) -> None:
@@ -903,6 +922,7 @@ class EpisodeWriter:
         self.summary_path = self.path / SUMMARY_FILE
         self._lock = threading.Lock()
         self._last_index = 0
+        self._unsynced: list[Path] = []  # files written since the last sync (names only: no data kept)
 
     @property
     def steps_written(self) -> int:
@@ -915,7 +935,9 @@ class EpisodeWriter:
         data = bytes(png)
         if not data.startswith(_PNG_SIGNATURE):
             raise RecordError("screen bytes are not a PNG image (missing PNG signature)", path=self.path / rel)
-        atomic_write_bytes(self.path / rel, data, fsync=self.fsync)
+        atomic_write_bytes(self.path / rel, data, fsync=False)
+        with self._lock:
+            self._unsynced.append(self.path / rel)
         return rel
 
     def append_step(self, step: StepRecord | Mapping[str, Any]) -> StepRecord:
@@ -928,20 +950,38 @@ class EpisodeWriter:
                 raise RecordError(
                     f"expected step index {expected}, got {record.index}", path=self.trajectory_path, field="index"
                 )
-            _append_line(self.trajectory_path, line, fsync=self.fsync)
+            _append_line(self.trajectory_path, line, fsync=False)
+            if not self._unsynced or self._unsynced[-1] != self.trajectory_path:
+                self._unsynced.append(self.trajectory_path)
             self._last_index = record.index
         return record
+
+    def sync(self) -> None:
+        """Make everything written so far durable: fsync each file written since the last sync
+        (screens, the trajectory), then the screens folder and the episode folder, so that
+        the renames are durable too.  A no-op with ``fsync=False``."""
+        with self._lock:
+            todo, self._unsynced = list(dict.fromkeys(self._unsynced)), []
+        if not self.fsync:
+            return
+        for path in todo:
+            _fsync_file(path)
+        if todo:
+            _fsync_dir(self.screens_dir)
+            _fsync_dir(self.path)
 
     def write_summary(self, summary: EpisodeResult | Mapping[str, Any]) -> Path:
         """Atomically write ``episode.json``: an EpisodeResult plus any extra details.
 
         Write it before :meth:`RunWriter.append_result`: the results line is what marks
-        the episode as complete."""
+        the episode as complete.  The episode's step lines and screens are made durable
+        first (:meth:`sync`)."""
         result = _coerce(EpisodeResult, summary)
         if result.task_id != self.task_id:
             raise RecordError(
                 f"summary is for task {result.task_id!r}, not {self.task_id!r}", path=self.summary_path, field="task_id"
             )
+        self.sync()
         return atomic_write_json(self.summary_path, result, fsync=self.fsync)
 
     def __repr__(self) -> str:
@@ -975,6 +1015,7 @@ class RunWriter:
         self._manifest: dict[str, Any] | None = None
         self._started: set[str] = set()
         self._completed: set[str] = set()
+        self._open: dict[str, EpisodeWriter] = {}  # started, no result line yet: synced before it
 
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise RecordError("exists and is not a folder", path=self.run_dir)
@@ -1190,7 +1231,9 @@ class RunWriter:
                 _fsync_dir(path)
                 _fsync_dir(self.episodes_dir)
             self._started.add(task_id)
-            return EpisodeWriter(path, task_id, fsync=self.fsync)
+            ep = EpisodeWriter(path, task_id, fsync=self.fsync)
+            self._open[task_id] = ep
+            return ep
 
     def _make_room(self, task_id: str, retry: bool) -> Path:
         """``RUN/episodes/<task_id>``, emptied of an earlier attempt's folder where that is allowed:
@@ -1271,21 +1314,31 @@ class RunWriter:
 
     def append_result(self, result: EpisodeResult | Mapping[str, Any]) -> EpisodeResult:
         """Append one complete line to ``results.jsonl`` (serialised first, written with one
-        ``os.write``, then fsynced).  This line is the commit point of an episode.  A second
-        result for the same task id is refused."""
+        ``os.write``, then fsynced).  This line is the commit point of an episode: the
+        episode's own files, written without fsync as it ran, are made durable first
+        (:meth:`EpisodeWriter.sync`).  A second result for the same task id is refused."""
         record = _coerce(EpisodeResult, result)
         line = _encode_line(record)
         with self._lock:
-            self._check_open()
-            if record.task_id in self._completed:
-                raise RecordError(
-                    f"task {record.task_id!r} already has a result (duplicates are not allowed)",
-                    path=self.results_path,
-                    field="task_id",
-                )
+            self._check_new_result(record.task_id)
+            ep = self._open.get(record.task_id)
+        if ep is not None:
+            ep.sync()  # outside the run's lock: other episodes' results need not wait for this disk
+        with self._lock:
+            self._check_new_result(record.task_id)
             _append_line(self.results_path, line, fsync=self.fsync)
             self._completed.add(record.task_id)
+            self._open.pop(record.task_id, None)
         return record
+
+    def _check_new_result(self, task_id: str) -> None:
+        self._check_open()
+        if task_id in self._completed:
+            raise RecordError(
+                f"task {task_id!r} already has a result (duplicates are not allowed)",
+                path=self.results_path,
+                field="task_id",
+            )
 
     def __repr__(self) -> str:
         return f"RunWriter({str(self.run_dir)!r}, resume={self.resume})"

@@ -54,9 +54,13 @@ def adb_arguments(p: argparse.ArgumentParser, nested: bool = False) -> None:
 def device_config(args: argparse.Namespace) -> DeviceConfig:
     if args.reconnect_timeout < 0:
         raise RunError("--reconnect-timeout must be >= 0")
-    cfg = DeviceConfig(backend=args.device_backend, adb_host=args.adb_host, adb_port=args.adb_port,
-                       settle=SettleConfig(max_s=args.settle_max), command_timeout=args.command_timeout,
-                       reconnect_timeout=args.reconnect_timeout, allow_clear=args.allow_clear)
+    try:
+        cfg = DeviceConfig(backend=args.device_backend, adb_host=args.adb_host, adb_port=args.adb_port,
+                           settle=SettleConfig(max_s=args.settle_max, frames=args.settle_frames),
+                           command_timeout=args.command_timeout, reconnect_timeout=args.reconnect_timeout,
+                           allow_clear=args.allow_clear)
+    except ValueError as e:
+        raise RunError(f"--settle-frames: {e}") from None
     try:
         ep = cfg.endpoint()
     except AdbEndpointError as e:
@@ -100,6 +104,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "simulated phone never need this)")
     p.add_argument("--device-backend", choices=["adb", "uiautomator2"], default="adb")
     p.add_argument("--settle-max", type=float, default=3.0, help="longest wait for the screen to settle (s)")
+    p.add_argument("--settle-frames", choices=["auto", "png", "raw", "u2"], default="auto",
+                   help="frames settling compares: auto (default) measures what each device offers and takes the "
+                        "cheapest per step; png (screencap -p), raw (screencap, hashed here) or u2 (uiautomator2's "
+                        "screenshot, with --device-backend uiautomator2)")
     p.add_argument("--command-timeout", type=float, default=30.0, help="timeout of one device command (s)")
     p.add_argument("--reconnect-timeout", type=float, default=15.0,
                    help="how long to wait for a device that dropped off before giving its task to another (s)")
@@ -341,6 +349,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         with _PreparedDevices(args, devices, writer):  # this host's devices (farm nodes' are not prepared)
+            _choose_frames(devices, writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
                 with LiveProgress([s.name for s in stations], len(tasks)) as live:
                     report = run_stations(tasks, stations, writer, suite_cfg, progress=live, stop=stop,
@@ -404,6 +413,27 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     if not args.no_prepare and not args.quiet:  # a local run's preparation is not done on nodes yet: say so
         say("phones on farm nodes are used as they are (not prepared: screen, stay awake, animations, ADBKeyboard)")
     return farm
+
+
+def _choose_frames(devices: list[Any], writer: RunWriter, quiet: bool) -> None:
+    """Measure each device's frame sources on its idle, prepared screen (harness.device
+    .frame_sources) and record the choice in the manifest's ``frames``. A device that fails here is
+    noted, not refused: its episodes meet the failure (infra_error, retried elsewhere) as before."""
+    from harness.device.base import DeviceError, InfraError
+
+    frames = dict(writer.manifest.get("frames") or {})
+    for dev in devices:
+        try:
+            rep = dev.frame_choice()
+        except (InfraError, DeviceError) as e:
+            frames[dev.serial] = {"error": str(e)}
+            continue
+        frames[dev.serial] = rep
+        if not quiet:
+            costs = ", ".join(f"{k} {v:.0f} ms" for k, v in sorted(rep["per_step_ms"].items(), key=lambda kv: kv[1]))
+            print(f"{dev.serial}: settling on {rep['chosen']} frames (estimated per step: {costs})",
+                  file=sys.stderr, flush=True)
+    writer.update_manifest(frames=frames)
 
 
 def _reset_recorder(writer: RunWriter) -> Any:

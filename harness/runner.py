@@ -23,8 +23,9 @@ from typing import Any, Callable
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError
 from harness.episode import (Agent, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict, Observation,
-                             ProposedStep, Status, StepEvent, StepObserver)
+                             PreparingAgent, ProposedStep, Status, StepEvent, StepObserver)
 from harness.records import EpisodeWriter, StepRecord, now_iso
+from harness.screenshot import Screenshot
 from harness.tasks import Task
 from harness.usage import Meter
 
@@ -193,7 +194,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         # --- reset and first observation ---------------------------------------------------
         try:
             device.reset(task.setup, task.language)
-            shot = device.screenshot()
+            shot = Screenshot(device.screenshot())  # its pixels are decoded once, for agent and judges alike
             size = device.screen_size()
         except (DeviceError, ActionError) as e:
             # the task cannot start here (missing app, refused preset): the device is fine
@@ -201,6 +202,22 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             return out
         ctx = EpisodeContext(task=task, screen_size=size, seed=seed, device_serial=device.serial,
                              query_state=device.state, cap=cap, episode_dir=str(writer.path), meter=episode_meter)
+
+        def observe(step: int, screenshot: bytes) -> Observation:
+            return Observation(step=step, screenshot=screenshot, screen_size=size, hierarchy=device.hierarchy,
+                               instruction=task.instruction, language=task.language)
+
+        # an agent that can start work on a screenshot as it arrives (encoding it) is told at once:
+        # during settling, as soon as a candidate frame is ready, while the device confirms it
+        # (best effort: a prepare that fails is the step's to redo, and to report)
+        agent_prepare = agent.prepare if isinstance(agent, PreparingAgent) else None
+
+        def prepare(obs: Observation) -> None:
+            if agent_prepare is not None:
+                try:
+                    agent_prepare(obs)
+                except Exception:
+                    log.debug("agent prepare failed: %s", traceback.format_exc())
         before_path = writer.write_screen(0, shot)
         for plug in [*observers, *monitors]:
             plug.start(ctx)
@@ -209,6 +226,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         except Exception as e:
             out.status, out.error = "agent_error", f"agent reset failed: {type(e).__name__}: {e}"
             return out
+        prepare(observe(1, shot))
         status: Status = "step_limit"
         for i in range(1, cap + 1):
             if should_stop():
@@ -216,8 +234,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 raise Interrupted()
             timings: dict[str, float] = {}
             # --- the agent proposes (an async check of the last step runs meanwhile) -----------
-            obs = Observation(step=i, screenshot=shot, screen_size=size, hierarchy=device.hierarchy,
-                              instruction=task.instruction, language=task.language)
+            obs = observe(i, shot)
             t0 = time.monotonic()
             try:
                 proposal = agent.step(obs)
@@ -266,7 +283,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     invalid = f"action failed on the device: {e}"
                 timings["action"] = time.monotonic() - t0
                 if executed and not isinstance(action, (Answer, Finish)):
-                    after_shot, settle = device.settle(shot)
+                    after_shot, settle = device.settle(shot, on_frame=lambda s, k=i + 1: prepare(observe(k, s)))
                     timings["settle"] = settle.settle
                     timings["screenshot"] = 0.0  # the settled frame is the observation
                 if executed and isinstance(action, Answer):

@@ -18,6 +18,14 @@ against the judging process. Screenshots are small (270x600 by default, --size):
 draws on and re-encodes every step's screenshot, which at 1080x2400 costs ~0.2 s of CPU per step
 and would measure the image work, not the pipeline.
 
+``--scale 200,2000`` instead measures judging at scale: a run of each size (``--steps`` steps per
+episode) judged by ``harness judge`` itself, each in its own process (peak RSS read as it exits,
+harness.bench_all's _peak_rss_kb) against a fresh server process, at ``--concurrency`` (64 for the
+targets): peak memory of the large run over the small one (target <= 1.10: nothing held per episode
+judged) and the large run's wall / ideal (target <= 1.1), ideal = calls x L / K as above, wall the
+judging pass's own (the set manifest's ``passes``; interpreter start-up excluded). Rows go to
+bench/judges_scale.json (``scripts/bench_judges_scale``).
+
 The test server's handler gets TCP_NODELAY here: with Nagle's algorithm on, its two-part replies
 stall ~40 ms on every kept-alive connection (delayed ACK), which would measure the test double,
 not the judging pipeline.
@@ -142,6 +150,58 @@ def one_pass(run: Path, judge: str, latency: float, k: int, cache: str | None, s
             "workers": report.workers}
 
 
+def scale(args: argparse.Namespace, judge: str, size: tuple[int, int]) -> int:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_all import _peak_rss_kb, row
+
+    sizes = [int(x) for x in args.scale.split(",")]
+    found: dict[int, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-judges-scale-") as tmp:
+        for n in sizes:
+            run = Path(tmp) / f"run-{n}"
+            build_run(run, n, args.steps, size)
+            with ServerProcess(args.latency, judge) as server:
+                rss, rc, text = _peak_rss_kb(
+                    ["judge", str(run), "--judge", judge, "--model-base-url", server.base_url, "--model", "bench-judge",
+                     "--concurrency", str(args.concurrency), "--retries", "0", "--judge-set", "scale", "--no-progress"],
+                    dict(os.environ), Path(tmp) / f"peak-{n}")
+            if rc != 0:
+                raise SystemExit(f"harness judge over {n} episodes failed ({rc}): {text[-2000:]}")
+            last = json.loads((run / "judgements" / "scale" / "manifest.json").read_text(encoding="utf-8"))["passes"][-1]
+            calls = last["usage"]["calls"]
+            ideal = calls * args.latency / args.concurrency
+            found[n] = {"peak_rss_mb": rss / 1024, "wall_s": last["wall_s"], "calls": calls, "ideal_s": ideal,
+                        "judged": last["judged"], "most_in_flight": server.stats.get("max_active")}
+            print(f"{n} episodes x {args.steps} steps: judged {last['judged']}, {calls} calls in {last['wall_s']:.1f}s "
+                  f"(ideal {ideal:.1f}s, most in flight {found[n]['most_in_flight']}), peak RSS {rss / 1024:.0f} MB",
+                  flush=True)
+            if last["judged"] != n:
+                raise SystemExit(f"harness judge judged {last['judged']} of {n} episodes: {text[-2000:]}")
+    small, large = sizes[0], sizes[-1]
+    k, lat = args.concurrency, args.latency
+    rows = [
+        row(f"{judge} {small} episodes: peak RSS of `harness judge` (MB)", found[small]["peak_rss_mb"]),
+        row(f"{judge} {large} episodes: peak RSS of `harness judge` (MB)", found[large]["peak_rss_mb"]),
+        row(f"peak RSS {large} / {small} episodes", found[large]["peak_rss_mb"] / found[small]["peak_rss_mb"], "<= 1.1"),
+        row(f"{judge} {small} episodes, K={k}, L={lat}s: wall / ideal", found[small]["wall_s"] / found[small]["ideal_s"]),
+        row(f"{judge} {large} episodes, K={k}, L={lat}s: wall / ideal", found[large]["wall_s"] / found[large]["ideal_s"],
+            "<= 1.1"),
+    ]
+    out = Path(args.out if args.out != DEFAULT_OUT else ROOT / "bench" / "judges_scale.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "detail": {str(n): v for n, v in found.items()}, "steps": args.steps,
+                               "machine": {"python": platform.python_version(), "cpus": os.cpu_count()}}, indent=1)
+                   + "\n", encoding="utf-8")
+    for r in rows:
+        print(f"  {r['name']}: {r['value']}" + (f" (target {r['target']}: {'holds' if r['holds'] else 'NO'})"
+                                                 if r["target"] else ""))
+    print(f"written: {out}")
+    return 0 if all(r["holds"] is not False for r in rows) else 1
+
+
+DEFAULT_OUT = str(ROOT / "bench" / "judges_offline.json")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=200)
@@ -151,7 +211,9 @@ def main() -> int:
     ap.add_argument("--judge", choices=["crate", "count"], default="crate")
     ap.add_argument("--size", default="270x600", help="screenshot size WxH")
     ap.add_argument("--episodes-in-flight", type=int, default=None)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "judges_offline.json"))
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--scale", metavar="N1,N2", help="judging at scale instead: `harness judge` over runs of N1 and "
+                    "N2 episodes, each in its own process (peak memory, wall / ideal); e.g. 200,2000")
     args = ap.parse_args()
     if args.judge == "count":
         import tests.offline.count_judge as cj
@@ -159,6 +221,8 @@ def main() -> int:
     else:
         judge = "crate"
     w, h = (int(v) for v in args.size.lower().split("x"))
+    if args.scale:
+        return scale(args, judge, (w, h))
     with tempfile.TemporaryDirectory(prefix="bench-judges-") as tmp:
         run = Path(tmp) / "run"
         t0 = time.monotonic()

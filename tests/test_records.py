@@ -6,6 +6,7 @@ import dataclasses
 import io
 import json
 import math
+import os
 import threading
 import tracemalloc
 from pathlib import Path
@@ -330,6 +331,63 @@ def test_manifest_atomic_no_tmp_left(tmp_path, monkeypatch):
     (run_dir / ".manifest.json.123.456.abcd.tmp").write_text("{")
     RunWriter(run_dir, resume=True, fsync=False).close()
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def _fsynced_paths(monkeypatch) -> list[str]:
+    """Record the path of every file or folder fsynced from now on (through /proc/self/fd)."""
+    seen: list[str] = []
+    real = R.os.fsync
+
+    def fsync(fd):
+        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+
+    monkeypatch.setattr(R.os, "fsync", fsync)
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd to name fsynced files")
+def test_steps_never_wait_on_the_disk_and_the_commit_point_makes_the_episode_durable(tmp_path, monkeypatch):
+    """Step lines and screens are written without an fsync (a step never waits on the disk);
+    the episode's files are fsynced once, just before its summary and result line, and the result
+    line itself is fsynced: what resume relies on is as durable as before."""
+    run_dir = tmp_path / "RUN"
+    with RunWriter(run_dir) as run:  # fsync on, as in a real run
+        ep = run.start_episode("t1")
+        seen = _fsynced_paths(monkeypatch)
+        ep.write_screen(0, png())
+        for i in (1, 2, 3):
+            ep.write_screen(i, png((i, i, i)))
+            ep.append_step(step(i))
+        assert seen == []  # nothing on the steps' path
+        res = result("t1", steps=3)
+        ep.write_summary(res)
+        synced = set(seen)
+        for name in ("trajectory.jsonl", "screens/000.png", "screens/001.png", "screens/002.png", "screens/003.png",
+                     "screens"):
+            assert str(ep.path / name) in synced, name
+        assert str(ep.path) in synced
+        assert any(Path(p).name.startswith(".episode.json.") for p in synced)  # the summary, before its rename
+        seen.clear()
+        run.append_result(res)
+        assert seen == [str(run_dir / "results.jsonl")]  # already durable: only the commit line left
+        # an episode whose summary is not written (an importer) is made durable by its result line
+        ep2 = run.start_episode("t2")
+        ep2.write_screen(0, png())
+        ep2.append_step(step(1))
+        seen.clear()
+        run.append_result(result("t2", steps=1))
+        assert seen[-1] == str(run_dir / "results.jsonl")
+        assert {str(ep2.trajectory_path), str(ep2.path / "screens/000.png")} <= set(seen[:-1])
+    assert [r.task_id for r in read_results(run_dir)] == ["t1", "t2"]
+
+
+def test_fsync_off_writes_the_same_records_without_any_fsync(tmp_path, monkeypatch):
+    seen = _fsynced_paths(monkeypatch) if Path("/proc/self/fd").is_dir() else []
+    with RunWriter(tmp_path / "RUN", fsync=False) as run:
+        record_one_episode(run, "t1", n_steps=3)
+    assert seen == []
+    assert len(list(iter_steps(tmp_path / "RUN" / "episodes" / "t1"))) == 3
 
 
 # --------------------------------------------------------------------------- validation errors

@@ -10,13 +10,13 @@ shell as syntax.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
 import socket
+import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import adbutils
 
@@ -25,7 +25,9 @@ from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Fini
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
                                  ScreenState)
+from harness.device import frame_sources
 from harness.device.config import SettleConfig
+from harness.device.frame_sources import FrameSource, PngFrames, RawFrames
 from harness.device.safeguards import clears_data_on, kind_of
 from harness.device.text_input import TextTyper
 from harness.hierarchy import parse as parse_hierarchy
@@ -86,6 +88,8 @@ class AdbDevice:
         # harness.device.prepare.Journal: every setting or input method the run changes is
         # recorded there before it changes, so it can be put back (also after a crash)
         self.journal: Any = None
+        self._frames_lock = threading.Lock()
+        self._settler: frame_sources.Settler | None = None
 
     # --- low level ----------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -314,25 +318,30 @@ class AdbDevice:
         focused = [e for e in parse_hierarchy(self.hierarchy()) if e.focused]
         return len(focused[-1].text) if focused else 0
 
-    def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
-        """Poll screenshots until ``stable_frames`` in a row are identical (bounded by max_s)."""
-        cfg = self.settle_cfg
+    # --- settling ------------------------------------------------------------------------------
+    def frame_sources(self) -> list[FrameSource]:
+        """What this device can settle on (harness.device.frame_sources)."""
+        return [PngFrames(self.screenshot), RawFrames(self.exec_out, self.screen_size, self.serial)]
+
+    def frame_choice(self) -> dict[str, Any]:
+        """Measure the frame sources once (the first call) and keep the cheapest; returns the
+        report (choice, estimated cost per step, every source's timings) for the manifest."""
+        with self._frames_lock:
+            if self._settler is None:
+                choice = frame_sources.choose(self.frame_sources(), self.settle_cfg.stable_frames,
+                                              self.settle_cfg.frames)
+                self._settler = frame_sources.Settler(choice, self.serial)
+            return self._settler.choice.report
+
+    def settle(self, previous: bytes | None = None,
+               on_frame: Callable[[bytes], None] | None = None) -> tuple[bytes, ActionTiming]:
+        """Grab frames from the chosen source until ``stable_frames`` in a row are identical
+        (bounded by max_s); the settled frame, as PNG with its pixels, is the observation.
+        ``on_frame`` gets each candidate observation as soon as it is ready."""
+        self.frame_choice()
         t0 = time.monotonic()
-        if cfg.min_s:
-            time.sleep(cfg.min_s)
-        shot = self.screenshot()
-        digest = hashlib.blake2b(shot, digest_size=16).digest()
-        same = 1
-        shots = 1
-        while same < cfg.stable_frames and time.monotonic() - t0 < cfg.max_s:
-            time.sleep(cfg.interval_s)
-            nxt = self.screenshot()
-            shots += 1
-            d2 = hashlib.blake2b(nxt, digest_size=16).digest()
-            same = same + 1 if d2 == digest else 1
-            shot, digest = nxt, d2
-        elapsed = time.monotonic() - t0
-        return shot, ActionTiming(settle=elapsed, settled=same >= cfg.stable_frames, extra={"frames": shots})
+        shot, extra = self._settler.settle(self.settle_cfg, on_frame)
+        return shot, ActionTiming(settle=time.monotonic() - t0, settled=extra.pop("settled"), extra=extra)
 
     # --- reset --------------------------------------------------------------------------------
     def reset(self, setup: Any, language: str) -> None:
@@ -470,7 +479,8 @@ class AdbDevice:
         return False
 
     def close(self) -> None:
-        pass
+        if self._settler is not None:
+            self._settler.close()
 
 
 # --- parsing what Android prints ---------------------------------------------------------------

@@ -9,7 +9,7 @@ text entry, ``harness.device.u2.U2Device`` (uiautomator2). They are chosen by a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from harness.actions import Action
 
@@ -95,8 +95,11 @@ class Device(Protocol):
         """Perform one action. Raises ActionError for an action this device cannot do (an unknown
         app, text it cannot type) and InfraError when the device is gone."""
 
-    def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
-        """Wait (bounded) until the screen stops changing; return the settled screenshot."""
+    def settle(self, previous: bytes | None = None,
+               on_frame: Callable[[bytes], None] | None = None) -> tuple[bytes, ActionTiming]:
+        """Wait (bounded) until the screen stops changing; return the settled screenshot.
+        ``on_frame`` is called with each candidate observation as soon as it is ready (the one
+        returned is the last of them), so that work on it can start while settling confirms it."""
 
     def current_app(self) -> tuple[str, str]: ...
 

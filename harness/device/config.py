@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 Backend = Literal["adb", "uiautomator2"]
+FramesChoice = Literal["auto", "png", "raw", "u2"]
+FRAMES_CHOICES = ("auto", "png", "raw", "u2")
 
 
 @dataclass(frozen=True)
@@ -22,10 +24,17 @@ class SettleConfig:
     interval_s: float = 0.0
     stable_frames: int = 2
     max_s: float = 3.0
+    # where the frames come from (harness.device.frame_sources): auto measures the device's sources
+    # when it is first used and takes the cheapest per step; png, raw or u2 (uiautomator2 backend) force one
+    frames: FramesChoice = "auto"
+
+    def __post_init__(self) -> None:
+        if self.frames not in FRAMES_CHOICES:
+            raise ValueError(f"settle frames must be one of {', '.join(FRAMES_CHOICES)}, got {self.frames!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {"min_s": self.min_s, "interval_s": self.interval_s, "stable_frames": self.stable_frames,
-                "max_s": self.max_s}
+                "max_s": self.max_s, "frames": self.frames}
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,10 @@ class DeviceConfig:
     reconnect_timeout: float = 15.0
     app_labels: dict[str, str] = field(default_factory=dict)
     allow_clear: bool = False
+
+    def __post_init__(self) -> None:
+        if self.settle.frames == "u2" and self.backend != "uiautomator2":
+            raise ValueError("settle frames u2 (uiautomator2's screenshot) need the uiautomator2 backend")
 
     def endpoint(self):
         from harness.device.adb_server import adb_endpoint

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from harness.device.adb import AdbDevice
 from harness.device.base import InfraError
+from harness.device.frame_sources import FrameSource, U2Frames
 from harness.device.text_input import TextTyper
 
 U2_IME = "com.github.uiautomator/.AdbKeyboard"
@@ -37,6 +38,18 @@ class U2Device(AdbDevice):
             except Exception as e:  # uiautomator2 raises many kinds; all mean "not reachable"
                 raise InfraError(f"{self.serial}: uiautomator2 could not connect: {type(e).__name__}: {e}") from None
         return self._u2
+
+    def frame_sources(self) -> list[FrameSource]:
+        """The adb sources plus uiautomator2's own screenshot (a JPEG from its server)."""
+        return [*super().frame_sources(), U2Frames(self._take_screenshot, self.serial)]
+
+    def _take_screenshot(self) -> str | None:
+        try:  # uiautomator2's screenshot(): jsonrpc takeScreenshot(scale 1, quality 80), base64 JPEG
+            return self.u2().jsonrpc.takeScreenshot(1, 80)
+        except InfraError:
+            raise
+        except Exception as e:
+            raise InfraError(f"{self.serial}: uiautomator2 takeScreenshot failed: {type(e).__name__}: {e}") from None
 
     def hierarchy(self) -> str:
         try:

@@ -102,8 +102,10 @@ class SimPhone:
         self._reset_fields()
         self.version = 0               # bumps on every change of what the screen shows
         self.effect_counter = 0
-        self._png: bytes | None = None
-        self._png_version = -1
+        self._img: Any = None           # the rendered frame of screen version _img_version
+        self._img_version = -1
+        self._png: bytes | None = None  # ... and its encodings, dropped with it
+        self._rgba: bytes | None = None
         self._tree: Node | None = None
         self._tree_version = -1
         self.events: list[dict[str, Any]] = []  # input events received (for tests and debugging)
@@ -511,24 +513,36 @@ class SimPhone:
             a["ad_open"] = True
 
     # --- PhoneAPI: observation ----------------------------------------------------------------
-    def screencap_png(self) -> bytes:
-        with self.lock:
-            if self._png is not None and self._png_version == self.version:
-                return self._png
-            version = self.version
-            img = render.render(self.tree(), self.size, self.dp, dark=self.dark_theme())
-            self._png = render.encode_png(img)
-            self._png_version = version
-            self._img = img
-            return self._png
-
     def screencap_image(self):
+        """The rendered frame (an RGB image; do not modify it), rendered once per screen version."""
         with self.lock:
-            self.screencap_png()
+            if self._img is None or self._img_version != self.version:
+                version = self.version
+                self._img = render.render(self.tree(), self.size, self.dp, dark=self.dark_theme())
+                self._img_version = version
+                self._png = self._rgba = None
             return self._img
 
+    def screencap_png(self) -> bytes:
+        """The frame as PNG, encoded once per screen version (for in-process callers; the shell's
+        ``screencap -p`` encodes on every call, as a phone does)."""
+        with self.lock:
+            img = self.screencap_image()
+            if self._png is None:
+                self._png = render.encode_png(img)
+            return self._png
+
+    def screencap_encode(self) -> bytes:
+        """What ``screencap -p`` gets: the frame encoded to PNG for this call (Android's screencap is
+        a new process per call that encodes the frame every time; only the render is kept)."""
+        return render.encode_png(self.screencap_image())
+
     def screencap_rgba(self) -> bytes:
-        return self.screencap_image().convert("RGBA").tobytes()
+        with self.lock:
+            img = self.screencap_image()
+            if self._rgba is None:
+                self._rgba = img.convert("RGBA").tobytes()
+            return self._rgba
 
     def hierarchy_xml(self) -> str:
         return hierarchy_xml(self.tree())

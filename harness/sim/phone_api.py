@@ -5,13 +5,15 @@ through this protocol, so the protocol layer can be tested against a tiny stand-
 model never learns about ADB packets.
 
 All methods are synchronous and thread-safe (the phone holds its own lock); they are cheap except
-``screencap_png`` (a render plus PNG encode, cached while the screen is unchanged).
+the screen captures: a render when the screen changed, plus a PNG encode for ``screencap_png``
+(cached while the screen is unchanged) and ``screencap_encode`` (every call, as a phone's
+``screencap -p``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass
@@ -59,7 +61,14 @@ class PhoneAPI(Protocol):
         """Screen density in dpi (``wm density``)."""
 
     # --- observation -------------------------------------------------------------------------
-    def screencap_png(self) -> bytes: ...
+    def screencap_image(self) -> Any:
+        """The screen as a Pillow image (RGB or RGBA; callers do not modify it)."""
+
+    def screencap_png(self) -> bytes:
+        """The screen as PNG, for in-process callers (may be cached while the screen is unchanged)."""
+
+    def screencap_encode(self) -> bytes:
+        """What ``screencap -p`` returns: the screen encoded to PNG for this call."""
 
     def screencap_rgba(self) -> bytes:
         """Raw RGBA8888 pixels, width*height*4 bytes (``screencap`` without -p, ``framebuffer:``)."""

@@ -1624,7 +1624,7 @@ class Shell:
     def cmd_screencap(self, c: Ctx) -> int:
         flags, paths = _split_flags(c.argv[1:], with_value={"d"})
         png = "p" in flags or (paths and paths[0].endswith(".png"))
-        data = self.phone.screencap_png() if png else self._raw_screencap()
+        data = self.phone.screencap_encode() if png else self._raw_screencap()
         if paths:
             p = paths[0]
             if not self._writable_or_error(c, "screencap", p):

@@ -145,7 +145,6 @@ class U2Server:
         self._lock = threading.Lock()
         self._servers: dict[int, tuple[int, threading.Event]] = {}
         self._tokens = itertools.count(1)
-        self._jpeg_cache: tuple[bytes, int, float, str] | None = None
 
     # --- lifetime -----------------------------------------------------------------------------
     def start(self, port: int) -> int | None:
@@ -250,20 +249,16 @@ class U2Server:
         return list(self.phone.size)
 
     def rpc_takeScreenshot(self, scale: float = 1.0, quality: int = 80) -> str:
-        png = self.phone.screencap_png()
-        cached = self._jpeg_cache
-        if cached and cached[0] is png and cached[1] == quality and cached[2] == scale:
-            return cached[3]
-        from PIL import Image
-
-        img = Image.open(io.BytesIO(png)).convert("RGB")
+        """A JPEG of the frame, encoded on every call as the u2 server does (``UiAutomation
+        .takeScreenshot`` then ``Bitmap.compress(JPEG, quality)``), base64 as its JSON-RPC returns it."""
+        img = self.phone.screencap_image()
+        if img.mode != "RGB":
+            img = img.convert("RGB")
         if scale and scale != 1:
             img = img.resize((max(1, int(img.width * scale)), max(1, int(img.height * scale))))
         buf = io.BytesIO()
         img.save(buf, format="JPEG", quality=int(quality))
-        b64 = base64.b64encode(buf.getvalue()).decode("ascii")
-        self._jpeg_cache = (png, quality, scale, b64)
-        return b64
+        return base64.b64encode(buf.getvalue()).decode("ascii")
 
     def rpc_dumpWindowHierarchy(self, compressed: bool = False, maxDepth: int | None = 50, rootInActive: bool | None = None) -> str:
         xml = self.phone.hierarchy_xml().lstrip()

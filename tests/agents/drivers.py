@@ -9,6 +9,11 @@ Each driver does what the released model does:
   MOBILE_USE_DOUBAO; the Qwen cookbooks' tool enums and resolution statements; AndroidWorld's M3A
   element list), the system turn, the image size the coordinates refer to, and the history form of
   later requests (box tokens in UI-TARS turns, JSON calls for Qwen2.5, plain words for Qwen3);
+- it sees an image as the model does on its server: UI-TARS and Qwen models are served (vLLM, SGLang,
+  transformers) with their own image processor, which smart_resizes every image it is given
+  (Qwen2-VL / Qwen2.5-VL ``preprocessor_config.json``: factor 28, 3136 to 12845056 pixels; Qwen3-VL:
+  factor 32, 65536 to 16777216), so the coordinates it writes refer to that size, whatever size
+  was sent;
 - it answers in the output shape of the family's own published examples (README_deploy's expected
   output, the cookbooks' printed outputs, AndroidWorld's ``Reason: / Action: {json}``, the Doubao
   outputs and UI-TARS v1 outputs of ../shared/reference/model_outputs.jsonl), in the family's own
@@ -110,6 +115,24 @@ def _q(s: str) -> str:
 
 def _smart_resize_28(w: int, h: int) -> bool:
     return w % 28 == 0 and h % 28 == 0
+
+
+# (factor, min_pixels, max_pixels) of the processor a family's models are served with (the model
+# cards' preprocessor_config.json); Doubao's hosted API is assumed to resize alike (the agent sends
+# it the smart_resize'd image, which that resize leaves as it is)
+PROCESSORS = {"uitars": (28, 3136, 12845056), "uitars-v1": (28, 3136, 12845056), "doubao": (28, 3136, 12845056),
+              "qwen2.5": (28, 3136, 12845056), "qwen3": (32, 65536, 16777216), "qwen3-tools": (32, 65536, 16777216)}
+
+
+def processed_size(protocol: str, w: int, h: int) -> tuple[int, int]:
+    """The size of an image of w x h once the family's server processor has resized it."""
+    if protocol not in PROCESSORS:
+        return w, h
+    from ui_tars.action_parser import smart_resize  # the released function, not ours
+
+    factor, lo, hi = PROCESSORS[protocol]
+    rh, rw = smart_resize(h, w, factor=factor, min_pixels=lo, max_pixels=hi)
+    return rw, rh
 
 
 @dataclass
@@ -221,8 +244,9 @@ class Driver:
                 self.flag("no element list in M3A's 'UI element N: {...}' form")
 
     def _seen(self, req: dict[str, Any]) -> tuple[int, int]:
+        """The size of the current screenshot as the model sees it (after its server's processor)."""
         url = request_images(req)[-1]
-        return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size
+        return processed_size(self.protocol, *Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size)
 
     # --- targets -------------------------------------------------------------------------------
     def _element(self, target: dict[str, Any]) -> hierarchy.Element:

@@ -7,6 +7,8 @@ sizes; invalid outputs are recorded and capped; a dead server is an agent_error;
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import socket
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 import agents  # noqa: F401  (registers the agents)
 from harness.model import ModelConfig
@@ -150,13 +153,55 @@ def test_answers_a_question(protocol: str, tmp_path: Path) -> None:
         assert steps[-1].extras["queued_from_step"] == steps[-2].index
 
 
-def test_default_settings_send_the_smart_resized_png(tmp_path: Path) -> None:
+def test_default_settings_send_the_captured_png_which_the_server_resizes(tmp_path: Path) -> None:
+    """UI-TARS-1.5's server smart_resizes every image itself (its processor), so the captured PNG
+    goes as it is: the model sees 1092x2408, as when we resized it, and its points map back alike."""
     out, steps, driver, srv = run("uitars", "settings_wifi_off", (1080, 2400), tmp_path, fast=False)
     assert out.verdicts["oracle"] is True
     check_taps(steps, driver)
     img = steps[1].extras["images"][-1]
-    assert img["size"] == [1092, 2408] and img["format"] == "png" and img["source_size"] == [1080, 2400]
+    assert img["size"] == [1080, 2400] and img["server_resizes_to"] == [1092, 2408] and img["format"] == "png"
     assert steps[1].extras["resized"] == [1092, 2408]
+    recorded = (tmp_path / "run" / "episodes" / "settings_wifi_off" / steps[1].screen_before).read_bytes()
+    sent = base64.b64decode(request_images(srv.requests_seen[1])[-1].split(",", 1)[1])
+    assert sent == recorded  # the screenshot's own bytes: nothing decoded or encoded
+
+
+@pytest.mark.parametrize("protocol,name,base", [("uitars", "uitars", {}), ("qwen2.5", "qwen", {"version": "2.5"}),
+                                                ("qwen3", "qwen", {"version": "3"})])
+def test_the_server_resize_of_the_captured_png_is_what_was_sent_resized(protocol, name, base) -> None:
+    """The same result after the server's resize: the processor's smart_resize (bicubic, as
+    transformers' Qwen2-VL image processor resamples) of the captured PNG gives the pixels that
+    ``send=resized`` sends, so the model's input is unchanged."""
+    from harness.episode import EpisodeContext, Observation
+    from tests.agents.drivers import processed_size
+
+    phone = SimPhone(1080, 2400)
+    phone.reset()
+    # a tap the model places in the coordinates it was told about: mapped back alike either way
+    reply = ('Thought: tap it.\nAction: Tap the row.\n<tool_call>\n{"name": "mobile_use", "arguments": '
+             '{"action": "click", "coordinate": [517, 603]}}\n</tool_call>' if name == "qwen"
+             else "Thought: x\nAction: click(start_box='(517,1203)')")
+    sent, actions = {}, {}
+    for send in ("auto", "resized"):
+        with ScriptedModelServer([Reply(reply)]) as srv:
+            agent = AGENTS.build(name, {**base, "send": send, "model": model(srv.base_url)})
+            agent.reset(EpisodeContext(task=TASKS["settings_wifi_off"], screen_size=(1080, 2400), seed=0,
+                                       device_serial="x"))
+            out = agent.step(Observation(step=1, screenshot=phone.screencap_png(), screen_size=(1080, 2400),
+                                         hierarchy=phone.hierarchy_xml, instruction="Turn off Wi-Fi.", language="en"))
+            url = request_images(srv.requests[0])[-1]
+            sent[send] = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+            actions[send] = out.action
+            system = srv.requests[0]["messages"][0]["content"]
+            sent[send + " system"] = system if isinstance(system, str) else json.dumps(system)
+    target = processed_size(protocol, 1080, 2400)
+    assert sent["auto"].size == (1080, 2400) and sent["resized"].size == target
+    server_side = sent["auto"].resize(target, Image.Resampling.BICUBIC)
+    assert server_side.tobytes() == sent["resized"].tobytes()
+    assert sent["auto system"] == sent["resized system"]  # the same stated resolution, the same prompt
+    assert actions["auto"] is not None and actions["auto"].type == "click"
+    assert actions["auto"] == actions["resized"]  # the same point on the phone
 
 
 @pytest.mark.parametrize("version,stated", [("2.5", "1092x2408"), ("3", "999x999")])
@@ -176,7 +221,9 @@ def test_qwen_prompt_states_the_coordinate_resolution(version: str, stated: str)
     system = srv.requests[0]["messages"][0]["content"]
     assert f"The screen's resolution is {stated}." in system
     assert ("Thought:" in system) == (version == "3")
-    assert out.extras["images"][0]["size"] == ([1092, 2408] if version == "2.5" else [1088, 2400])
+    img = out.extras["images"][0]  # sent as captured; the version's processor resizes it on the server
+    assert img["size"] == [1080, 2400]
+    assert img["server_resizes_to"] == ([1092, 2408] if version == "2.5" else [1088, 2400])
 
 
 def test_uitars_history_window(tmp_path: Path) -> None:

@@ -147,3 +147,41 @@ def test_m3a_clear_text_clears_the_field_first() -> None:
     tap, typing = p.actions
     assert tap.type == "click" and isinstance(typing, TypeText) and typing.text == "20:00" and typing.submit
     assert typing.clear is True and not any("clear_text" in n for n in p.notes)  # the field is cleared first
+
+
+# --- prepare(): the same requests, started earlier ----------------------------------------------------
+@pytest.mark.parametrize("name,opts", [("m3a", {}), ("vlm", {}), ("doubao", {}), ("uitars", {}),
+                                       ("qwen", {"version": "3"})])
+def test_prepare_changes_nothing_the_model_is_sent(name: str, opts: dict[str, Any]) -> None:
+    """Three steps over changing screens, once with prepare() called on each screenshot as it
+    arrives (as the runner does) and once without: the requests are identical, images included."""
+    from harness import model as model_mod
+
+    phone = SimPhone(*SCREEN)
+    phone.reset()
+    shots = []
+    for app in ("Settings", "Clock", "Notes"):
+        phone.keyevent("HOME")
+        phone.launch(phone.resolve_app(app))
+        shots.append((phone.screencap_png(), phone.hierarchy_xml()))
+    reply = (Reply('Reason: next.\nAction: {"action_type": "navigate_home"}') if name == "m3a" else
+             Reply('<tool_call>\n{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Home"}}'
+                   "\n</tool_call>") if name == "qwen" else Reply("Thought: next\nAction: press_home()"))
+    sent = {}
+    for prepared in (True, False):
+        model_mod.clear_encode_cache()
+        with ScriptedModelServer([reply]) as srv:
+            agent = AGENTS.build(name, {**opts, "model": model(srv.base_url)})
+            agent.reset(EpisodeContext(task=Task(id="t", instruction="Look around.", reference_steps=3),
+                                       screen_size=SCREEN, seed=0, device_serial="x"))
+            for k, (png, xml) in enumerate(shots, start=1):
+                obs = Observation(step=k, screenshot=png, screen_size=SCREEN, hierarchy=lambda xml=xml: xml,
+                                  instruction="Look around.", language="en")
+                if prepared:
+                    agent.prepare(obs)
+                out = agent.step(obs)
+                assert out.action is not None
+                if prepared and name == "m3a":
+                    assert out.extras["prepared"] is True  # the step used what prepare() made
+        sent[prepared] = [r["messages"] for r in srv.requests]
+    assert sent[True] == sent[False] and len(sent[True]) >= 3

@@ -45,8 +45,10 @@ class LocalSimDevice:
         self.actions += 1
         local.execute(self.phone, action)
 
-    def settle(self, previous: bytes | None = None) -> tuple[bytes, ActionTiming]:
+    def settle(self, previous: bytes | None = None, on_frame: Any = None) -> tuple[bytes, ActionTiming]:
         shot = self.screenshot()
+        if on_frame is not None:
+            on_frame(shot)
         return shot, ActionTiming(settle=0.0, extra={"sha": hashlib.sha1(shot).hexdigest()[:8]})
 
     def current_app(self) -> tuple[str, str]:

@@ -3,6 +3,7 @@ limits, structured output fallback, concurrency bounds, key hygiene, tolerant JS
 
 from __future__ import annotations
 
+import base64
 import io
 import random
 import threading
@@ -94,7 +95,9 @@ def test_guided_json_goes_in_extra_body():
 
 def test_concurrency_is_bounded_per_endpoint():
     with ScriptedModelServer([Reply("x", delay_s=0.1)]) as s:
-        c = ModelClient(cfg(s, concurrency=2))
+        # slots are shared by base URL: a path of its own, so that an earlier test's client of a
+        # server that had this port (asking for more slots) is not the same endpoint
+        c = ModelClient(cfg(s, concurrency=2, base_url=s.base_url + "/bounded-test"))
         threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(6)]
         for t in threads:
             t.start()
@@ -425,3 +428,74 @@ def test_the_key_choice_never_shows_the_key(monkeypatch):
     monkeypatch.setenv("CRATE_TEST_KEY", "sk-secret-123456789")
     choice = key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CRATE_TEST_KEY"))
     assert choice.key == "sk-secret-123456789" and "sk-secret" not in repr(choice) + choice.reason
+
+
+# --- the cheapest encoding that gives the model the same pixels ------------------------------------------
+def _decoded(enc) -> Image.Image:
+    img = Image.open(io.BytesIO(base64.b64decode(enc.data_url.split(",", 1)[1])))
+    img.load()
+    return img
+
+
+def test_a_png_sent_at_its_own_size_goes_as_it_is():
+    shot = png()
+    enc = encode_image(shot, ImagePolicy(format="png", max_long_side=None))
+    assert enc.passthrough and base64.b64decode(enc.data_url.split(",", 1)[1]) == shot
+    assert (enc.width, enc.height, enc.bytes) == (1080, 2400, len(shot))
+    same_size = encode_image(shot, ImagePolicy(format="png"), size=(1080, 2400))
+    assert same_size.passthrough  # a forced size that is the screenshot's own: no resize, no encode
+
+
+def test_resized_png_is_lossless_at_any_level_and_jpeg_is_unchanged():
+    """PNG levels change bytes and time, never pixels: a resized PNG decodes to exactly Pillow's
+    bicubic resize; JPEG keeps Pillow's encoder and quality (the pixels models got before)."""
+    shot = png()
+    src = Image.open(io.BytesIO(shot)).convert("RGB")
+    want = src.resize((1092, 2408), Image.Resampling.BICUBIC)
+    for level in (1, 6):
+        enc = encode_image(shot, ImagePolicy(format="png", png_level=level), size=(1092, 2408))
+        assert not enc.passthrough and _decoded(enc).convert("RGB").tobytes() == want.tobytes()
+    jpeg = encode_image(shot, ImagePolicy(max_long_side=1280, format="jpeg", jpeg_quality=85))
+    buf = io.BytesIO()
+    src.resize((576, 1280), Image.Resampling.BICUBIC).save(buf, format="JPEG", quality=85)
+    assert base64.b64decode(jpeg.data_url.split(",", 1)[1]) == buf.getvalue()
+
+
+def test_a_screenshot_that_carries_its_pixels_is_not_decoded_again(monkeypatch):
+    import harness.screenshot as shots
+    from harness.screenshot import Screenshot
+
+    img = Image.new("RGB", (1080, 2400), (9, 99, 199))
+    shot = Screenshot(png(color=(9, 99, 199)), image=img)
+    monkeypatch.setattr(shots.Image, "open", lambda *a, **k: pytest.fail("decoded a PNG whose pixels were given"))
+    enc = encode_image(shot, ImagePolicy(max_long_side=1280, format="jpeg"))
+    assert (enc.width, enc.height) == (576, 1280)
+
+
+def test_prefetch_and_the_step_share_one_encode(monkeypatch):
+    """An agent's prepare() starts the encode; the step's own encode_image waits for it (or finds
+    it cached) instead of encoding twice."""
+    import harness.model as model_mod
+
+    model_mod.clear_encode_cache()
+    calls = []
+    real = model_mod.encode_pixels
+    started, release = threading.Event(), threading.Event()
+
+    def slow(*a, **k):
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return real(*a, **k)
+
+    monkeypatch.setattr(model_mod, "encode_pixels", slow)
+    shot = png(color=(4, 5, 6))
+    policy = ImagePolicy(format="jpeg")
+    model_mod.prefetch(shot, policy)
+    assert started.wait(10)  # the worker is encoding it now
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("enc", encode_image(shot, policy)))
+    t.start()
+    release.set()
+    t.join(10)
+    assert len(calls) == 1 and box["enc"] is encode_image(shot, policy)

@@ -78,6 +78,13 @@ class FakePhone:
         self._record("screencap_png")
         return self._png
 
+    def screencap_image(self) -> Image.Image:
+        return self._img
+
+    def screencap_encode(self) -> bytes:
+        self._record("screencap_encode")
+        return self._png
+
     def screencap_rgba(self) -> bytes:
         self._record("screencap_rgba")
         return self._rgba
