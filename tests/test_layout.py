@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "harness.verdicts")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.runner", "harness.suite", "harness.static_run")),
+    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")),
     ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.task_checks",
                   "harness.task_trials", "harness.report", "harness.demo")),
     ("cli", ("harness.cli", "harness.__main__")),

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.farm.errors import FarmError
+
+__all__ = ["FarmError", "INSTALL_HINT", "cluster_devices", "load_ray", "open_farm"]
+
 INSTALL_HINT = "pip install 'crate-harness[farm]' (or: pip install 'ray[default]>=2.9')"
-
-
-class FarmError(Exception):
-    """The farm cannot run: Ray missing, no cluster at the address, no usable phone on any node."""
 
 
 def load_ray() -> Any:

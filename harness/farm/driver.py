@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import ray
 
-from harness.farm import FarmError
+from harness.farm.errors import FarmError
 from harness.farm.actor import DeviceActor, Secrets
 from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, probe
 from harness.records import RunWriter, now_iso

@@ -12,7 +12,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from harness.farm import FarmError
+from harness.farm.errors import FarmError
 
 NAMESPACE = "crate-harness"   # device actors are named in it: one actor per phone across runs
 PROBE_TIMEOUT_S = 120.0       # a node's first task starts a Python worker there: seconds on a busy host
