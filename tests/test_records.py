@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from harness import records as R
+from harness.records.readers import _coerce as coerce_record
 from harness.records import (
     REDACTED,
     EpisodeResult,
@@ -320,7 +321,7 @@ def test_manifest_atomic_no_tmp_left(tmp_path, monkeypatch):
         def boom(*a, **k):
             raise OSError("disk gone")
 
-        monkeypatch.setattr(R.os, "replace", boom)
+        monkeypatch.setattr(os, "replace", boom)
         with pytest.raises(OSError):
             run.update_manifest(i=99)
         monkeypatch.undo()
@@ -336,13 +337,13 @@ def test_manifest_atomic_no_tmp_left(tmp_path, monkeypatch):
 def _fsynced_paths(monkeypatch) -> list[str]:
     """Record the path of every file or folder fsynced from now on (through /proc/self/fd)."""
     seen: list[str] = []
-    real = R.os.fsync
+    real = os.fsync
 
     def fsync(fd):
         seen.append(os.readlink(f"/proc/self/fd/{fd}"))
         return real(fd)
 
-    monkeypatch.setattr(R.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     return seen
 
 
@@ -476,7 +477,7 @@ def test_step_record_validation(tmp_path):
     with pytest.raises(Exception):
         StepRecord(index=1, screen_before="screens/000.png", timings={"agent": math.nan})
     with pytest.raises(RecordError) as e:
-        R._coerce(StepRecord, {"index": 1, "screen_before": "screens/000.png", "typo": 1})
+        coerce_record(StepRecord, {"index": 1, "screen_before": "screens/000.png", "typo": 1})
     assert e.value.field == "typo" and "extras" in str(e.value)
 
     ep = tmp_path / "ep"
