@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Callable
 
 from harness import __version__
@@ -516,22 +517,27 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
-    try:
-        index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
-    except (FileNotFoundError, ValueError) as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
-        where = e.filename or args.out or args.run_dir
-        hint = "; pass --out DIR to write the pages elsewhere" if not args.out else ""
-        raise UserError(f"{where}: cannot write the viewer's pages ({e.strerror or e}){hint}") from None
-    if args.no_serve:
-        print(f"viewer written: {index}")
-        return 0
-    try:
-        server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
-    except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    print(f"serving {index.parent} at {server.url} (Ctrl-C to stop)", flush=True)
+    if args.live:
+        server = _live_server(args)
+        what = f"the live view of {args.run_dir}"
+    else:
+        try:
+            index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
+        except (FileNotFoundError, ValueError) as e:
+            raise UserError(str(e)) from None
+        except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
+            where = e.filename or args.out or args.run_dir
+            hint = "; pass --out DIR to write the pages elsewhere" if not args.out else ""
+            raise UserError(f"{where}: cannot write the viewer's pages ({e.strerror or e}){hint}") from None
+        if args.no_serve:
+            print(f"viewer written: {index}")
+            return 0
+        try:
+            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
+        except OSError as e:
+            raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        what = str(index.parent)
+    print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
     if args.host not in LOOPBACK:
         print("warning: anyone who can reach this address can read the run's screenshots and outputs",
               file=sys.stderr, flush=True)
@@ -546,6 +552,25 @@ def cmd_view(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def _live_server(args: argparse.Namespace):
+    """``harness view --live RUN``: the live page of a run in progress (or done), read from its folder."""
+    from harness.live.records import run_token
+    from harness.live.server import LiveServer
+    from harness.records import MANIFEST_FILE
+
+    if args.out or args.no_serve or args.judgements or args.no_judgements:
+        raise UserError("--live serves the run as it is recorded: --out, --no-serve and --judgements do not apply")
+    run = Path(args.run_dir)
+    if not (run / MANIFEST_FILE).is_file():
+        raise UserError(f"{run}: not a run folder (no {MANIFEST_FILE}); start the run first, or pass its --out")
+    if run_token(run) is None:
+        print(f"warning: cannot write {run}/.live-token: the page shows no Allow/Deny buttons", file=sys.stderr)
+    try:
+        return LiveServer(run, host=args.host, port=args.port)
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
 
 
 # --- offline judging, agreement, importers ------------------------------------------------------
@@ -774,6 +799,8 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--judgements", action="append", metavar="SET",
                     help="offline verdicts of only these judgement sets, RUN/judgements/SET (repeatable; default all)")
     vw.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run")
+    vw.add_argument("--live", action="store_true", help="serve the live page of a run in progress (started "
+                    "elsewhere; a panel per device, Allow/Deny for --monitor-mode ask) instead of the viewer")
     vw.set_defaults(run=cmd_view)
 
     from harness.offline_judge import add_judge_arguments
