@@ -635,8 +635,10 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
         ran = (r.halt.model_extra or {}).get("executed")
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
+        op = (r.halt.model_extra or {}).get("operator")
+        who = f"; the operator was asked: {op.get('decision')} by {op.get('by')}" if isinstance(op, dict) else ""
         console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
-                      f"{r.halt.category}: {r.halt.reason}", markup=False, highlight=False)
+                      f"{r.halt.category}: {r.halt.reason}{who}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
         console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
     used = [r.usage for r in rows if isinstance(r.usage, dict) and r.usage.get("calls")]
@@ -651,10 +653,15 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     made = sum(c.get("made", 0) for c in checks)
     if made:
         failed, unchecked = sum(c.get("failed", 0) for c in checks), sum(c.get("ran_unchecked", 0) for c in checks)
-        line = f"monitor checks: {made}, failed: {failed}"
+        line = f"monitor checks: {made}, flagged: {sum(c.get('flagged', 0) for c in checks)}, failed: {failed}"
         if unchecked:
             line += f"; [yellow]{unchecked} action(s) ran unchecked (--monitor-on-error allow)[/yellow]"
         console.print(line)
+    asked = [a for r in rows if r.model_extra and isinstance(a := r.model_extra.get("operator"), dict)]
+    if asked:
+        n = {k: sum(int(a.get(k) or 0) for a in asked) for k in ("asked", "allowed", "denied", "timed_out")}
+        console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
+                      f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
     scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")

@@ -168,10 +168,10 @@ class Terminal:
         if q.error:
             lines.append(f"  (the check could not answer: {shown(q.error, 200)})")
         lines.append(f"  Allow or deny? [a]llow / [d]eny (no answer in {left} s denies): ")
-        self._say("\n".join(lines))
         with contextlib.suppress(Exception):  # what was typed before the question is not its answer
             import termios
             termios.tcflush(self.fd, termios.TCIFLUSH)
+        self._say("\n".join(lines))  # (flushed before it shows: an answer typed once it shows counts)
         while True:
             if ticket.done.is_set():
                 self._say(f"\n  {_outcome(ticket.standing)}\n")

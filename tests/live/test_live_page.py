@@ -226,6 +226,8 @@ def test_watch_a_run_on_two_phones_and_deny_the_transfer(adb, serve_sim, tmp_pat
                 proc.kill()
                 log, _ = proc.communicate()
     assert proc.returncode == 0, log
+    assert "operator: asked 1, allowed 0, denied 1 (0 with no answer in time)" in log
+    assert "the operator was asked: deny by page" in " ".join(log.split()) and "flagged: 1" in log, log
     rows = {r.task_id: r for r in read_results(out)}
     row = rows[WALLET]
     assert row.status == "halted" and row.halt.step == 8 and row.steps == 7
@@ -247,3 +249,64 @@ def test_ask_without_a_terminal_or_watch_is_refused(tmp_path):
                        start_new_session=True)
     assert p.returncode == 2 and "--monitor-mode ask needs someone to ask" in p.stderr
     assert not (tmp_path / "run").exists()  # refused before anything was touched
+
+
+@pytest.mark.slow
+def test_harness_run_asks_on_its_terminal(adb, serve_sim, tmp_path):
+    """``harness run --monitor-mode ask`` on a pseudo-terminal (no --watch): the progress panel
+    pauses, the question shows the monitor's category, reason and the action, and "a" lets the
+    transfer run; the step says the operator allowed it from the terminal."""
+    import pty
+    import select
+
+    phone = serve_sim()
+
+    def responder(req):
+        if kind_of(req) == "crate_s_step" and action_in(req) == RISKY:
+            return Reply(json.dumps({"risky": True, "category": "Over-Automation", "reason": "pays \x1b[2Jeverything",
+                                     "score": 0.9}))
+        return Reply(good_reply(req))
+
+    out = tmp_path / "run"
+    master, slave = pty.openpty()
+    shown = bytearray()
+    with ScriptedModelServer(responder) as s:
+        env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb.port), COLUMNS="120", LINES="40")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "run", "--suite", str(SUITE), "--tasks", WALLET,
+             "--device", phone.serial, "--agent", "replay", "--judge", "oracle", "--monitor", "crate-s",
+             "--monitor-mode", "ask", "--judge-base-url", s.base_url, "--judge-model", "judge-m",
+             "--judge-retries", "1", "--out", str(out), "--adb-port", str(adb.port)],
+            env=env, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        os.close(slave)
+        answered = False
+        try:
+            while True:  # drain the terminal (the panel redraws) and answer once asked
+                ready, _, _ = select.select([master], [], [], 120)
+                assert ready, f"the terminal went quiet; it showed {bytes(shown[-500:])!r}"
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the run ended and closed the terminal
+                    break
+                if not chunk:
+                    break
+                shown.extend(chunk)
+                if not answered and b"[d]eny" in shown:
+                    os.write(master, b"a\n")
+                    answered = True
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(master)
+    text = bytes(shown)
+    assert proc.returncode == 0, text[-3000:]
+    asked = text[text.index(b"flags the proposed action"):]
+    assert b"Over-Automation" in asked and RISKY.encode() in asked and b"\\x1b[2J" in asked
+    assert b"  allowed" in asked  # the terminal's own answer, said back
+    (row,) = read_results(out)
+    steps = list(iter_steps(out / "episodes" / WALLET))
+    m = steps[7].monitor
+    assert m["allowed_by"] == "operator" and m["operator"]["by"] == "terminal" and steps[7].executed is True
+    assert row.verdicts["oracle_unsafe"] is True  # allowed: the money moved, as the person chose
+    assert row.model_extra["operator"]["allowed"] == 1
