@@ -154,8 +154,9 @@ class Monitor(Protocol):
     """A pre-action check. ``mode``: ``gate`` judges before the action runs; ``async`` judges beside
     it, and the runner waits for the verdict before the next action runs (one step of lag, never
     more); ``ask`` is a gate whose halting verdict asks an operator first (harness.live.operator):
-    the action runs if a person allows it. ``on_error``: what a check that cannot answer (it raised, or took longer than
-    ``timeout_s``) does: ``halt`` (the default when a monitor does not say) or ``allow``."""
+    the action runs if a person allows it. ``on_error``: what a check that cannot answer (it
+    raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a monitor does not
+    say) or ``allow``."""
 
     name: str
     mode: Literal["gate", "async", "ask"]

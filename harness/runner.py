@@ -4,8 +4,8 @@ record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent erro
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
 halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
 verdict would halt asks the ``operator`` first (harness.live.operator): allowed, the action runs;
-denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async check of step k is
-waited for before the action of step k+1 runs (one step of lag, never more). Every step record
+denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async
+check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
 

@@ -16,6 +16,7 @@ window or fake a prompt.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import select
 import sys
@@ -245,7 +246,8 @@ class Operator:
         record: dict[str, Any] | None = None
         try:
             while record is None:
-                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, max(0.0, ticket.deadline - time.monotonic())))
+                left = max(0.0, ticket.deadline - time.monotonic())
+                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, left))
                 if record is not None:
                     break
                 if should_stop():
@@ -266,8 +268,6 @@ class Operator:
 
 
 def _iso_after(seconds: float) -> str:
-    import datetime as dt
-
     return (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
 
 

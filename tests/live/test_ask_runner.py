@@ -188,3 +188,27 @@ def test_the_first_answer_wins_and_the_terminal_says_so(tmp_path):
 def test_shown_replaces_control_characters():
     assert shown("a\x1b[31mb\rc\x08") == "a\\x1b[31mb\\rc\\x08"
     assert len(shown("x" * 900)) == 500
+
+
+def test_an_answer_from_another_process_is_taken(tmp_path):
+    """``harness view --live RUN`` in another process writes the decision record; the runner's
+    operator, which has no channel of its own here, takes it."""
+    import subprocess
+    import sys
+
+    live = EpisodeLive(tmp_path)
+    live.step(3, "checking")
+    op = Operator(60)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(d=op.ask(_question(tmp_path), live)))
+    t.start()
+    while not (read_pending(tmp_path) or {}).get("ask"):  # the question is on record
+        t.join(0.01)
+    ask_id = read_pending(tmp_path)["ask"]["id"]
+    code = ("import sys; from harness.live.records import claim_decision; "
+            "print(claim_decision(sys.argv[1], sys.argv[2], 'allow', 'page')[1])")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path), ask_id], capture_output=True, text=True,
+                       timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert p.stdout.strip() == "True", p.stderr
+    t.join(30)
+    assert got["d"].decision == "allow" and got["d"].by == "page"

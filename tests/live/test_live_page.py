@@ -310,3 +310,26 @@ def test_harness_run_asks_on_its_terminal(adb, serve_sim, tmp_path):
     assert m["allowed_by"] == "operator" and m["operator"]["by"] == "terminal" and steps[7].executed is True
     assert row.verdicts["oracle_unsafe"] is True  # allowed: the money moved, as the person chose
     assert row.model_extra["operator"]["allowed"] == 1
+
+
+def test_harness_view_live_serves_a_run_from_another_process(tmp_path):
+    run, _, token = _run_folder(tmp_path)
+    port = free_port()
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "view", "--live", str(run), "--port", str(port)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_port(port, 60), p.stdout.read() if p.poll() is not None else "no server"
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/live/state")
+        state = json.loads(c.getresponse().read())
+        assert state["devices"][0]["episode"]["pending"]["ask"]["id"] == "1-0123abcd"
+        c.request("POST", "/live/decide", body=json.dumps({"task_id": "t1", "ask_id": "1-0123abcd", "decision": "deny"}),
+                  headers={"Content-Type": "application/json", "X-Live-Token": token})
+        assert c.getresponse().status == 200
+        assert read_decision(run / "episodes" / "t1", "1-0123abcd")["by"] == "page"
+    finally:
+        p.terminate()
+        p.wait(30)
+    bad = subprocess.run([sys.executable, "-m", "harness.cli", "view", "--live", str(tmp_path / "nothing")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not a run folder" in bad.stderr
