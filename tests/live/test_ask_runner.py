@@ -212,3 +212,32 @@ def test_an_answer_from_another_process_is_taken(tmp_path):
     assert p.stdout.strip() == "True", p.stderr
     t.join(30)
     assert got["d"].decision == "allow" and got["d"].by == "page"
+
+
+def test_questions_from_two_devices_are_asked_one_at_a_time(tmp_path):
+    master, slave = pty.openpty()
+    try:
+        term = Terminal(slave, open(os.dup(slave), "w", encoding="utf-8"))
+        op = Operator(60, terminal=term)
+        got: dict[str, object] = {}
+        a, b = tmp_path / "a", tmp_path / "b"
+        a.mkdir()
+        b.mkdir()
+        threads = [threading.Thread(target=lambda d=d, n=n: got.update({n: op.ask(_question(d, device=n))}))
+                   for d, n in ((a, "phone-a"), (b, "phone-b"))]
+        for t in threads:
+            t.start()
+        first = _read_until(master, b"[d]eny")
+        assert first.count(b"flags the proposed action") == 1  # the other question waits its turn
+        who = b"phone-a" if b"[phone-a]" in first else b"phone-b"
+        os.write(master, b"d\n")
+        second = _read_until(master, b"[d]eny")
+        other = b"phone-b" if who == b"phone-a" else b"phone-a"
+        assert b"[" + other + b"]" in second
+        os.write(master, b"a\n")
+        for t in threads:
+            t.join(10)
+        assert got[who.decode()].decision == "deny" and got[other.decode()].decision == "allow"
+    finally:
+        os.close(master)
+        os.close(slave)
