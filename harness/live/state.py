@@ -68,7 +68,7 @@ def _monitor(m: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: _cut(m[k]) for k in keep if k in m}
 
 
-def _step(s: Any, task_id: str) -> dict[str, Any]:
+def _step(s: Any) -> dict[str, Any]:
     return {"index": s.index, "action": s.action, "action_text": _describe(s.action) if s.action else None,
             "executed": s.ran, "invalid": _cut(s.invalid), "thought": _cut(s.thought),
             "screen_before": s.screen_before, "screen_after": s.screen_after, "monitor": _monitor(s.monitor),
@@ -83,7 +83,7 @@ def read_episode(run_dir: Path, task_id: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     try:
         stream = iter_steps(folder)
-        steps = [_step(s, task_id) for s in stream]
+        steps = [_step(s) for s in stream]
         warnings.extend(getattr(stream, "warnings", []) or [])
     except (OSError, RecordError) as e:
         warnings.append(str(e))
@@ -132,9 +132,8 @@ class RunState:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
-    def episode(self, task_id: str) -> dict[str, Any] | None:
-        if task_id not in list_episodes(self.run_dir):
-            return None
+    def episode(self, task_id: str) -> dict[str, Any]:
+        """One episode's view (of a folder ``list_episodes`` names), from the cache when unchanged."""
         folder = self.run_dir / EPISODES_DIR / task_id
         stamp = _stamp(folder)
         with self._lock:
@@ -151,7 +150,7 @@ class RunState:
 
     def snapshot(self) -> dict[str, Any]:
         """Every device's latest episode and the list of all episodes."""
-        episodes = [e for t in list_episodes(self.run_dir) if (e := self.episode(t)) is not None]
+        episodes = [self.episode(t) for t in list_episodes(self.run_dir)]
         with self._lock:
             for gone in set(self._cache) - {e["task_id"] for e in episodes}:
                 del self._cache[gone]

@@ -199,6 +199,7 @@ def test_watch_a_run_on_two_phones_and_deny_the_transfer(adb, serve_sim, tmp_pat
             box = wallet.locator(".ask").text_content()
             assert "Over-Automation" in box and "sends the <b>whole</b> balance" in box and RISKY in box
             assert wallet.get_attribute("data-state") == "asking"
+            page.screenshot(path=str(tmp_path / "live-asking.png"), full_page=True)  # for a person to look at
             # a page per device shows that device only (the other phone's, while this one waits)
             wifi = page.locator(f'section.device[data-task="{WIFI}"]')
             wifi.wait_for()
@@ -215,6 +216,7 @@ def test_watch_a_run_on_two_phones_and_deny_the_transfer(adb, serve_sim, tmp_pat
             assert "deny by page" in end and "Over-Automation" in end
             assert wallet.locator('tr.halt[data-step="8"] .notrun').count() == 1
             assert wallet.locator("ul.evidence li").count() >= 1  # the oracle's findings, as they landed
+            page.screenshot(path=str(tmp_path / "live-ended.png"), full_page=True)
             assert loads == [1] and w.errors == [] and w.dialogs == []
         finally:
             page.close()
