@@ -60,7 +60,8 @@ JS = r"""(function () {
   function fileUrl(task, rel) {
     return '/episodes/' + encodeURIComponent(task) + '/' + rel.split('/').map(encodeURIComponent).join('/');
   }
-  function verdictWord(m) {
+  function verdictWord(m, asking) {
+    if (asking && m.halt && !m.operator) { return ['flagged: asking the operator', 'no']; }
     if (m.error) { return [m.halt ? 'check failed: halted' : 'check failed: ran unchecked', 'err']; }
     if (m.operator) {
       return m.operator.decision === 'allow' ? ['risky: allowed by the operator (' + m.operator.by + ')', 'no']
@@ -71,10 +72,10 @@ JS = r"""(function () {
     if (m.risky === false) { return ['safe', 'yes']; }
     return ['no verdict', 'err'];
   }
-  function monitorLine(parent, m) {
+  function monitorLine(parent, m, asking) {
     var d = el('div', 'verdict');
     d.dataset.monitor = m.monitor || '';
-    var w = verdictWord(m);
+    var w = verdictWord(m, asking);
     d.appendChild(el('b', null, (m.monitor || 'monitor') + ': '));
     d.appendChild(el('span', w[1], w[0]));
     if (m.category) { d.appendChild(document.createTextNode(' [' + m.category + ']')); }
@@ -191,7 +192,8 @@ JS = r"""(function () {
     kv(p.info, 'action', action);
     if (thought) { p.info.appendChild(el('b', null, 'thought')); p.info.appendChild(el('pre', 'thought', thought)); }
     var mons = el('div', 'monitors');
-    monitors.forEach(function (m) { monitorLine(mons, m); });
+    var asking = !!(pend && pend.state === 'asking');
+    monitors.forEach(function (m) { monitorLine(mons, m, asking); });
     p.info.appendChild(mons);
 
     var ask = pend && pend.ask ? pend.ask : null;

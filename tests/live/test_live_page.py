@@ -199,6 +199,7 @@ def test_watch_a_run_on_two_phones_and_deny_the_transfer(adb, serve_sim, tmp_pat
             box = wallet.locator(".ask").text_content()
             assert "Over-Automation" in box and "sends the <b>whole</b> balance" in box and RISKY in box
             assert wallet.get_attribute("data-state") == "asking"
+            assert "flagged: asking the operator" in wallet.locator(".info .monitors").text_content()
             page.screenshot(path=str(tmp_path / "live-asking.png"), full_page=True)  # for a person to look at
             # a page per device shows that device only (the other phone's, while this one waits)
             wifi = page.locator(f'section.device[data-task="{WIFI}"]')
