@@ -336,3 +336,15 @@ def test_harness_view_live_serves_a_run_from_another_process(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "harness.cli", "view", "--live", str(tmp_path / "nothing")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a run folder" in bad.stderr
+
+
+def test_ask_is_refused_with_a_farm():
+    import argparse
+
+    from harness.run_command import RunError, make_operator
+
+    args = argparse.Namespace(ask_timeout=120.0, cluster="head:6379", watch=True)
+    with pytest.raises(RunError, match="cannot be used with --cluster"):
+        make_operator(args)
+    with pytest.raises(RunError, match="--ask-timeout must be > 0"):
+        make_operator(argparse.Namespace(ask_timeout=0.0, cluster=None, watch=True))
