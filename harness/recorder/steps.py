@@ -64,8 +64,8 @@ class Screen:
     def title(self) -> str | None:
         """The first short text at the top of the app (its app bar title, usually)."""
         texts = [e for e in self.elements if e.text and e.package not in (SYSTEMUI,) and len(e.text) <= 40
-                 and "EditText" not in e.cls]
-        texts.sort(key=lambda e: (e.bounds[1], e.bounds[0]))
+                 and "EditText" not in e.cls and any(ch.isalnum() for ch in e.text)]
+        texts.sort(key=lambda e: (e.clickable, e.bounds[1], e.bounds[0]))
         return texts[0].text if texts else None
 
 
@@ -106,6 +106,7 @@ class StepBuilder:
         self.latest: Screen | None = None
         self.steps: list[Step] = []      # every step, in order
         self.waiting: list[Step] = []    # steps whose after-screen is not captured yet
+        self.ready: list[Step] = []      # steps with their after-screen, not yet handed out
         self.typing: _Typing | None = None
         self.warnings: list[str] = []
 
@@ -116,9 +117,17 @@ class StepBuilder:
     def capture(self, screen: Screen) -> list[Step]:
         """A screen captured after the gestures so far; returns the steps it completes."""
         self.latest = screen
-        done, self.waiting = self.waiting, []
-        for s in done:
+        for s in self.waiting:
             s.after = screen
+        return self._complete()
+
+    def glimpse(self, screen: Screen) -> None:
+        """A look at the tree between key taps: the next key's screen, completing no step."""
+        self.latest = screen
+
+    def _complete(self) -> list[Step]:
+        done = sorted(self.ready + self.waiting, key=self.steps.index)
+        self.ready, self.waiting = [], []
         return done
 
     def gesture(self, g: Gesture) -> None:
@@ -151,7 +160,7 @@ class StepBuilder:
             ref = {"type": "swipe", **aimed, "duration_ms": action.duration_ms} if aimed else action.to_json()
             self._emit(action, ref, before, info, None if aimed else "no scrollable node under the swipe")
             return
-        node = element_at(before.elements, x, y, kind)
+        node = element_at(before.elements, x, y, "click" if kind == "tap" else kind)
         if node is not None and node.package == SYSTEMUI and NAV_KEYS.get(node.short_rid):
             key = NAV_KEYS[node.short_rid]
             self._emit(Key(key=key), {"type": "key", "key": key}, before, {**info, "kind": "nav_" + key})
@@ -169,10 +178,9 @@ class StepBuilder:
         last = final or self.latest
         if last is not None:
             self._end_typing(last)
-        done, self.waiting = self.waiting, []
-        for s in done:
+        for s in self.waiting:
             s.after = final
-        return done
+        return self._complete()
 
     # --- typing -----------------------------------------------------------------------------------
     def _key_tap(self, before: Screen, x: int, y: int, g: Touch) -> None:
@@ -180,11 +188,12 @@ class StepBuilder:
         name = (key.desc or key.text) if key is not None and key.package in self.ime else None
         if self.typing is None:
             f = before.focused_field()
-            self.typing = _Typing(before, f, f.text if f is not None else "", start=g.start)
+            # a keyboard that names its keys in the tree lets Delete and Enter be told apart
+            named = any(e.package in self.ime and e.desc for e in before.elements)
+            self.typing = _Typing(before, f, f.text if f is not None else "", identified=named, start=g.start)
         t = self.typing
         t.keys += 1
         t.end = g.end
-        t.identified = t.identified and name is not None
         if name == "Delete":
             t.deletes += 1
         if name == "Enter":
@@ -204,8 +213,6 @@ class StepBuilder:
         text = f.text if f is not None else t.initial
         if f is not None and f.rid and t.field is not None and t.field.rid and f.rid != t.field.rid:
             notes.append(f"focus moved from {t.field.short_rid} to {f.short_rid} while typing")
-        if f is not None and f.password:
-            notes.append("a password field shows dots, not its text: edit the recorded text")
         keep = _common_prefix(t.initial, text)
         removed = len(t.initial) - keep
         if removed and t.identified and t.deletes < removed:
@@ -219,14 +226,17 @@ class StepBuilder:
         typed = text[keep:]
         info = {"kind": "typing", "keys": t.keys, "deletes": t.deletes, "field": t.field.short_rid if t.field else None,
                 "text_before": t.initial, "text_after": text, "duration_ms": int(round((t.end - t.start) * 1000))}
+        # typing ended by a gesture off the keyboard: ``now`` is the screen after it; ended by
+        # Enter: the screen after Enter is the next capture
+        after = None if submit else now
         for _ in range(removed):
-            self._emit(Key(key="delete"), {"type": "key", "key": "delete"}, t.before, info)
+            self._emit(Key(key="delete"), {"type": "key", "key": "delete"}, t.before, info, after=after)
         if typed:
             action = TypeText(text=typed, submit=submit)
             ref: dict[str, Any] = {"type": "type", "text": typed}
             if submit:
                 ref["submit"] = True
-            self._emit(action, ref, t.before, info, *notes)
+            self._emit(action, ref, t.before, info, *notes, after=after)
         elif submit:
             self._emit(Key(key="enter"), {"type": "key", "key": "enter"}, t.before, info, *notes)
         elif not removed:
@@ -234,12 +244,15 @@ class StepBuilder:
 
     # --- output -----------------------------------------------------------------------------------
     def _emit(self, action: Action, ref: dict[str, Any], before: Screen, gesture: dict[str, Any],
-              *notes: str | None) -> None:
-        step = Step(action, ref, before, gesture=dict(gesture), warnings=[n for n in notes if n])
+              *notes: str | None, after: Screen | None = None) -> None:
+        step = Step(action, ref, before, after, gesture=dict(gesture), warnings=[n for n in notes if n])
         if "target" not in ref and action.type in ("click", "long_press", "swipe"):
             step.warnings.append(f"kept as pixels: replays only at {self.size[0]}x{self.size[1]}")
         self.steps.append(step)
-        self.waiting.append(step)
+        if after is None:
+            self.waiting.append(step)
+        else:
+            self.ready.append(step)
 
     def _warn(self, message: str) -> None:
         self.warnings.append(f"after step {len(self.steps)}: {message}")
