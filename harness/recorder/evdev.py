@@ -38,6 +38,7 @@ class EvdevError(ValueError):
 class Axis:
     minimum: int
     maximum: int
+    value: int = 0  # the value when listed (for MT axes: the current slot's)
 
     @property
     def span(self) -> int:
@@ -181,7 +182,7 @@ def parse_devices(text: str) -> list[InputDeviceInfo]:
                 code = _code(C.EV_ABS, a.group(1))
                 if code is not None:
                     dev.caps.setdefault(C.EV_ABS, set()).add(code)
-                    dev.axes[code] = Axis(int(a.group(3)), int(a.group(4)))
+                    dev.axes[code] = Axis(int(a.group(3)), int(a.group(4)), int(a.group(2)))
             continue
         for token in body.split():
             code = _code(ev_type, token)
@@ -287,9 +288,13 @@ class GestureReader:
         self.on_gesture = on_gesture
         self.on_contact = on_contact or (lambda t: None)
         self.on_warning = on_warning or (lambda m: None)
-        self.slot = 0
-        self.slots: dict[int, dict[int, int]] = {}
-        self.single: dict[int, int] = {}  # single-touch devices: BTN_TOUCH and ABS_X/Y
+        # the kernel reports only changes: a finger put down where the last one was lifted sends no
+        # position, so the state starts from the values getevent -p listed
+        axes = screen.device.axes
+        self.slot = axes[C.ABS_MT_SLOT].value if C.ABS_MT_SLOT in axes else 0
+        self.slots: dict[int, dict[int, int]] = {
+            self.slot: {C.ABS_MT_TRACKING_ID: -1, **{c: a.value for c, a in axes.items() if C.is_mt_axis(c)}}}
+        self.single: dict[int, int] = {c: a.value for c, a in axes.items() if c in (C.ABS_X, C.ABS_Y)}
         self.touch: Touch | None = None
         self.keys: dict[tuple[str, int], float] = {}
 

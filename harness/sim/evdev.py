@@ -262,8 +262,8 @@ class InputSubsystem:
 def format_event(e: Event, *, labels: bool, timestamps: bool, with_device: bool) -> str:
     out = ""
     if timestamps:
-        sec = int(e.time)
-        out += f"[{sec:8d}.{int(round((e.time - sec) * 1e6)) % 1000000:06d}] "
+        sec, usec = divmod(int(round(e.time * 1e6)), 1_000_000)
+        out += f"[{sec:8d}.{usec:06d}] "
     if with_device:
         out += f"{e.device}: "
     if not labels:

@@ -60,6 +60,11 @@ class SoftKeyboard:
         self.composing = ""
         self.page = 0
 
+    def field_left(self) -> None:
+        """Focus left the field (the keyboard hid): what was being composed is dropped."""
+        self._field = None
+        self._clear()
+
     def state(self) -> dict[str, object]:
         return {"language": self.lang, "layout": self.layout, "shift": self.shift, "composing": self.composing}
 

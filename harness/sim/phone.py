@@ -160,6 +160,7 @@ class SimPhone:
         self.focus_key = None
         self._focused = None
         self.text_menu = None
+        self.keyboard.field_left()
 
     def register_focused(self, node: Node, area: tuple[str, tuple[int, int, int, int]] | None = None) -> None:
         """The focused field, as the page lays it out (full bounds), and the scroll area it is in
