@@ -140,6 +140,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     phone.info.serial = phone.persona.serial_for(str(args.port))
+    phone.info.touchscreen = not args.no_touchscreen
     phone.reset(locale=args.lang, seed=args.seed)
     if args.host not in ("127.0.0.1", "localhost", "::1"):  # said before the port opens
         print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
@@ -731,6 +732,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
+    ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
     ss.set_defaults(run=cmd_sim_serve)
 
     sh = sim.add_parser("human", help="do a task's reference on a phone as raw touches (sendevent), as a person would")

@@ -36,7 +36,7 @@ from harness.actions import Click, Key, LongPress, Swipe
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
 from harness.sim import pinyin
-from harness.sim.keyboard import COMMA, LETTER_ROWS, PERIOD, PKG as KEYBOARD_PKG, SYMBOL_ROWS
+from harness.sim.keyboard import COMMA, PERIOD, PKG as KEYBOARD_PKG, SYMBOL_ROWS
 from harness.tasks import RefStep, Task
 
 NAV = {"back": "back", "home": "home", "app_switch": "app_switch"}

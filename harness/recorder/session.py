@@ -40,7 +40,7 @@ from harness.recorder.steps import Screen, Step, StepBuilder
 from harness.recorder.task_build import TaskSpec, build_task, page_of
 from harness.recorder.task_file import task_yaml, write_task
 from harness.records import (RunWriter, atomic_write_bytes, build_environment_info, file_sha256, now_iso)
-from harness.tasks import SimSetup, Setup, TaskError, parse_task
+from harness.tasks import SimSetup, Setup, parse_task
 
 SHELL_STDOUT, SHELL_EXIT = 1, 3
 AGENT = "human"

@@ -63,7 +63,10 @@ def _options(e: Element) -> list[dict[str, Any]]:
 def selector_for(elements: list[Element], actor: Element, x: int, y: int) -> dict[str, Any] | None:
     """The shortest target that finds ``actor`` again (or a child under (x, y) whose centre lies
     inside it), as a dict for a reference step; None when nothing on it has a name."""
-    named = [actor] + [d for d in reversed(_descendants(elements, actor)) if _inside(d.bounds, x, y)]
+    # the actor, then its children under the finger, then its other children; never a clickable
+    # child (a tap at its centre would go to it, not to the actor)
+    inner = [d for d in reversed(_descendants(elements, actor)) if not d.clickable]
+    named = [actor] + sorted(inner, key=lambda d: not _inside(d.bounds, x, y))
     fallback = None
     for cand in named:
         if cand is not actor and not _inside(actor.bounds, *cand.center):

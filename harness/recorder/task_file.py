@@ -73,9 +73,14 @@ def _item_ranges(text: str) -> tuple[list[tuple[str | None, int, int]], int | No
         if isinstance(item, yaml.MappingNode):
             tid = next((v.value for k, v in item.value if getattr(k, "value", None) == "id"
                         and isinstance(v, yaml.ScalarNode)), None)
-        # a block item starts at its "- " (the node mark is after it)
+        # a block item starts at its "- " (the node mark is after it) and ends at its last line: the
+        # comments and blank lines the parser counts in it belong to what follows
         start = text.rfind("\n", 0, item.start_mark.index) + 1
-        items.append((tid, start, item.end_mark.index))
+        lines = text[start:item.end_mark.index].split("\n")
+        while len(lines) > 1 and (not lines[-1].strip() or (lines[-1].lstrip().startswith("#") and
+                                  len(lines[-1]) - len(lines[-1].lstrip()) <= item.start_mark.column)):
+            lines.pop()
+        items.append((tid, start, start + len("\n".join(lines))))
     indent = " " * seq.value[0].start_mark.column if seq.value else ""
     return items, seq.end_mark.index, indent[:-2] if len(indent) >= 2 else ""
 
