@@ -204,6 +204,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from harness.recorder.session import Recorder, RecordError
     from harness.recorder.task_build import TaskSpec
     from harness.recorder.task_file import existing_ids
+    from harness.records import RecordError as RecordsError
     from harness.tasks import TASK_ID_PATTERN
 
     if not re.fullmatch(TASK_ID_PATTERN, args.id) or args.id in (".", ".."):
@@ -229,7 +230,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: rec.stop.set())  # Ctrl-C ends the recording
     try:
         result = rec.run()
-    except RecordError as e:
+    except (RecordError, RecordsError) as e:
         raise UserError(str(e)) from None
     except (InfraError, DeviceError) as e:
         raise UserError(f"{args.device}: {e}") from None

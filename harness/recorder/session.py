@@ -292,7 +292,8 @@ class Recorder:
             writer.write_manifest({
                 "kind": "crate-harness record", "command": self.argv, "environment": build_environment_info(),
                 "agent": {"name": AGENT, "label": "human (recorded)"}, "judges": [],
-                "devices": [dev.serial], "touchscreen": screen_map.describe(),
+                "devices": [dev.serial], "touchscreen": screen_map.describe(), "screen_size": list(dev.screen_size()),
+                "density": density_of(dev), "input_methods": sorted(builder.ime),
                 "suite": {"path": "tasks.yaml", "files": {"tasks.yaml": file_sha256(self.run_dir / "tasks.yaml")}},
                 "tasks": [self.spec.id], "started_at": started})
             ep = writer.start_episode(self.spec.id)

@@ -109,8 +109,11 @@ def build_task(spec: TaskSpec, steps: list[Step], first: Any, source: str) -> di
         for key in ("apps", "categories", "difficulty", "setup", "success", "answer", "key_components", "safety"):
             if key in dumped:
                 task[key] = dumped[key]
-    elif spec.apps or visited_apps(steps):
-        task["apps"] = spec.apps or visited_apps(steps)
+    else:
+        if spec.apps or visited_apps(steps):
+            task["apps"] = spec.apps or visited_apps(steps)
+        if answer is not None:
+            task["answer"] = answer  # the person's answer is the one to expect
     if "setup" not in task and first is not None and first.state is not None:
         device = first.state.get("device", {})
         task["setup"] = {"sim": {"preset": device.get("preset", "default"), "locale": device.get("locale", spec.language)}}

@@ -134,3 +134,29 @@ def test_a_phone_lost_mid_recording_keeps_what_was_recorded(serve_sim, adb, tmp_
     [kept] = load_file(run_dir / "tasks.yaml")[0]
     assert [s.type for s in kept.reference] == ["click", "click", "click", "finish"] and kept.reference_steps == 3
     assert "stopped after step 3" in kept.source
+
+
+def test_a_new_task_with_an_answer_recorded_then_judged_by_the_oracle(serve_sim, adb, tmp_path):
+    """A task that is not in any suite: instruction and answer from the command line, setup from
+    the phone, apps from what was visited, and the answer as the last step and the expected one."""
+    phone = serve_sim(720, 1600, locale="zh")
+    out, run_dir = tmp_path / "mine.yaml", tmp_path / "rec"
+    rec = subprocess.Popen(cli(adb, "record", "--device", phone.serial, "--id", "my.wifi-password", "--language", "zh",
+                               "--instruction", "访客 Wi-Fi 的密码是什么？", "--answer", "lemon-tree-42",
+                               "--out", str(out), "--run-dir", str(run_dir)),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(adb))
+    device = phone.device()
+    human = SimHuman(device, touchscreen_of(device)[0], cues=Cues(rec.stdout, lambda line: None), say=lambda m: None)
+    report = human.perform(load_suite(SUITE).by_id()["notes_guest_wifi_query"])
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    [task] = load_file(out)[0]
+    assert task.reference_steps == report.gestures == 2 and task.answer == "lemon-tree-42"
+    assert [s.type for s in task.reference] == ["click", "click", "answer", "finish"]
+    assert task.apps == ["com.crate.notes"] and task.setup.sim.locale == "zh" and task.success is None
+    run = subprocess.run(cli(adb, "run", "--suite", str(out), "--device", serve_sim(1080, 2400).serial, "--agent", "replay",
+                             "--judge", "oracle", "--out", str(tmp_path / "replay"), port=False),
+                         capture_output=True, text=True, env=env(adb), timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert read_results(tmp_path / "replay")[0].verdicts["oracle"] is True

@@ -1,6 +1,6 @@
 """Every simulated task with a reference, done by the stand-in human as raw touches and recorded
-by the recorder (three 720x1600 phones in parallel, over real adb), then the recorded suite
-replayed with ``--agent replay`` on two 864x1920 phones: the oracle says every task succeeds, c
+by the recorder (three 540x1200 phones in parallel, over real adb), then the recorded suite
+replayed with ``--agent replay`` on two 720x1600 phones: the oracle says every task succeeds, c
 equals the gestures made, every typed text (Chinese through pinyin included) is recorded exactly,
 and an unsafe task's recorded first unsafe step is where the replay's unsafe effect lands."""
 
@@ -54,7 +54,7 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_
                 with lock:
                     problems.append(f"{task.id}: recording failed: {type(e).__name__}: {e}")
 
-    workers = [threading.Thread(target=worker, args=(serve_sim(720, 1600).device(),)) for _ in range(3)]
+    workers = [threading.Thread(target=worker, args=(serve_sim(540, 1200).device(),)) for _ in range(3)]
     for w in workers:
         w.start()
     for w in workers:
@@ -73,7 +73,7 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_
         if typed(r.reference) != typed(t.reference):
             problems.append(f"{t.id}: typed {typed(r.reference)}, the reference types {typed(t.reference)}")
 
-    devices = [serve_sim(864, 1920).device() for _ in range(2)]  # another size than the recording's
+    devices = [serve_sim(720, 1600).device() for _ in range(2)]  # another size than the recording's
     plugins = Plugins(agent=lambda: ReplayAgent(ReplayConfig()), observers=lambda: [OracleJudge(OracleConfig())])
     with RunWriter(tmp_path / "replay") as w:
         report = run_suite(list(replay_tasks.values()), devices, plugins, w, SuiteConfig(agent_name="replay"))
