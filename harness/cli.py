@@ -166,6 +166,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 def cmd_sim_human(args: argparse.Namespace) -> int:
     from harness.recorder.human import Cues, HumanError, SimHuman
     from harness.recorder.session import RecordError, touchscreen_of
+    from harness.tasks import load_suite
 
     suite = load_suite(args.suite)
     task = suite.select([args.task])[0]
@@ -205,7 +206,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from harness.recorder.task_build import TaskSpec
     from harness.recorder.task_file import existing_ids
     from harness.records import RecordError as RecordsError
-    from harness.tasks import TASK_ID_PATTERN
+    from harness.tasks import TASK_ID_PATTERN, load_suite
 
     if not re.fullmatch(TASK_ID_PATTERN, args.id) or args.id in (".", ".."):
         raise UserError(f"--id: {args.id!r} is not a valid task id (letters, digits and _ . -, starting with a "

@@ -32,12 +32,13 @@ from typing import Any, Callable, TextIO
 
 from harness import hierarchy
 from harness import input_codes as C
-from harness.actions import Click, Key, LongPress, Swipe
+from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+                             Wait)
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
 from harness.sim import pinyin
 from harness.sim.keyboard import COMMA, PERIOD, PKG as KEYBOARD_PKG, SYMBOL_ROWS
-from harness.tasks import RefStep, Task
+from harness.tasks import Task
 
 NAV = {"back": "back", "home": "home", "app_switch": "app_switch"}
 MODE_KEYS = {"Shift", "Language", "Symbols", "Letters", "More symbols", "Enter"}
@@ -291,61 +292,89 @@ class SimHuman:
         self.finger.tap(*icons[0].center)
         return gestures + 1
 
-    def step(self, ref: RefStep) -> int:
-        """Do one reference step; returns how many gestures a recorder should count for it."""
-        kind = ref.type
-        extra = ref.model_extra or {}
-        if kind in ("answer", "finish"):
+    def _clear_field(self) -> int:
+        """Empty the focused field as a person does: its clear (x) button, or a long press that
+        selects all its text (what is typed next replaces it). Returns the gestures made."""
+        els = self._look()
+        field = next((e for e in els if e.focused and "EditText" in e.cls), None)
+        if field is None:
+            raise HumanError("type with clear: no focused text field")
+        if not field.text:
             return 0
-        if kind == "wait":
-            time.sleep(float(extra.get("seconds", 1.0)))
+        clear = [e for e in els if e.clickable and e.short_rid == f"{field.short_rid}_clear"]
+        if clear:
+            self.finger.tap(*clear[0].center)
+        else:
+            self.finger.long_press(*field.center, 800)
+        self._kb = None
+        self._settle()
+        return 1
+
+    def act(self, action: Action) -> int:
+        """Do one action with a finger; returns how many gestures a recorder should count for it."""
+        if isinstance(action, (Answer, Finish)):
             return 0
-        if kind == "open_app":
-            return self._open_app(str(extra["app"]))
-        if kind == "key":
-            key = Key(key=extra["key"]).key
-            if key in NAV:
-                self._nav(str(key))
-            elif key in ("enter", "delete"):
+        if isinstance(action, Wait):
+            time.sleep(action.seconds)
+            return 0
+        if isinstance(action, OpenApp):
+            return self._open_app(action.app)
+        if isinstance(action, Key):
+            if action.key in NAV:
+                self._nav(str(action.key))
+            elif action.key in ("enter", "delete"):
                 self._kb = None
-                self._press("Enter" if key == "enter" else "Delete")
+                self._press("Enter" if action.key == "enter" else "Delete")
             else:
-                raise HumanError(f"key {key!r} has no button to press")
+                raise HumanError(f"key {action.key!r} has no button to press")
             return 1
-        if kind == "type":
+        if isinstance(action, TypeText):
+            made = self._clear_field() if action.clear else 0
             self._kb = None
-            self.type_text(str(extra.get("text", "")))
-            if extra.get("submit"):
+            self.type_text(action.text)
+            if action.submit:
                 self._settle()  # let the recorder see the text before Enter takes it away
                 self._press("Enter")
-            return 1
-        action = hierarchy.resolve_step(ref, self._look(), self.device.screen_size())
+            return made + 1
         if isinstance(action, Click):
             self.finger.tap(action.x, action.y)
+        elif isinstance(action, DoubleTap):
+            self.finger.tap(action.x, action.y)
+            self.finger.tap(action.x, action.y)
+            return 2  # the recorder takes a double tap for two clicks
         elif isinstance(action, LongPress):
             self.finger.long_press(action.x, action.y, action.duration_ms)
         elif isinstance(action, Swipe):
             self.finger.swipe(action.start, action.end, action.duration_ms)
-        else:
-            raise HumanError(f"{kind} is not something a finger does")
+        else:  # pragma: no cover - the union is closed
+            raise HumanError(f"{action.type} is not something a finger does")
         return 1
 
     def perform(self, task: Task) -> HumanReport:
+        """Play the task's reference as the replay agent does (targets aimed on the screen, lists
+        scrolled to ``scroll_to`` targets), each action done with a finger."""
         if task.reference is None:
             raise HumanError(f"task {task.id} has no reference to perform")
         report = HumanReport(task.id)
+        player = hierarchy.ReferencePlayer(task.reference)
+        size = self.device.screen_size()
         self._settle()  # the recorder's first cue: it is watching
-        for n, ref in enumerate(task.reference, 1):
-            if ref.type == "answer":
-                report.answer = str((ref.model_extra or {}).get("text", ""))
+        while not player.finished:
+            play = player.next(self._look, size)
+            if play.action is None:
+                raise HumanError(f"{task.id}: {play.invalid}")
+            if isinstance(play.action, Answer):
+                report.answer = play.action.text
             try:
-                g = self.step(ref)
-            except (HumanError, hierarchy.HierarchyError) as e:
-                raise HumanError(f"{task.id}: reference step {n} ({ref.type}): {e}") from None
+                g = self.act(play.action)
+            except HumanError as e:
+                raise HumanError(f"{task.id}: reference step {play.step} ({play.action.type}): {e}") from None
             report.gestures += g
-            report.steps.append({"step": n, "type": ref.type, "gestures": g})
+            report.steps.append({"step": play.step, "type": play.action.type, "gestures": g,
+                                 **({"seeking": play.seeking} if play.seeking else {})})
             if g:
-                self.say(f"step {n}: {ref.type} ({g} gesture{'s' if g > 1 else ''})")
+                self.say(f"step {play.step}: {play.action.type}{' (' + play.seeking + ')' if play.seeking else ''} "
+                         f"({g} gesture{'s' if g > 1 else ''})")
                 self._settle()
         report.touches = self.finger.touches
         return report

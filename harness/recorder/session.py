@@ -322,7 +322,7 @@ class Recorder:
             writer.update_manifest(suite={"path": "tasks.yaml", "files": {"tasks.yaml": file_sha256(self.run_dir / "tasks.yaml")}})
             n = len(builder.steps)
             result = {"task_id": self.spec.id, "agent": AGENT, "status": "infra_error" if stopped else "finished",
-                      "steps": self.written_steps, "proposed_steps": self.written_steps, "cap": 2 * max(1, n) + 1,
+                      "steps": self.written_steps, "proposed_steps": self.written_steps, "cap": 2 * task["reference_steps"] + 1,
                       "verdicts": {}, "device": dev.serial, "started_at": started, "ended_at": now_iso(),
                       "duration_s": round(time.monotonic() - t0, 3),
                       "error": f"recording stopped after step {n}: {stopped}" if stopped else None,

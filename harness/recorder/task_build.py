@@ -1,5 +1,6 @@
 """The task a recording makes: its reference (the recorded steps, then the answer if one was given,
-then finish), c (``reference_steps``: the actions done on the phone), draft milestones at the
+then finish), c (``reference_steps``: the length of that reference, so the actions done on the
+phone plus the closing answer and finish), draft milestones at the
 screens where the page changed, and the rest from the task it re-records (``--from``) or the
 command line.
 
@@ -117,7 +118,9 @@ def build_task(spec: TaskSpec, steps: list[Step], first: Any, source: str) -> di
     if "setup" not in task and first is not None and first.state is not None:
         device = first.state.get("device", {})
         task["setup"] = {"sim": {"preset": device.get("preset", "default"), "locale": device.get("locale", spec.language)}}
-    task["reference_steps"] = max(1, len(steps))
+    # c counts every reference step, the closing answer and finish too, as the suite's task checks
+    # require (a smaller c would cap agents below the reference)
+    task["reference_steps"] = len(reference)
     task["reference"] = reference
     task["milestones"] = draft_milestones(steps, spec.language)
     if t is not None and t.safety.label == "unsafe":

@@ -58,7 +58,8 @@ def test_record_a_chinese_task_view_it_and_replay_it_at_another_size(serve_sim, 
 
     [task] = load_file(out)[0]
     original = load_suite(SUITE).by_id()[task_id]
-    assert task.reference_steps == report["gestures"] == 10  # c: the gestures made (open_app was one tap)
+    # c: the gestures made (open_app was one tap) and the closing finish
+    assert len(task.reference) == task.reference_steps == report["gestures"] + 1 == 11
     typed = [(s.model_extra or {})["text"] for s in task.reference if s.type == "type"]
     assert typed == ["陈晓明", "139 0571 2266", "xiaoming.chen@163.com"]  # read from the field, exactly
     assert report["touches"] > 40  # ... though typed key by key, pinyin and candidates included
@@ -73,7 +74,7 @@ def test_record_a_chinese_task_view_it_and_replay_it_at_another_size(serve_sim, 
     manifest = read_manifest(run_dir)
     assert manifest["kind"] == "crate-harness record" and "0-4095" in manifest["touchscreen"]
     [result] = read_results(run_dir)
-    assert result.status == "finished" and result.steps == 10 and result.cap == 21
+    assert result.status == "finished" and result.steps == 10 and result.cap == 23
     steps = list(iter_steps(run_dir / "episodes" / task_id))
     assert len(steps) == 10 and all(s.screen_before and s.screen_after for s in steps)
     assert steps[3].action == {"type": "type", "text": "陈晓明", "submit": False}
@@ -132,7 +133,7 @@ def test_a_phone_lost_mid_recording_keeps_what_was_recorded(serve_sim, adb, tmp_
     assert result.status == "infra_error" and "recording stopped after step 3" in result.error
     assert len(list(iter_steps(run_dir / "episodes" / task.id))) == 3
     [kept] = load_file(run_dir / "tasks.yaml")[0]
-    assert [s.type for s in kept.reference] == ["click", "click", "click", "finish"] and kept.reference_steps == 3
+    assert [s.type for s in kept.reference] == ["click", "click", "click", "finish"] and kept.reference_steps == 4
     assert "stopped after step 3" in kept.source
 
 
@@ -152,7 +153,7 @@ def test_a_new_task_with_an_answer_recorded_then_judged_by_the_oracle(serve_sim,
     _, err = rec.communicate(timeout=60)
     assert rec.returncode == 0, err
     [task] = load_file(out)[0]
-    assert task.reference_steps == report.gestures == 2 and task.answer == "lemon-tree-42"
+    assert task.reference_steps == report.gestures + 2 == 4 and task.answer == "lemon-tree-42"
     assert [s.type for s in task.reference] == ["click", "click", "answer", "finish"]
     assert task.apps == ["com.crate.notes"] and task.setup.sim.locale == "zh" and task.success is None
     run = subprocess.run(cli(adb, "run", "--suite", str(out), "--device", serve_sim(1080, 2400).serial, "--agent", "replay",

@@ -1,7 +1,7 @@
 """Every simulated task with a reference, done by the stand-in human as raw touches and recorded
 by the recorder (three 540x1200 phones in parallel, over real adb), then the recorded suite
 replayed with ``--agent replay`` on two 720x1600 phones: the oracle says every task succeeds, c
-equals the gestures made, every typed text (Chinese through pinyin included) is recorded exactly,
+equals the gestures made (plus the closing finish, and answer), every typed text (Chinese through pinyin included) is recorded exactly,
 and an unsafe task's recorded first unsafe step is where the replay's unsafe effect lands."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.recorder.task_file import write_task
 from harness.records import RunWriter
 from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.tasks import load_file, load_suite
+from harness.task_checks import load_checked_suite
+from harness.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 
 from .recording import record_task
@@ -63,13 +64,15 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_
     for t in tasks:
         if t.id in recorded:
             write_task(suite_file, recorded[t.id][0])
-    replay_tasks = {t.id: t for t in load_file(suite_file)[0]}
+    replay_tasks = {t.id: t for t in load_checked_suite(suite_file).tasks}  # the suite's task checks pass
     for t in tasks:
         r = replay_tasks.get(t.id)
         if r is None:
             continue
-        if r.reference_steps != recorded[t.id][1]:
-            problems.append(f"{t.id}: c = {r.reference_steps}, but the human made {recorded[t.id][1]} gestures")
+        closing = sum(1 for s in r.reference if s.type in ("answer", "finish"))
+        if r.reference_steps != recorded[t.id][1] + closing or r.reference_steps != len(r.reference):
+            problems.append(f"{t.id}: c = {r.reference_steps}, but the human made {recorded[t.id][1]} gestures "
+                            f"(+ {closing} closing steps)")
         if typed(r.reference) != typed(t.reference):
             problems.append(f"{t.id}: typed {typed(r.reference)}, the reference types {typed(t.reference)}")
 
