@@ -184,11 +184,11 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
     return 0
 
 
-def _adb_device(serial: str, adb_port: int | None):
+def _adb_device(serial: str, adb_port: int | None, allow_clear: bool = False):
     from harness.device.adb import AdbDevice
     from harness.device.adb_server import server_port
 
-    device = AdbDevice(serial, port=adb_port or server_port())
+    device = AdbDevice(serial, port=adb_port or server_port(), allow_clear=allow_clear)
     state = device.describe().state
     if state != "device":
         raise UserError(f"--device {serial}: {state} (see `harness devices`)")
@@ -225,7 +225,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                     language=args.language or (template.language if template else "en"),
                     apps=list(args.app or []), answer=args.answer, template=template)
     run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    device = _adb_device(args.device, args.adb_port)
+    device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
     rec = Recorder(device, spec, run_dir, out, replace=args.replace, reset=args.reset,
                    until_idle=args.until_idle, argv=sys.argv)
     previous = signal.signal(signal.SIGINT, lambda *_: rec.stop.set())  # Ctrl-C ends the recording
@@ -764,6 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--until-idle", type=float, metavar="S", help="stop after S seconds without a touch (default: Ctrl-C)")
     rc.add_argument("--reset", action=argparse.BooleanOptionalAction, default=None,
                     help="put the phone in the task's start state first (default: yes on the simulated phone, no on a real one)")
+    rc.add_argument("--allow-clear", action="store_true",
+                    help="with --reset on a phone: let the task's setup.clear erase its apps' data")
     rc.add_argument("--adb-port", type=int)
     rc.set_defaults(run=cmd_record)
 
