@@ -1,8 +1,10 @@
 """Every simulated task with a reference, done by the stand-in human as raw touches and recorded
 by the recorder (three 540x1200 phones in parallel, over real adb), then the recorded suite
-replayed with ``--agent replay`` on two 720x1600 phones: the oracle says every task succeeds, c
-equals the gestures made (plus the closing finish, and answer), every typed text (Chinese through pinyin included) is recorded exactly,
-and an unsafe task's recorded first unsafe step is where the replay's unsafe effect lands."""
+replayed with ``--agent replay`` on two 720x1600 phones (each phone a ``harness sim serve``
+process, so its drawing runs beside the recorder and the runner, not under their GIL): the oracle
+says every task succeeds, c equals the gestures made (plus the closing finish, and answer), every
+typed text (Chinese through pinyin included) is recorded exactly, and an unsafe task's recorded
+first unsafe step is where the replay's unsafe effect lands."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
+from harness.device.adb import AdbDevice
 from harness.recorder.task_file import write_task
 from harness.records import RunWriter
 from harness.suite import Plugins, SuiteConfig, run_suite
@@ -30,8 +33,8 @@ def typed(reference) -> list[tuple[str, bool]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # ~4 min alone on 2 cores: 71 recordings and 71 replays
-def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_path):
+@pytest.mark.timeout(1500)  # 71 recordings and 71 replays: 3m50 wall, 2m04 CPU on 2 cores shared (load ~15)
+def test_every_task_recorded_from_raw_touches_replays_to_success(sim_process, adb, tmp_path):
     tasks = [t for t in load_suite(SUITE).tasks if t.reference is not None and t.is_simulated]
     assert len(tasks) >= 70
     todo: queue.Queue = queue.Queue()
@@ -55,16 +58,20 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_
                 with lock:
                     problems.append(f"{task.id}: recording failed: {type(e).__name__}: {e}")
 
-    workers = [threading.Thread(target=worker, args=(serve_sim(540, 1200).device(),)) for _ in range(3)]
+    def phone(size: str) -> AdbDevice:
+        return AdbDevice(sim_process("--size", size), port=adb.port)
+
+    workers = [threading.Thread(target=worker, args=(phone("540x1200"),)) for _ in range(3)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    suite_file = tmp_path / "recorded.yaml"
+    suite_dir = tmp_path / "recorded"  # a file per task: appending 71 tasks to one file re-reads it 71 times
+    suite_dir.mkdir()
     for t in tasks:
         if t.id in recorded:
-            write_task(suite_file, recorded[t.id][0])
-    replay_tasks = {t.id: t for t in load_checked_suite(suite_file).tasks}  # the suite's task checks pass
+            write_task(suite_dir / f"{t.id}.yaml", recorded[t.id][0])
+    replay_tasks = {t.id: t for t in load_checked_suite(suite_dir).tasks}  # the suite's task checks pass
     for t in tasks:
         r = replay_tasks.get(t.id)
         if r is None:
@@ -76,7 +83,7 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(serve_sim, tmp_
         if typed(r.reference) != typed(t.reference):
             problems.append(f"{t.id}: typed {typed(r.reference)}, the reference types {typed(t.reference)}")
 
-    devices = [serve_sim(720, 1600).device() for _ in range(2)]  # another size than the recording's
+    devices = [phone("720x1600") for _ in range(2)]  # another size than the recording's
     plugins = Plugins(agent=lambda: ReplayAgent(ReplayConfig()), observers=lambda: [OracleJudge(OracleConfig())])
     with RunWriter(tmp_path / "replay") as w:
         report = run_suite(list(replay_tasks.values()), devices, plugins, w, SuiteConfig(agent_name="replay"))
