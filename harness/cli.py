@@ -294,43 +294,65 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError
     from harness.device.prepare import Journal
 
-    cfg = _device_config(args)
-    try:
-        pending = {j.serial: len(j.changes) for j in Journal.pending()}
-    except DeviceError as e:
-        raise UserError(str(e)) from None
-    rows = []
-    for d in _attached(cfg):
-        row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
-               else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
-        row["pending_restore"] = pending.get(d.serial, 0)
-        rows.append(row)
+    pending: dict[str, int] = {}
+    if args.cluster:
+        rows, where = _cluster_devices(args), f"the nodes of {args.cluster}"
+    else:
+        cfg = _device_config(args)
+        try:
+            pending = {j.serial: len(j.changes) for j in Journal.pending()}
+        except DeviceError as e:
+            raise UserError(str(e)) from None
+        rows = []
+        for d in _attached(cfg):
+            row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
+                   else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
+            row["pending_restore"] = pending.get(d.serial, 0)
+            rows.append(row)
+        where = str(cfg.endpoint())
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    cols = ("serial", "state", "kind", "model", "size", "density", "healthy", "to restore", "problem")
-    cells = [[r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-",
+    nodes = sorted({r["node"] for r in rows if "node" in r})
+    count = sum(1 for r in rows if r["serial"] != "-")  # a node without a usable adb server has a row of its own
+    cols = (*(["node"] if nodes else []), "serial", "state", "kind", "model", "size", "density", "healthy",
+            "to restore", "problem")
+    cells = [[*([r["node"]] if nodes else []), r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-",
               "x".join(map(str, r.get("size") or [])) or "-", str(r.get("density") or "-"),
-              "yes" if r.get("healthy") else "no", str(r["pending_restore"] or "-"), r.get("problem") or ""]
-             for r in rows]
+              "yes" if r.get("healthy") else "no", str(r.get("pending_restore") or "-"), r.get("problem") or ""]
+             for r in (sorted(rows, key=lambda r: (r["node"], r["serial"])) if nodes else rows)]
     if not sys.stdout.isatty():  # a pipe or a file: whole values, tab-separated (a table would cut serials)
         for line in (cols, *cells):
             print("\t".join(line))
     else:
-        table = Table(title=f"{len(rows)} device(s) at {cfg.endpoint()}")
+        table = Table(title=f"{count} device(s) " + (f"on {len(nodes)} node(s) of {args.cluster}" if nodes
+                                                     else f"at {where}"))
         for col in cols:
             table.add_column(col, no_wrap=col == "serial", overflow="fold")
         for c in cells:
-            table.add_row(*c)
+            table.add_row(*map(escape, c))  # node names and problems are not rich markup
         Console().print(table)
     absent = sorted(set(pending) - {r["serial"] for r in rows})
     if absent:
         print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
               "(`harness devices restore` once they are back)", file=sys.stderr)
     return 0
+
+
+def _cluster_devices(args: argparse.Namespace) -> list[dict]:
+    """Every node's devices, each node asking its own adb server (``--adb-host/--adb-port`` only
+    when given: otherwise each node's own default)."""
+    from harness.device.config import DeviceConfig
+    from harness.farm import FarmError, cluster_devices
+
+    try:
+        return cluster_devices(args.cluster, DeviceConfig(adb_host=args.adb_host, adb_port=args.adb_port))
+    except FarmError as e:
+        raise UserError(str(e)) from None
 
 
 def cmd_devices_prepare(args: argparse.Namespace) -> int:
@@ -779,6 +801,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
     adb_arguments(dv)
+    dv.add_argument("--cluster", metavar="ADDRESS",
+                    help="every node's devices in a Ray cluster (HEAD:6379, or auto), each node asking its own adb server")
     dv.add_argument("--json", action="store_true")
     dv.set_defaults(run=cmd_devices)
     dv_sub = dv.add_subparsers(dest="devices_cmd", required=False)

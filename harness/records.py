@@ -72,6 +72,7 @@ __all__ = [
     "SCREENS_DIR",
     "SUMMARY_FILE",
     "LOCK_FILE",
+    "INCOMING_PREFIX",
     "RecordError",
     "Status",
     "Halt",
@@ -119,6 +120,7 @@ TRAJECTORY_FILE = "trajectory.jsonl"
 SCREENS_DIR = "screens"
 SUMMARY_FILE = "episode.json"
 LOCK_FILE = ".lock"
+INCOMING_PREFIX = ".incoming-"  # RUN/episodes/.incoming-<task>.<id>: an episode being installed
 
 STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error")
 Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
@@ -409,17 +411,26 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _append_line(path: Path, line: bytes, *, fsync: bool) -> None:
-    """Append one complete line with a single write (O_APPEND), then fsync when asked."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+def _write_file(path: Path, data: bytes, flags: int, *, fsync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | flags | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        _write_all(fd, line)
+        _write_all(fd, data)
         if fsync:
             os.fsync(fd)
     except OSError as e:
         raise _naming(e, path) from None
     finally:
         os.close(fd)
+
+
+def _write_new(path: Path, data: bytes, *, fsync: bool) -> None:
+    """Write a file that must not exist yet (inside a private folder), then fsync it."""
+    _write_file(path, data, os.O_CREAT | os.O_EXCL, fsync=fsync)
+
+
+def _append_line(path: Path, line: bytes, *, fsync: bool) -> None:
+    """Append one complete line with a single write (O_APPEND), then fsync when asked."""
+    _write_file(path, line, os.O_APPEND | os.O_CREAT, fsync=fsync)
 
 
 def now_iso() -> str:
@@ -518,6 +529,9 @@ def resolve_screen(episode_path: str | os.PathLike[str], rel: str) -> Path:
     if not path.resolve().is_relative_to(base.resolve()):
         raise RecordError(f"screen path {rel!r} resolves outside the episode folder", path=base)
     return path
+
+
+_SCREEN_RE = re.compile(rf"{SCREENS_DIR}/\d{{3,}}\.png")
 
 
 def screen_name(index: int) -> str:
@@ -1101,10 +1115,14 @@ class RunWriter:
         return False
 
     def _remove_stale_tmp(self) -> None:
-        # Leftovers of an atomic manifest write interrupted by a crash; we hold the lock.
+        # Leftovers of an atomic manifest write or of an episode install interrupted by a crash;
+        # we hold the lock, so no other writer is using them.
         for tmp in self.run_dir.glob(f".{MANIFEST_FILE}.*.tmp"):
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        if self.episodes_dir.is_dir():
+            for tmp in self.episodes_dir.glob(f"{INCOMING_PREFIX}*"):
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def _repair_results_tail(self) -> None:
         path = self.results_path
@@ -1205,25 +1223,7 @@ class RunWriter:
         """
         with self._lock:
             self._check_open()
-            path = episode_dir(self.run_dir, task_id)
-            if task_id in self._completed:
-                raise RecordError(
-                    f"task {task_id!r} already has a result; it is not run again", path=self.results_path
-                )
-            if task_id in self._started and not retry:
-                raise RecordError(
-                    f"episode {task_id!r} was already started in this run (pass retry=True to discard that attempt)",
-                    path=path,
-                )
-            if path.exists() or path.is_symlink():
-                if task_id not in self._started and not self.resume:
-                    raise RecordError("episode folder already exists", path=path)
-                if path.is_symlink() or not path.is_dir():
-                    path.unlink()
-                else:
-                    shutil.rmtree(path)
-                if task_id not in self._started:
-                    _warn(self.warnings, f"{path}: removed partial episode folder left by an interrupted run")
+            path = self._make_room(task_id, retry)
             path.mkdir()
             (path / SCREENS_DIR).mkdir()
             os.close(os.open(path / TRAJECTORY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
@@ -1234,6 +1234,83 @@ class RunWriter:
             ep = EpisodeWriter(path, task_id, fsync=self.fsync)
             self._open[task_id] = ep
             return ep
+
+    def _make_room(self, task_id: str, retry: bool) -> Path:
+        """``RUN/episodes/<task_id>``, emptied of an earlier attempt's folder where that is allowed:
+        refused when the task has a result, or was started in this run and this is no retry; a
+        folder left by an interrupted run is removed only when resuming. Call with the lock held."""
+        path = episode_dir(self.run_dir, task_id)
+        if task_id in self._completed:
+            raise RecordError(f"task {task_id!r} already has a result; it is not run again", path=self.results_path)
+        if task_id in self._started and not retry:
+            raise RecordError(
+                f"episode {task_id!r} was already started in this run (pass retry=True to discard that attempt)",
+                path=path,
+            )
+        if path.exists() or path.is_symlink():
+            if task_id not in self._started and not self.resume:
+                raise RecordError("episode folder already exists", path=path)
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+            else:
+                shutil.rmtree(path)
+            if task_id not in self._started:
+                _warn(self.warnings, f"{path}: removed partial episode folder left by an interrupted run")
+        return path
+
+    def install_episode(self, summary: EpisodeResult | Mapping[str, Any], files: Mapping[str, bytes], *,
+                        retry: bool = False) -> Path:
+        """Install an episode recorded elsewhere (on a farm node) as ``RUN/episodes/<task-id>/``,
+        atomically: ``files`` (``trajectory.jsonl`` and ``screens/NNN.png``, as an
+        :class:`EpisodeWriter` wrote them) and ``episode.json`` (``summary``) are written and
+        fsynced into a hidden folder inside ``RUN/episodes`` and checked as a reader checks them,
+        then renamed into place: a reader sees the whole episode or none of it. ``retry`` and
+        resume replace a folder as :meth:`start_episode` does. Append the result line after this.
+        """
+        result = _coerce(EpisodeResult, summary)
+        task_id = validate_task_id(result.task_id)
+        names = {str(name): name for name in files}
+        for rel in names:  # an allow-list: no other name, no absolute path, no '..'
+            if rel != TRAJECTORY_FILE and not _SCREEN_RE.fullmatch(rel):
+                raise RecordError(f"an episode holds only {TRAJECTORY_FILE} and {SCREENS_DIR}/NNN.png, not {rel!r}",
+                                  path=self.episodes_dir / task_id)
+        with self._lock:  # fail before writing anything
+            self._check_open()
+            if task_id in self._completed:
+                raise RecordError(f"task {task_id!r} already has a result; it is not run again", path=self.results_path)
+        staging = self.episodes_dir / f"{INCOMING_PREFIX}{task_id}.{uuid.uuid4().hex[:8]}"
+        try:
+            (staging / SCREENS_DIR).mkdir(parents=True)
+            for rel, name in names.items():
+                data = bytes(files[name])
+                if rel != TRAJECTORY_FILE and not data.startswith(_PNG_SIGNATURE):
+                    raise RecordError("screen bytes are not a PNG image (missing PNG signature)", path=staging / rel)
+                _write_new(staging / rel, data, fsync=self.fsync)
+            if TRAJECTORY_FILE not in names:
+                _write_new(staging / TRAJECTORY_FILE, b"", fsync=self.fsync)
+            steps = StepStream(staging)
+            for step in steps:  # every line valid, indices 1, 2, 3...; each screen it names present
+                for rel in (step.screen_before, step.screen_after):
+                    if rel is not None and rel not in names:
+                        raise RecordError(f"step {step.index} names {rel}, which was not shipped",
+                                          path=staging / TRAJECTORY_FILE)
+            if steps.warnings:
+                raise RecordError("; ".join(steps.warnings), path=staging / TRAJECTORY_FILE)
+            atomic_write_json(staging / SUMMARY_FILE, result, fsync=self.fsync)
+            if self.fsync:
+                _fsync_dir(staging / SCREENS_DIR)
+                _fsync_dir(staging)
+            with self._lock:
+                self._check_open()
+                path = self._make_room(task_id, retry)
+                os.rename(staging, path)
+                self._started.add(task_id)
+                if self.fsync:
+                    _fsync_dir(self.episodes_dir)
+            return path
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
 
     def append_result(self, result: EpisodeResult | Mapping[str, Any]) -> EpisodeResult:
         """Append one complete line to ``results.jsonl`` (serialised first, written with one

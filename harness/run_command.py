@@ -16,7 +16,7 @@ from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
-from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
+from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
 
 
@@ -71,7 +71,10 @@ def device_config(args: argparse.Namespace) -> DeviceConfig:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", required=True, help="task YAML file or folder")
     p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
-    p.add_argument("--device", action="append", help="a device serial (repeatable)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run on the phones of every node of a Ray cluster (HEAD:6379, or auto inside a Ray job); "
+                        "needs the farm extra: pip install 'crate-harness[farm]'")
+    p.add_argument("--device", action="append", help="a device serial (repeatable; with --cluster also NODE/SERIAL)")
     p.add_argument("--devices", action="append", help="device serials, comma-separated (default: all attached)")
     p.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
     p.add_argument("--agent-opt", action="append", metavar="KEY=VALUE", help="agent option (repeatable)")
@@ -284,25 +287,22 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
         raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
-    serials = split_list(args.device) + split_list(args.devices)
-    if not serials:
-        serials = attached_devices(cfg)
-        if not serials:
-            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
-    devices = []
-    descriptions = []
-    for s in serials:
-        dev = cfg.open(s)
-        desc = wait_until_usable(dev, cfg.reconnect_timeout)
-        descriptions.append(desc.to_json())
-        if not desc.healthy:
-            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
-        devices.append(dev)
+    farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
+    if farm is not None:
+        devices, stations, descriptions = [], list(farm.stations), farm.descriptions
+    else:
+        devices, descriptions = local_devices(args, cfg)
+        stations = [LocalStation(d, plugins) for d in devices]
     try:
-        refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
-    except ClearRefused as e:
-        raise RunError(str(e)) from None
-    writer = RunWriter(args.out, resume=args.resume)
+        try:
+            refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
+        except ClearRefused as e:
+            raise RunError(str(e)) from None
+        writer = RunWriter(args.out, resume=args.resume)
+    except BaseException:
+        if farm is not None:
+            farm.close()
+        raise
     try:
         manifest = {
             "kind": "crate-harness run",
@@ -317,6 +317,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             "tasks": [t.id for t in tasks],
             "devices": descriptions,
             "device_config": cfg.to_json(),
+            **({"cluster": farm.manifest()} if farm is not None else {}),
         }
         if args.resume and writer.manifest:
             old = writer.manifest
@@ -327,7 +328,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
-            update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions}
+            update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions,
+                                      **({"cluster": manifest["cluster"]} if farm is not None else {})}
             change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])
             if change:
                 if not args.accept_changed_suite:
@@ -341,16 +343,21 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             writer.update_manifest(**update)
         else:
             writer.write_manifest(manifest)
+        if farm is not None:  # a node that joins mid-run: its phones go into the manifest as they join
+            farm.on_change = lambda: writer.update_manifest(devices=farm.descriptions, cluster=farm.manifest())
+        joining = farm.joining if farm is not None else None
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
-        with _PreparedDevices(args, devices, writer):
+        with _PreparedDevices(args, devices, writer):  # this host's devices (farm nodes' are not prepared)
             _choose_frames(devices, writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
-                with LiveProgress([d.serial for d in devices], len(tasks)) as live:
-                    report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
+                with LiveProgress([s.name for s in stations], len(tasks)) as live:
+                    report = run_stations(tasks, stations, writer, suite_cfg, progress=live, stop=stop,
+                                          joining=joining)
             else:
                 progress = None if args.quiet else describe_progress()
-                report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
+                report = run_stations(tasks, stations, writer, suite_cfg, progress=progress, stop=stop,
+                                      joining=joining)
         if report.error:
             try:  # best effort: the disk may be the thing that failed
                 writer.update_manifest(last_wall_s=report.wall_s, interrupted=True, error=report.error,
@@ -364,6 +371,48 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         return report
     finally:
         writer.close()
+        if farm is not None:
+            farm.close()
+
+
+def local_devices(args: argparse.Namespace, cfg: DeviceConfig) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The devices of this host the run uses (``--device``, or every attached one), each checked
+    healthy, and their descriptions for the manifest."""
+    serials = split_list(args.device) + split_list(args.devices)
+    if not serials:
+        serials = attached_devices(cfg)
+        if not serials:
+            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
+    devices = []
+    descriptions = []
+    for s in serials:
+        dev = cfg.open(s)
+        desc = wait_until_usable(dev, cfg.reconnect_timeout)
+        descriptions.append(desc.to_json())
+        if not desc.healthy:
+            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
+        devices.append(dev)
+    return devices, descriptions
+
+
+def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) -> Any:
+    """``--cluster ADDRESS``: the Ray farm's phones as the run's stations (``harness.farm``)."""
+    import dataclasses
+
+    from harness.farm import FarmError, open_farm
+
+    # each node asks its own adb server: only what the user gave goes with the config, the rest is
+    # resolved on the node (its ANDROID_ADB_SERVER_PORT), not here
+    node_cfg = dataclasses.replace(cfg, adb_host=args.adb_host, adb_port=args.adb_port)
+    say = lambda text: print(f"farm: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
+                         select=split_list(args.device) + split_list(args.devices), say=say)
+    except FarmError as e:
+        raise RunError(str(e)) from None
+    if not args.no_prepare and not args.quiet:  # a local run's preparation is not done on nodes yet: say so
+        say("phones on farm nodes are used as they are (not prepared: screen, stay awake, animations, ADBKeyboard)")
+    return farm
 
 
 def _choose_frames(devices: list[Any], writer: RunWriter, quiet: bool) -> None:
