@@ -7,12 +7,13 @@ A station is a device of this host (:class:`LocalStation`) or a device on a node
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from harness.device.base import Device
 from harness.episode import Agent, Monitor, StepObserver
@@ -31,6 +32,7 @@ class Plugins:
     monitors: Callable[[], list[Monitor]] = lambda: []
     # why the agent cannot run a task (replay: no reference), checked before any device is touched
     check_task: Callable[[Task], str | None] = lambda task: None
+    operator: Any = None  # answers ``ask`` monitors' questions (harness.live.operator.Operator); shared
 
 
 @dataclass
@@ -125,9 +127,11 @@ def play_episode(task: Task, agent: Agent, device: Device, ep: EpisodeWriter, pl
                  seed: int, should_stop: Callable[[], bool], progress: StepObserver,
                  meter: Meter | None = None) -> EpisodeOutcome:
     """One episode with fresh judges and monitors, and ``progress`` told of every step, wherever
-    the device is (this host, or a farm node's actor)."""
+    the device is (this host, or a farm node's actor); ``plugins.operator`` answers ``ask``
+    monitors (a farm node has none: ``harness run`` refuses ``ask`` with ``--cluster``)."""
     return run_episode(task, agent, device, ep, cap=cap, seed=seed, monitors=plugins.monitors(),
-                       observers=[*plugins.observers(), progress], should_stop=should_stop, meter=meter)
+                       observers=[*plugins.observers(), progress], should_stop=should_stop, meter=meter,
+                       operator=plugins.operator)
 
 
 def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer: RunWriter, cfg: SuiteConfig,
@@ -166,6 +170,8 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
         extra: dict[str, Any] = dict(att.fields)
         if out.checks.get("made"):
             extra["monitor_checks"] = out.checks
+        if out.operator:
+            extra["operator"] = out.operator
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
                             cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,
@@ -309,6 +315,7 @@ class LiveProgress:
         self.tally: dict[str, int] = {}
         self.lock = threading.Lock()
         self.live: Any = None
+        self.held = False
 
     def _render(self) -> Any:
         from rich.table import Table
@@ -332,6 +339,21 @@ class LiveProgress:
         self.live.update(self._render())
         self.live.__exit__(*exc)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The panel stops redrawing meanwhile (a question asked on the same terminal), then goes on."""
+        with self.lock:
+            self.held = True
+            if self.live is not None:
+                self.live.stop()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.held = False
+                if self.live is not None:
+                    self.live.start(refresh=True)
+
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         with self.lock:
             row = self.rows.setdefault(data.get("device", "?"), {"task": "", "step": "", "action": "", "state": ""})
@@ -349,7 +371,7 @@ class LiveProgress:
                 row.update(state="dead", action=data.get("error", "")[:48])
             elif kind == "joined":
                 row.update(state="idle", action="joined the run")
-            if self.live is not None:
+            if self.live is not None and not self.held:
                 self.live.update(self._render())
 
 

@@ -23,13 +23,14 @@ from harness.sim.apps.base import DEFAULT_TODAY, EFFECT_COMMON, WEEKDAYS, App, c
 from harness.sim.apps.launcher import Launcher
 from harness.sim.dump import hierarchy_xml
 from harness.sim.fs import MemoryFS
+from harness.sim.keyboard import PKG as KEYBOARD_PACKAGE, SoftKeyboard
 from harness.sim.keyguard import Keyguard
 from harness.sim.persona import RETAIL, SIM, Persona
 from harness.sim.phone_api import DeviceInfo
 from harness.sim.system_ui import LAUNCHER, SYSTEMUI
 from harness.sim.ui import UI, Node
 
-KEYBOARD_PKG = "com.android.inputmethod.latin"
+KEYBOARD_PKG = KEYBOARD_PACKAGE
 LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
 ADB_IME = "com.android.adbkeyboard/.AdbIME"
 RESET_ACTION = "com.crate.sim.RESET"
@@ -98,6 +99,7 @@ class SimPhone:
             self.apps[app.package] = app
         self.by_key = {a.key: a for a in self.apps.values()}
         self.launcher = Launcher(self)
+        self.keyboard = SoftKeyboard(self)
         self._reset_fields()
         self.version = 0               # bumps on every change of what the screen shows
         self.effect_counter = 0
@@ -157,6 +159,7 @@ class SimPhone:
         self.focus_key = None
         self._focused = None
         self.text_menu = None
+        self.keyboard.field_left()
 
     def register_focused(self, node: Node, area: tuple[str, tuple[int, int, int, int]] | None = None) -> None:
         """The focused field, as the page lays it out (full bounds), and the scroll area it is in
@@ -356,42 +359,7 @@ class SimPhone:
             self._mutate(clear)
 
     def _keyboard(self, y1: int, y2: int) -> Node:
-        w = self.width
-        kb = Node((0, y1, w, y2), cls="android.inputmethodservice.KeyboardView", package=KEYBOARD_PKG,
-                  rid=f"{KEYBOARD_PKG}:id/keyboard_view", paint="fill", style={"color": (210, 213, 219)})
-        rows = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
-        pad = int(4 * self.dp)
-        row_h = (y2 - y1 - pad) // 4
-        key_w = (w - pad) // 10
-        for r, letters in enumerate(rows):
-            offset = (w - key_w * len(letters)) // 2
-            if r == 2:
-                offset = key_w * 3 // 2
-            for i, ch in enumerate(letters):
-                x = offset + i * key_w
-                yy = y1 + pad + r * row_h
-                kb.children.append(Node((x + pad, yy, x + key_w, yy + row_h - pad), cls="android.widget.Button",
-                                        desc=ch, package=KEYBOARD_PKG, clickable=True,
-                                        on_click=lambda c=ch: self._type_unlocked(c), paint="key",
-                                        style={"label": ch}))
-        yy = y1 + pad + 2 * row_h
-        kb.children.append(Node((w - key_w * 3 // 2 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Delete", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._key_unlocked("DEL"), paint="key",
-                                style={"label": "Del", "size": 16, "color": (171, 177, 186)}))
-        yy = y1 + pad + 3 * row_h
-        kb.children.append(Node((key_w * 2, yy, key_w * 8, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Space", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._type_unlocked(" "), paint="key", style={"label": "space", "size": 16}))
-        kb.children.append(Node((key_w * 8 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Enter", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._key_unlocked("ENTER"), paint="key",
-                                style={"label": "⏎", "color": (138, 180, 248)}))
-        kb.children.append(Node((pad, yy, key_w * 2 - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Hide keyboard", package=KEYBOARD_PKG, clickable=True,
-                                on_click=self.clear_focus, paint="key",
-                                style={"label": "▼", "size": 16, "color": (171, 177, 186)}))
-        return kb
+        return self.keyboard.build(y1, y2)
 
     # --- PhoneAPI: observation ----------------------------------------------------------------
     def screencap_image(self):
@@ -771,6 +739,7 @@ class SimPhone:
             self.today = day
             self.preset = preset
             self.locale = locale or self.base_locale
+            self.keyboard.reset(self.locale)
             rng = random.Random(seed)
             self.anomalies.update({"enabled": list(anomalies or []), "seed": seed,
                                    "ad_at_launch": 1 + rng.randrange(2)})
