@@ -17,10 +17,7 @@ from typing import Callable
 
 from harness import __version__
 from harness.tasks import TaskError, errors_of
-
-
-class UserError(Exception):
-    """A mistake in the command line or its inputs: printed without a traceback."""
+from harness.user_error import UserError
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -164,91 +161,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sim_human(args: argparse.Namespace) -> int:
-    from harness.recorder.human import Cues, HumanError, SimHuman
-    from harness.recorder.session import RecordError, touchscreen_of
-    from harness.tasks import load_suite
-
-    suite = load_suite(args.suite)
-    task = suite.select([args.task])[0]
-    device = _adb_device(args.device, args.adb_port)
-    try:
-        screen, _ = touchscreen_of(device)
-        if args.reset:
-            device.reset(task.setup, task.language)
-        cues = Cues(sys.stdin, lambda line: print(line, flush=True)) if args.follow else None
-        report = SimHuman(device, screen, cues=cues, pause=args.pause).perform(task)
-    except (HumanError, RecordError) as e:
-        raise UserError(str(e)) from None
-    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else
-          f"{task.id}: {report.gestures} gesture(s), {report.touches} touch(es)", flush=True)
-    return 0
-
-
-def _adb_device(serial: str, adb_port: int | None, allow_clear: bool = False):
-    from harness.device.adb import AdbDevice
-    from harness.device.adb_server import server_port
-
-    device = AdbDevice(serial, port=adb_port or server_port(), allow_clear=allow_clear)
-    state = device.describe().state
-    if state != "device":
-        raise UserError(f"--device {serial}: {state} (see `harness devices`)")
-    return device
-
-
 # --- recording ---------------------------------------------------------------------------------
-def cmd_record(args: argparse.Namespace) -> int:
-    import re
-    from datetime import datetime
-    from pathlib import Path
-
-    from harness.device.base import DeviceError, InfraError
-    from harness.recorder.session import Recorder, RecordError
-    from harness.recorder.task_build import TaskSpec
-    from harness.recorder.task_file import existing_ids
-    from harness.records import RecordError as RecordsError
-    from harness.tasks import TASK_ID_PATTERN, load_suite
-
-    if not re.fullmatch(TASK_ID_PATTERN, args.id) or args.id in (".", ".."):
-        raise UserError(f"--id: {args.id!r} is not a valid task id (letters, digits and _ . -, starting with a "
-                        "letter or digit, at most 128 characters)")
-    template = None
-    if args.from_suite:
-        template = load_suite(args.from_suite).by_id().get(args.id)
-        if template is None:
-            raise UserError(f"--from {args.from_suite}: no task {args.id!r} to re-record")
-    elif not args.instruction:
-        raise UserError("give --instruction TEXT (or --from SUITE to re-record a task of a suite)")
-    out = Path(args.out)
-    if args.id in existing_ids(out) and not args.replace:
-        raise UserError(f"{out}: task {args.id!r} is already there (--replace to record it again)")
-    spec = TaskSpec(id=args.id, instruction=args.instruction or template.instruction,
-                    language=args.language or (template.language if template else "en"),
-                    apps=list(args.app or []), answer=args.answer, template=template)
-    run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
-    rec = Recorder(device, spec, run_dir, out, replace=args.replace, reset=args.reset,
-                   until_idle=args.until_idle, argv=sys.argv)
-    previous = signal.signal(signal.SIGINT, lambda *_: rec.stop.set())  # Ctrl-C ends the recording
-    try:
-        result = rec.run()
-    except (RecordError, RecordsError) as e:
-        raise UserError(str(e)) from None
-    except (InfraError, DeviceError) as e:
-        raise UserError(f"{args.device}: {e}") from None
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    task = result.task or {}
-    print(f"{result.steps} step(s) recorded: c = {task.get('reference_steps')}, cap {2 * task.get('reference_steps', 0) + 1}, "
-          f"{len(task.get('milestones', []))} draft milestone(s); trajectory: {result.run_dir} (harness view {result.run_dir})")
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    if result.stopped:
-        print(f"harness: the recording stopped after step {result.steps}: {result.stopped}; what was recorded is "
-              f"in {result.run_dir} (tasks.yaml there); {out} is unchanged", file=sys.stderr)
-        return 3
-    print(f"task {args.id!r} {result.written} in {out}")
-    return 0
 
 
 # --- runs --------------------------------------------------------------------------------------
@@ -265,150 +178,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"{e}; the run can be continued with --resume once this is fixed") from None
     print_summary(args.out, report)
     return run_exit_code(report)
-
-
-def _device_config(args: argparse.Namespace, host: str | None = None, port: int | None = None):
-    from harness.device.adb_server import AdbEndpointError
-    from harness.device.config import DeviceConfig
-
-    cfg = DeviceConfig(adb_host=args.adb_host or host, adb_port=args.adb_port or port)
-    try:
-        cfg.endpoint()
-    except AdbEndpointError as e:
-        raise UserError(str(e)) from None
-    return cfg
-
-
-def _attached(cfg) -> list:
-    import adbutils
-
-    from harness.device.adb_server import adb_client
-
-    ep = cfg.endpoint()
-    try:
-        return adb_client(host=ep.host, port=ep.port).list()
-    except (adbutils.AdbError, OSError) as e:
-        raise UserError(f"cannot reach the adb server at {ep}: {e}") from None
-
-
-def cmd_devices(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError
-    from harness.device.prepare import Journal
-
-    pending: dict[str, int] = {}
-    if args.cluster:
-        rows, where = _cluster_devices(args), f"the nodes of {args.cluster}"
-    else:
-        cfg = _device_config(args)
-        try:
-            pending = {j.serial: len(j.changes) for j in Journal.pending()}
-        except DeviceError as e:
-            raise UserError(str(e)) from None
-        rows = []
-        for d in _attached(cfg):
-            row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
-                   else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
-            row["pending_restore"] = pending.get(d.serial, 0)
-            rows.append(row)
-        where = str(cfg.endpoint())
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    nodes = sorted({r["node"] for r in rows if "node" in r})
-    count = sum(1 for r in rows if r["serial"] != "-")  # a node without a usable adb server has a row of its own
-    cols = (*(["node"] if nodes else []), "serial", "state", "kind", "model", "size", "density", "healthy",
-            "to restore", "problem")
-    cells = [[*([r["node"]] if nodes else []), r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-",
-              "x".join(map(str, r.get("size") or [])) or "-", str(r.get("density") or "-"),
-              "yes" if r.get("healthy") else "no", str(r.get("pending_restore") or "-"), r.get("problem") or ""]
-             for r in (sorted(rows, key=lambda r: (r["node"], r["serial"])) if nodes else rows)]
-    if not sys.stdout.isatty():  # a pipe or a file: whole values, tab-separated (a table would cut serials)
-        for line in (cols, *cells):
-            print("\t".join(line))
-    else:
-        table = Table(title=f"{count} device(s) " + (f"on {len(nodes)} node(s) of {args.cluster}" if nodes
-                                                     else f"at {where}"))
-        for col in cols:
-            table.add_column(col, no_wrap=col == "serial", overflow="fold")
-        for c in cells:
-            table.add_row(*map(escape, c))  # node names and problems are not rich markup
-        Console().print(table)
-    absent = sorted(set(pending) - {r["serial"] for r in rows})
-    if absent:
-        print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
-              "(`harness devices restore` once they are back)", file=sys.stderr)
-    return 0
-
-
-def _cluster_devices(args: argparse.Namespace) -> list[dict]:
-    """Every node's devices, each node asking its own adb server (``--adb-host/--adb-port`` only
-    when given: otherwise each node's own default)."""
-    from harness.device.config import DeviceConfig
-    from harness.farm import FarmError, cluster_devices
-
-    try:
-        return cluster_devices(args.cluster, DeviceConfig(adb_host=args.adb_host, adb_port=args.adb_port))
-    except FarmError as e:
-        raise UserError(str(e)) from None
-
-
-def cmd_devices_prepare(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError, InfraError
-    from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
-
-    cfg = _device_config(args)
-    serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
-    if not serials:
-        raise UserError("no device is attached (adb devices lists none)")
-    for serial in serials:
-        dev = cfg.open(serial)
-        desc = dev.describe()
-        if not desc.healthy:
-            raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
-        try:
-            dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
-            report = prepare(dev)
-        except (PrepareRefused, DeviceError, InfraError) as e:
-            raise UserError(str(e)) from None
-        changed = describe_prepare(report.to_json()) or "nothing (already prepared)"
-        print(f"{serial} ({report.kind}): changed {changed}")
-        for note in report.notes:
-            print(f"  note: {note}")
-        if dev.journal.changes:
-            print(f"  the original values are recorded in {dev.journal.path}; put them back with "
-                  f"`harness devices restore {serial}`")
-    return 0
-
-
-def cmd_devices_restore(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError
-    from harness.device.prepare import Journal, restore
-
-    try:
-        journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
-    except DeviceError as e:
-        raise UserError(str(e)) from None
-    if not journals:
-        print("nothing to restore" + (f" on {', '.join(args.serials)}" if args.serials else ""))
-        return 0
-    failed = 0
-    for j in journals:
-        cfg = _device_config(args, j.adb.get("host"), j.adb.get("port"))
-        report = restore(cfg.open(j.serial), j)
-        for r in report.restored:
-            print(f"{j.serial}: {r['what']} restored to {r['value'] if r['value'] is not None else '(unset)'}")
-        for r in report.failed:
-            print(f"{j.serial}: {r['what']} NOT restored: {r['error']}", file=sys.stderr)
-        failed += len(report.failed)
-    if failed:
-        print(f"{failed} value(s) are still recorded; run `harness devices restore` again once the device is reachable",
-              file=sys.stderr)
-        return 1
-    return 0
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
@@ -785,37 +554,11 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
     ss.set_defaults(run=cmd_sim_serve)
 
-    sh = sim.add_parser("human", help="do a task's reference on a phone as raw touches (sendevent), as a person would")
-    sh.add_argument("--device", required=True, help="serial of the (simulated) phone")
-    sh.add_argument("--suite", required=True, help="task file or folder")
-    sh.add_argument("--task", required=True, help="task id")
-    sh.add_argument("--follow", action="store_true",
-                    help="read `harness record` output on stdin, pass it through, and wait for its [ready] cue before each step")
-    sh.add_argument("--pause", type=float, default=1.0, help="seconds between steps without --follow (default 1)")
-    sh.add_argument("--reset", action="store_true", help="put the phone in the task's start state first")
-    sh.add_argument("--json", action="store_true", help="print what was done as JSON (gestures, touches, steps)")
-    sh.add_argument("--adb-port", type=int)
-    sh.set_defaults(run=cmd_sim_human)
+    from harness.record_command import add_record_parser, add_sim_human_parser
 
-    rc = sub.add_parser("record", help="record a task from a person doing it on the phone: reference, c, draft milestones")
-    rc.add_argument("--device", required=True, help="serial of the phone")
-    rc.add_argument("--id", required=True, help="task id ([A-Za-z0-9][A-Za-z0-9_.-]*)")
-    rc.add_argument("--instruction", help="the task's instruction (required unless --from)")
-    rc.add_argument("--from", dest="from_suite", metavar="SUITE",
-                    help="re-record the task with this id from SUITE: its instruction, setup, success check and safety are kept")
-    rc.add_argument("--language", choices=["en", "zh"], help="the instruction's language (default en, or the --from task's)")
-    rc.add_argument("--app", action="append", metavar="PACKAGE", help="a package the task touches (default: the apps visited)")
-    rc.add_argument("--answer", help="for an information query: the answer, added as the last step before finish")
-    rc.add_argument("--out", required=True, help="task file to append the task to (created if missing)")
-    rc.add_argument("--replace", action="store_true", help="replace a task with the same id in --out")
-    rc.add_argument("--run-dir", help="folder for the recorded trajectory (default runs/record-ID-TIME)")
-    rc.add_argument("--until-idle", type=float, metavar="S", help="stop after S seconds without a touch (default: Ctrl-C)")
-    rc.add_argument("--reset", action=argparse.BooleanOptionalAction, default=None,
-                    help="put the phone in the task's start state first (default: yes on the simulated phone, no on a real one)")
-    rc.add_argument("--allow-clear", action="store_true",
-                    help="with --reset on a phone: let the task's setup.clear erase its apps' data")
-    rc.add_argument("--adb-port", type=int)
-    rc.set_defaults(run=cmd_record)
+    add_sim_human_parser(sim)
+
+    add_record_parser(sub)
 
     from harness.run_command import add_run_arguments
 
@@ -823,24 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    from harness.run_command import adb_arguments
+    from harness.devices_command import add_devices_parser
 
-    dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
-    adb_arguments(dv)
-    dv.add_argument("--cluster", metavar="ADDRESS",
-                    help="every node's devices in a Ray cluster (HEAD:6379, or auto), each node asking its own adb server")
-    dv.add_argument("--json", action="store_true")
-    dv.set_defaults(run=cmd_devices)
-    dv_sub = dv.add_subparsers(dest="devices_cmd", required=False)
-    dp = dv_sub.add_parser("prepare", help="screen on and unlocked, stay awake, animations off, ADBKeyboard "
-                                           "(the original values are recorded for `devices restore`)")
-    dp.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: all attached)")
-    adb_arguments(dp, nested=True)
-    dp.set_defaults(run=cmd_devices_prepare)
-    dr = dv_sub.add_parser("restore", help="put back every value a prepare or a run changed (also after a crash)")
-    dr.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: every device with recorded changes)")
-    adb_arguments(dr, nested=True)
-    dr.set_defaults(run=cmd_devices_restore)
+    add_devices_parser(sub)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")
