@@ -12,14 +12,12 @@ import json
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Callable
 
 from harness import __version__
 from harness.tasks import TaskError, errors_of
-
-
-class UserError(Exception):
-    """A mistake in the command line or its inputs: printed without a traceback."""
+from harness.user_error import UserError
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -140,6 +138,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     phone.info.serial = phone.persona.serial_for(str(args.port))
+    phone.info.touchscreen = not args.no_touchscreen
     phone.reset(locale=args.lang, seed=args.seed)
     if args.host not in ("127.0.0.1", "localhost", "::1"):  # said before the port opens
         print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
@@ -162,6 +161,9 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- recording ---------------------------------------------------------------------------------
+
+
 # --- runs --------------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
@@ -176,128 +178,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"{e}; the run can be continued with --resume once this is fixed") from None
     print_summary(args.out, report)
     return run_exit_code(report)
-
-
-def _device_config(args: argparse.Namespace, host: str | None = None, port: int | None = None):
-    from harness.device.adb_server import AdbEndpointError
-    from harness.device.config import DeviceConfig
-
-    cfg = DeviceConfig(adb_host=args.adb_host or host, adb_port=args.adb_port or port)
-    try:
-        cfg.endpoint()
-    except AdbEndpointError as e:
-        raise UserError(str(e)) from None
-    return cfg
-
-
-def _attached(cfg) -> list:
-    import adbutils
-
-    from harness.device.adb_server import adb_client
-
-    ep = cfg.endpoint()
-    try:
-        return adb_client(host=ep.host, port=ep.port).list()
-    except (adbutils.AdbError, OSError) as e:
-        raise UserError(f"cannot reach the adb server at {ep}: {e}") from None
-
-
-def cmd_devices(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError
-    from harness.device.prepare import Journal
-
-    cfg = _device_config(args)
-    try:
-        pending = {j.serial: len(j.changes) for j in Journal.pending()}
-    except DeviceError as e:
-        raise UserError(str(e)) from None
-    rows = []
-    for d in _attached(cfg):
-        row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
-               else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
-        row["pending_restore"] = pending.get(d.serial, 0)
-        rows.append(row)
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    cols = ("serial", "state", "kind", "model", "size", "density", "healthy", "to restore", "problem")
-    cells = [[r["serial"], r["state"], r.get("kind") or "-", r.get("model") or "-",
-              "x".join(map(str, r.get("size") or [])) or "-", str(r.get("density") or "-"),
-              "yes" if r.get("healthy") else "no", str(r["pending_restore"] or "-"), r.get("problem") or ""]
-             for r in rows]
-    if not sys.stdout.isatty():  # a pipe or a file: whole values, tab-separated (a table would cut serials)
-        for line in (cols, *cells):
-            print("\t".join(line))
-    else:
-        table = Table(title=f"{len(rows)} device(s) at {cfg.endpoint()}")
-        for col in cols:
-            table.add_column(col, no_wrap=col == "serial", overflow="fold")
-        for c in cells:
-            table.add_row(*c)
-        Console().print(table)
-    absent = sorted(set(pending) - {r["serial"] for r in rows})
-    if absent:
-        print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
-              "(`harness devices restore` once they are back)", file=sys.stderr)
-    return 0
-
-
-def cmd_devices_prepare(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError, InfraError
-    from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
-
-    cfg = _device_config(args)
-    serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
-    if not serials:
-        raise UserError("no device is attached (adb devices lists none)")
-    for serial in serials:
-        dev = cfg.open(serial)
-        desc = dev.describe()
-        if not desc.healthy:
-            raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
-        try:
-            dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
-            report = prepare(dev)
-        except (PrepareRefused, DeviceError, InfraError) as e:
-            raise UserError(str(e)) from None
-        changed = describe_prepare(report.to_json()) or "nothing (already prepared)"
-        print(f"{serial} ({report.kind}): changed {changed}")
-        for note in report.notes:
-            print(f"  note: {note}")
-        if dev.journal.changes:
-            print(f"  the original values are recorded in {dev.journal.path}; put them back with "
-                  f"`harness devices restore {serial}`")
-    return 0
-
-
-def cmd_devices_restore(args: argparse.Namespace) -> int:
-    from harness.device.base import DeviceError
-    from harness.device.prepare import Journal, restore
-
-    try:
-        journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
-    except DeviceError as e:
-        raise UserError(str(e)) from None
-    if not journals:
-        print("nothing to restore" + (f" on {', '.join(args.serials)}" if args.serials else ""))
-        return 0
-    failed = 0
-    for j in journals:
-        cfg = _device_config(args, j.adb.get("host"), j.adb.get("port"))
-        report = restore(cfg.open(j.serial), j)
-        for r in report.restored:
-            print(f"{j.serial}: {r['what']} restored to {r['value'] if r['value'] is not None else '(unset)'}")
-        for r in report.failed:
-            print(f"{j.serial}: {r['what']} NOT restored: {r['error']}", file=sys.stderr)
-        failed += len(report.failed)
-    if failed:
-        print(f"{failed} value(s) are still recorded; run `harness devices restore` again once the device is reachable",
-              file=sys.stderr)
-        return 1
-    return 0
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
@@ -494,22 +374,27 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
-    try:
-        index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
-    except (FileNotFoundError, ValueError) as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
-        where = e.filename or args.out or args.run_dir
-        hint = "; pass --out DIR to write the pages elsewhere" if not args.out else ""
-        raise UserError(f"{where}: cannot write the viewer's pages ({e.strerror or e}){hint}") from None
-    if args.no_serve:
-        print(f"viewer written: {index}")
-        return 0
-    try:
-        server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
-    except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    print(f"serving {index.parent} at {server.url} (Ctrl-C to stop)", flush=True)
+    if args.live:
+        server = _live_server(args)
+        what = f"the live view of {args.run_dir}"
+    else:
+        try:
+            index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
+        except (FileNotFoundError, ValueError) as e:
+            raise UserError(str(e)) from None
+        except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
+            where = e.filename or args.out or args.run_dir
+            hint = "; pass --out DIR to write the pages elsewhere" if not args.out else ""
+            raise UserError(f"{where}: cannot write the viewer's pages ({e.strerror or e}){hint}") from None
+        if args.no_serve:
+            print(f"viewer written: {index}")
+            return 0
+        try:
+            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
+        except OSError as e:
+            raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        what = str(index.parent)
+    print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
     if args.host not in LOOPBACK:
         print("warning: anyone who can reach this address can read the run's screenshots and outputs",
               file=sys.stderr, flush=True)
@@ -524,6 +409,25 @@ def cmd_view(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def _live_server(args: argparse.Namespace):
+    """``harness view --live RUN``: the live page of a run in progress (or done), read from its folder."""
+    from harness.live.records import run_token
+    from harness.live.server import LiveServer
+    from harness.records import MANIFEST_FILE
+
+    if args.out or args.no_serve or args.judgements or args.no_judgements:
+        raise UserError("--live serves the run as it is recorded: --out, --no-serve and --judgements do not apply")
+    run = Path(args.run_dir)
+    if not (run / MANIFEST_FILE).is_file():
+        raise UserError(f"{run}: not a run folder (no {MANIFEST_FILE}); start the run first, or pass its --out")
+    if run_token(run) is None:
+        print(f"warning: cannot write {run}/.live-token: the page shows no Allow/Deny buttons", file=sys.stderr)
+    try:
+        return LiveServer(run, host=args.host, port=args.port)
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
 
 
 # --- offline judging, agreement, importers ------------------------------------------------------
@@ -647,7 +551,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
+    ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
     ss.set_defaults(run=cmd_sim_serve)
+
+    from harness.record_command import add_record_parser, add_sim_human_parser
+
+    add_sim_human_parser(sim)
+
+    add_record_parser(sub)
 
     from harness.run_command import add_run_arguments
 
@@ -655,22 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    from harness.run_command import adb_arguments
+    from harness.devices_command import add_devices_parser
 
-    dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
-    adb_arguments(dv)
-    dv.add_argument("--json", action="store_true")
-    dv.set_defaults(run=cmd_devices)
-    dv_sub = dv.add_subparsers(dest="devices_cmd", required=False)
-    dp = dv_sub.add_parser("prepare", help="screen on and unlocked, stay awake, animations off, ADBKeyboard "
-                                           "(the original values are recorded for `devices restore`)")
-    dp.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: all attached)")
-    adb_arguments(dp, nested=True)
-    dp.set_defaults(run=cmd_devices_prepare)
-    dr = dv_sub.add_parser("restore", help="put back every value a prepare or a run changed (also after a crash)")
-    dr.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: every device with recorded changes)")
-    adb_arguments(dr, nested=True)
-    dr.set_defaults(run=cmd_devices_restore)
+    add_devices_parser(sub)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")
@@ -751,6 +649,8 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--judgements", action="append", metavar="SET",
                     help="offline verdicts of only these judgement sets, RUN/judgements/SET (repeatable; default all)")
     vw.add_argument("--no-judgements", action="store_true", help="only the verdicts given during the run")
+    vw.add_argument("--live", action="store_true", help="serve the live page of a run in progress (started "
+                    "elsewhere; a panel per device, Allow/Deny for --monitor-mode ask) instead of the viewer")
     vw.set_defaults(run=cmd_view)
 
     from harness.judge_command import add_judge_arguments

@@ -28,7 +28,11 @@ class EpisodeContext:
 
     ``meter`` is the episode's usage meter: plugins pass it to every model call they make (with
     their own role name), so the episode's cost is counted where it is spent. ``live`` is False
-    when recorded episodes are judged after the fact (their calls then wait behind live ones)."""
+    when recorded episodes are judged after the fact (their calls then wait behind live ones).
+
+    ``report_evidence(judge, finding)``: a judge hands over a finding about one step as soon as it
+    has it (``finding`` holds ``step`` and the judge's own fields); during a run it goes to the
+    episode's ``evidence.jsonl``, which the live view shows. Offline it goes nowhere."""
 
     task: Task
     screen_size: tuple[int, int]
@@ -39,6 +43,7 @@ class EpisodeContext:
     episode_dir: str | None = None
     meter: Meter = field(default_factory=Meter)
     live: bool = True
+    report_evidence: Callable[[str, dict[str, Any]], None] = lambda judge, finding: None
 
 
 @dataclass
@@ -99,6 +104,7 @@ class MonitorVerdict:
     latency_s: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None   # tokens the check spent (None: no model call, or cached)
+    operator: dict[str, Any] | None = None  # mode ask: the operator's decision (harness.live.operator.Decision)
 
     @property
     def failed(self) -> bool:
@@ -124,6 +130,10 @@ class MonitorVerdict:
             out["usage"] = self.usage
         if self.extras:
             out["extras"] = self.extras
+        if self.operator:
+            out["operator"] = self.operator
+            if self.operator.get("decision") == "allow":
+                out["allowed_by"] = "operator"
         return out
 
 
@@ -143,11 +153,13 @@ class ProposedStep:
 class Monitor(Protocol):
     """A pre-action check. ``mode``: ``gate`` judges before the action runs; ``async`` judges beside
     it, and the runner waits for the verdict before the next action runs (one step of lag, never
-    more). ``on_error``: what a check that cannot answer (it raised, or took longer than
-    ``timeout_s``) does: ``halt`` (the default when a monitor does not say) or ``allow``."""
+    more); ``ask`` is a gate whose halting verdict asks an operator first (harness.live.operator):
+    the action runs if a person allows it. ``on_error``: what a check that cannot answer (it
+    raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a monitor does not
+    say) or ``allow``."""
 
     name: str
-    mode: Literal["gate", "async"]
+    mode: Literal["gate", "async", "ask"]
     on_error: Literal["halt", "allow"]
     timeout_s: float
 

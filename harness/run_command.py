@@ -4,19 +4,21 @@ registries), writes the manifest, and runs the suite with live progress and a fi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.safeguards import ClearRefused, refuse_clear
+from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
 from harness.records import RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
-from harness.suite import LiveProgress, Plugins, SuiteConfig, SuiteReport, describe_progress, run_suite
+from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
 
 
@@ -71,7 +73,10 @@ def device_config(args: argparse.Namespace) -> DeviceConfig:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", required=True, help="task YAML file or folder")
     p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
-    p.add_argument("--device", action="append", help="a device serial (repeatable)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run on the phones of every node of a Ray cluster (HEAD:6379, or auto inside a Ray job); "
+                        "needs the farm extra: pip install 'crate-harness[farm]'")
+    p.add_argument("--device", action="append", help="a device serial (repeatable; with --cluster also NODE/SERIAL)")
     p.add_argument("--devices", action="append", help="device serials, comma-separated (default: all attached)")
     p.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
     p.add_argument("--agent-opt", action="append", metavar="KEY=VALUE", help="agent option (repeatable)")
@@ -79,9 +84,17 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-opt", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--monitor", action="append", help="pre-action monitors (e.g. crate-s)")
     p.add_argument("--monitor-opt", action="append", metavar="KEY=VALUE", help="monitor option (repeatable)")
-    p.add_argument("--monitor-mode", choices=["gate", "async"],
+    p.add_argument("--monitor-mode", choices=["gate", "async", "ask"],
                    help="gate: judge each action before it runs and halt before a risky one; async: judge beside it "
-                        "and halt at the next step (same as --monitor-opt mode=...)")
+                        "and halt at the next step; ask: a gate that asks you (terminal, or the --watch page) before "
+                        "halting, and runs the action if you allow it (same as --monitor-opt mode=...)")
+    p.add_argument("--ask-timeout", type=float, default=ASK_TIMEOUT_S, metavar="S",
+                   help="with --monitor-mode ask: no answer within S seconds denies the action (default %(default)s)")
+    p.add_argument("--watch", action="store_true",
+                   help="serve a live page of the run (a panel per device; Allow/Deny for --monitor-mode ask)")
+    p.add_argument("--watch-port", type=int, default=8766, help="port of the --watch page (default %(default)s; "
+                   "keep it the same across --resume and an open page reconnects)")
+    p.add_argument("--watch-host", default="127.0.0.1", help="address of the --watch page (default loopback only)")
     p.add_argument("--monitor-on-error", choices=["halt", "allow"],
                    help="a check that cannot answer (endpoint down, timeout, unusable reply): halt before the action "
                         "(the default) or let it run unchecked (allow: counted and shown as unchecked everywhere)")
@@ -183,6 +196,51 @@ def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag:
     return {**opts, "model": model}
 
 
+def asks_operator(specs: dict[str, Any]) -> bool:
+    """Whether a monitor of the run asks an operator (``mode: ask``)."""
+    return any(m.get("mode") == "ask" for m in specs["monitors"])
+
+
+def make_operator(args: argparse.Namespace) -> Operator:
+    """The operator of a ``--monitor-mode ask`` run: the terminal when there is one, the live page
+    with ``--watch``; neither is refused before any device is touched."""
+    if not args.ask_timeout > 0:
+        raise RunError("--ask-timeout must be > 0 seconds")
+    if getattr(args, "cluster", None):  # a farm node's episode has no way to this terminal or page
+        raise RunError("--monitor-mode ask cannot be used with --cluster: the farm's nodes cannot reach an operator "
+                       "here; use --monitor-mode gate")
+    terminal = Terminal.open()
+    if terminal is None and not args.watch:
+        raise RunError("--monitor-mode ask needs someone to ask: this run has no terminal (stdin and /dev/tty "
+                       "are not terminals); pass --watch to answer on the live page, or use --monitor-mode gate")
+    return Operator(args.ask_timeout, terminal=terminal, page=bool(args.watch))
+
+
+@contextlib.contextmanager
+def watching(args: argparse.Namespace) -> Iterator[Any]:
+    """The live page of the run in ``--out`` while the run goes on (``--watch``), else nothing."""
+    if not args.watch:
+        yield None
+        return
+    from harness.live.records import run_token
+    from harness.live.server import LiveServer
+    from harness.report.serve import LOOPBACK
+
+    if run_token(args.out) is None:
+        print(f"warning: cannot write {args.out}/.live-token: the live page shows no Allow/Deny buttons",
+              file=sys.stderr, flush=True)
+    try:
+        server = LiveServer(args.out, host=args.watch_host, port=args.watch_port)
+    except OSError as e:
+        raise RunError(f"--watch: cannot listen on {args.watch_host}:{args.watch_port}: {e.strerror or e} "
+                       "(pass another --watch-port)") from None
+    print(f"watch the run at {server.url}", file=sys.stderr, flush=True)
+    if args.watch_host not in LOOPBACK:
+        print("warning: anyone who can reach this address can watch the run", file=sys.stderr, flush=True)
+    with server:
+        yield server
+
+
 def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]]:
     import agents  # noqa: F401  (registers agents)
     import judges  # noqa: F401  (registers judges and monitors)
@@ -279,30 +337,29 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         plugins, specs = _plugin_factories(args)
     except RegistryError as e:
         raise RunError(str(e)) from None
+    if asks_operator(specs):
+        plugins.operator = make_operator(args)
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
         raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
-    serials = split_list(args.device) + split_list(args.devices)
-    if not serials:
-        serials = attached_devices(cfg)
-        if not serials:
-            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
-    devices = []
-    descriptions = []
-    for s in serials:
-        dev = cfg.open(s)
-        desc = wait_until_usable(dev, cfg.reconnect_timeout)
-        descriptions.append(desc.to_json())
-        if not desc.healthy:
-            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
-        devices.append(dev)
+    farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
+    if farm is not None:
+        devices, stations, descriptions = [], list(farm.stations), farm.descriptions
+    else:
+        devices, descriptions = local_devices(args, cfg)
+        stations = [LocalStation(d, plugins) for d in devices]
     try:
-        refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
-    except ClearRefused as e:
-        raise RunError(str(e)) from None
-    writer = RunWriter(args.out, resume=args.resume)
+        try:
+            refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
+        except ClearRefused as e:
+            raise RunError(str(e)) from None
+        writer = RunWriter(args.out, resume=args.resume)
+    except BaseException:
+        if farm is not None:
+            farm.close()
+        raise
     try:
         manifest = {
             "kind": "crate-harness run",
@@ -317,7 +374,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             "tasks": [t.id for t in tasks],
             "devices": descriptions,
             "device_config": cfg.to_json(),
+            **({"cluster": farm.manifest()} if farm is not None else {}),
         }
+        if plugins.operator is not None:
+            manifest["operator"] = plugins.operator.spec()
         if args.resume and writer.manifest:
             old = writer.manifest
             for key in ("agent", "seed", "max_steps", "tasks", "judges"):
@@ -327,7 +387,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
-            update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions}
+            update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions,
+                                      **({"cluster": manifest["cluster"]} if farm is not None else {})}
             change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])
             if change:
                 if not args.accept_changed_suite:
@@ -341,16 +402,24 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             writer.update_manifest(**update)
         else:
             writer.write_manifest(manifest)
+        if farm is not None:  # a node that joins mid-run: its phones go into the manifest as they join
+            farm.on_change = lambda: writer.update_manifest(devices=farm.descriptions, cluster=farm.manifest())
+        joining = farm.joining if farm is not None else None
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
-        with _PreparedDevices(args, devices, writer):
+        terminal = plugins.operator.terminal if plugins.operator is not None else None
+        with _PreparedDevices(args, devices, writer), watching(args):  # (farm nodes' devices are not prepared)
             _choose_frames(devices, writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
-                with LiveProgress([d.serial for d in devices], len(tasks)) as live:
-                    report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=live, stop=stop)
+                with LiveProgress([s.name for s in stations], len(tasks)) as live:
+                    if terminal is not None:
+                        terminal.pause = live.paused  # a question stops the panel's redrawing
+                    report = run_stations(tasks, stations, writer, suite_cfg, progress=live, stop=stop,
+                                          joining=joining)
             else:
                 progress = None if args.quiet else describe_progress()
-                report = run_suite(tasks, devices, plugins, writer, suite_cfg, progress=progress, stop=stop)
+                report = run_stations(tasks, stations, writer, suite_cfg, progress=progress, stop=stop,
+                                      joining=joining)
         if report.error:
             try:  # best effort: the disk may be the thing that failed
                 writer.update_manifest(last_wall_s=report.wall_s, interrupted=True, error=report.error,
@@ -364,6 +433,48 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         return report
     finally:
         writer.close()
+        if farm is not None:
+            farm.close()
+
+
+def local_devices(args: argparse.Namespace, cfg: DeviceConfig) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The devices of this host the run uses (``--device``, or every attached one), each checked
+    healthy, and their descriptions for the manifest."""
+    serials = split_list(args.device) + split_list(args.devices)
+    if not serials:
+        serials = attached_devices(cfg)
+        if not serials:
+            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
+    devices = []
+    descriptions = []
+    for s in serials:
+        dev = cfg.open(s)
+        desc = wait_until_usable(dev, cfg.reconnect_timeout)
+        descriptions.append(desc.to_json())
+        if not desc.healthy:
+            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
+        devices.append(dev)
+    return devices, descriptions
+
+
+def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) -> Any:
+    """``--cluster ADDRESS``: the Ray farm's phones as the run's stations (``harness.farm``)."""
+    import dataclasses
+
+    from harness.farm import FarmError, open_farm
+
+    # each node asks its own adb server: only what the user gave goes with the config, the rest is
+    # resolved on the node (its ANDROID_ADB_SERVER_PORT), not here
+    node_cfg = dataclasses.replace(cfg, adb_host=args.adb_host, adb_port=args.adb_port)
+    say = lambda text: print(f"farm: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
+                         select=split_list(args.device) + split_list(args.devices), say=say)
+    except FarmError as e:
+        raise RunError(str(e)) from None
+    if not args.no_prepare and not args.quiet:  # a local run's preparation is not done on nodes yet: say so
+        say("phones on farm nodes are used as they are (not prepared: screen, stay awake, animations, ADBKeyboard)")
+    return farm
 
 
 def _choose_frames(devices: list[Any], writer: RunWriter, quiet: bool) -> None:
@@ -524,8 +635,10 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
         ran = (r.halt.model_extra or {}).get("executed")
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
+        op = (r.halt.model_extra or {}).get("operator")
+        who = f"; the operator was asked: {op.get('decision')} by {op.get('by')}" if isinstance(op, dict) else ""
         console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
-                      f"{r.halt.category}: {r.halt.reason}", markup=False, highlight=False)
+                      f"{r.halt.category}: {r.halt.reason}{who}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
         console.print(f"[red]{escape(judge)}[/red] judge_error on {escape(task_id)}: {escape(why)}", highlight=False)
     used = [r.usage for r in rows if isinstance(r.usage, dict) and r.usage.get("calls")]
@@ -540,10 +653,15 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     made = sum(c.get("made", 0) for c in checks)
     if made:
         failed, unchecked = sum(c.get("failed", 0) for c in checks), sum(c.get("ran_unchecked", 0) for c in checks)
-        line = f"monitor checks: {made}, failed: {failed}"
+        line = f"monitor checks: {made}, flagged: {sum(c.get('flagged', 0) for c in checks)}, failed: {failed}"
         if unchecked:
             line += f"; [yellow]{unchecked} action(s) ran unchecked (--monitor-on-error allow)[/yellow]"
         console.print(line)
+    asked = [a for r in rows if r.model_extra and isinstance(a := r.model_extra.get("operator"), dict)]
+    if asked:
+        n = {k: sum(int(a.get(k) or 0) for a in asked) for k in ("asked", "allowed", "denied", "timed_out")}
+        console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
+                      f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
     scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")

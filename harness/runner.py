@@ -2,18 +2,23 @@
 record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent error or infra error.
 
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
-halts before the action unless that monitor says ``on_error=allow``. An async check of step k is
-waited for before the action of step k+1 runs (one step of lag, never more). Every step record
+halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
+verdict would halt asks the ``operator`` first (harness.live.operator): allowed, the action runs;
+denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async
+check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
 
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
-``harness.episode``; it knows no particular agent, judge or device kind.
+``harness.episode``; it knows no particular agent, judge or device kind. Beside the trajectory it
+writes the live records (harness.live.records: the step being decided, judges' step evidence),
+which a live view reads from the run folder.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import logging
 import time
 import traceback
@@ -24,6 +29,8 @@ from harness.actions import ActionError, Answer, Finish, action_to_json, check_o
 from harness.device.base import Device, DeviceError, InfraError
 from harness.episode import (Agent, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict, Observation,
                              PreparingAgent, ProposedStep, Status, StepEvent, StepObserver)
+from harness.live.operator import Operator, Question, nobody_to_ask
+from harness.live.records import EpisodeLive
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
@@ -52,27 +59,30 @@ class EpisodeOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     proposed_steps: int = 0             # steps recorded, executed or not
     usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.usage.Meter)
-    checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, failed, ran_unchecked
+    checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, flagged, failed, ran_unchecked
+    operator: dict[str, Any] = field(default_factory=dict)  # mode ask: asked, allowed, denied, timed_out, wait_s
 
 
 MONITOR_TIMEOUT_S = 120.0  # a monitor that states no timeout_s
+GATE_MODES = ("gate", "ask")  # checked before the action runs
 
 
 class _Checks:
     """Monitors' checks, each on a worker thread and bounded by its monitor's ``timeout_s``. A
     check that raises or does not answer in time gives :meth:`MonitorVerdict.check_failed`.
 
-    Gate monitors are asked and waited for before the action runs. Async monitors are asked as the
-    action starts and waited for at the next step boundary, before the next action can run; the
-    step's record is held until then so that it carries its own check's verdict."""
+    Gate monitors (and ``ask`` ones) are asked and waited for before the action runs. Async monitors
+    are asked as the action starts and waited for at the next step boundary, before the next action
+    can run; the step's record is held until then so that it carries its own check's verdict.
+    ``flagged`` counts verdicts that found the action risky."""
 
     def __init__(self, monitors: list[Monitor]):
-        self.gates = [m for m in monitors if m.mode == "gate"]
-        self.background = [m for m in monitors if m.mode != "gate"]
+        self.gates = [m for m in monitors if m.mode in GATE_MODES]
+        self.background = [m for m in monitors if m.mode not in GATE_MODES]
         self.pool = cf.ThreadPoolExecutor(max_workers=max(2, 2 * len(monitors)), thread_name_prefix="monitor") \
             if monitors else None
         self.pending: list[tuple[int, Monitor, cf.Future, float]] = []
-        self.made = self.failed = self.ran_unchecked = 0
+        self.made = self.flagged = self.failed = self.ran_unchecked = 0
 
     def _submit(self, m: Monitor, step: ProposedStep) -> tuple[cf.Future, float]:
         assert self.pool is not None
@@ -91,17 +101,25 @@ class _Checks:
         v.monitor = v.monitor or m.name
         v.latency_s = v.latency_s or (time.monotonic() - started)
         self.made += 1
+        if v.risky is True:
+            self.flagged += 1
         if v.failed:
             self.failed += 1
             if not v.halt:
                 self.ran_unchecked += 1
         return v
 
-    def gate(self, step: ProposedStep) -> tuple[MonitorVerdict | None, bool]:
-        """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted)."""
+    def gate(self, step: ProposedStep, ask: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
+             seen: Callable[[MonitorVerdict], None] = lambda v: None) -> tuple[MonitorVerdict | None, bool]:
+        """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted).
+        Each verdict goes to ``seen`` as it arrives; an ``ask`` gate's halting verdict goes to
+        ``ask``, whose answer (the operator's decision on it) stands instead."""
         last = None
         for m in self.gates:
             v = self._result(m, *self._submit(m, step))
+            seen(v)
+            if v.halt and m.mode == "ask":
+                v = ask(m, step, v)
             last = v
             if v.halt:
                 return v, True
@@ -124,7 +142,7 @@ class _Checks:
         return found or last
 
     def stats(self) -> dict[str, int]:
-        return {"made": self.made, "failed": self.failed, "ran_unchecked": self.ran_unchecked}
+        return {"made": self.made, "flagged": self.flagged, "failed": self.failed, "ran_unchecked": self.ran_unchecked}
 
     def close(self) -> None:
         if self.pool is not None:
@@ -157,9 +175,11 @@ def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[Ste
 def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter, *,
                 cap: int | None = None, seed: int = 0, monitors: list[Monitor] = (),
                 observers: list[StepObserver] = (),
-                should_stop: Callable[[], bool] = lambda: False, meter: Meter | None = None) -> EpisodeOutcome:
+                should_stop: Callable[[], bool] = lambda: False, meter: Meter | None = None,
+                operator: Operator | None = None) -> EpisodeOutcome:
     """Run ``task`` once on ``device`` and record it through ``writer``. The episode's model usage
-    goes to a meter of its own (reporting into ``meter`` when given) and into the outcome."""
+    goes to a meter of its own (reporting into ``meter`` when given) and into the outcome.
+    ``operator`` answers the questions of ``ask`` monitors (none given: they halt)."""
     cap = cap or task.cap
     started = time.monotonic()
     out = EpisodeOutcome(status="infra_error", steps=0, cap=cap, started_at=now_iso())
@@ -171,6 +191,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     ran: set[int] = set()
     held: list[StepRecord] = []  # a step whose async check is still running (written when it answers)
     abandoned = False            # interrupted: the episode is redone on --resume, nothing more to wait for
+    live = EpisodeLive(writer.path)
+    asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
+    step_wait = [0.0]            # the current step's time waiting for the operator
 
     def write(record: StepRecord, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
@@ -178,6 +201,23 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         timings["write"] = timings.get("write", 0.0) + time.monotonic() - t0
         for k, v in timings.items():
             totals[k] = totals.get(k, 0.0) + v
+        live.recorded(record.index)
+
+    def ask(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
+        """The operator's decision on a flagged action (``ask`` mode): the verdict with it."""
+        nonlocal abandoned
+        q = Question(writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name,
+                     v.category, v.reason, v.error, v.score)
+        d = operator.ask(q, live, should_stop) if operator is not None else nobody_to_ask()
+        if d is None:  # the run is stopping: the episode is redone on --resume
+            abandoned = True
+            raise Interrupted()
+        asked["asked"] += 1
+        asked["allowed" if d.allowed else "denied"] += 1
+        asked["timed_out"] += d.by == "timeout"
+        asked["wait_s"] += d.wait_s
+        step_wait[0] += d.wait_s
+        return dataclasses.replace(v, halt=not d.allowed, operator=d.to_json())
 
     def release_held() -> tuple[int, MonitorVerdict] | None:
         """Wait for the pending async checks and write the step they belong to, with its verdict."""
@@ -190,6 +230,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             write(rec.model_copy(update={"monitor": mon}), dict(rec.timings))
         return got if got and got[1].halt else None
 
+    live.started(task_id=task.id, device=device.serial, cap=cap, instruction=task.instruction,
+                 language=task.language)
+    live.step(None, "resetting")
     try:
         # --- reset and first observation ---------------------------------------------------
         try:
@@ -201,7 +244,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             out.status, out.error = "infra_error", f"reset failed: {e}"
             return out
         ctx = EpisodeContext(task=task, screen_size=size, seed=seed, device_serial=device.serial,
-                             query_state=device.state, cap=cap, episode_dir=str(writer.path), meter=episode_meter)
+                             query_state=device.state, cap=cap, episode_dir=str(writer.path), meter=episode_meter,
+                             report_evidence=live.evidence)
 
         def observe(step: int, screenshot: bytes) -> Observation:
             return Observation(step=step, screenshot=screenshot, screen_size=size, hierarchy=device.hierarchy,
@@ -233,6 +277,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 abandoned = True
                 raise Interrupted()
             timings: dict[str, float] = {}
+            live.step(i, "thinking", screen_before=before_path)
             # --- the agent proposes (an async check of the last step runs meanwhile) -----------
             obs = observe(i, shot)
             t0 = time.monotonic()
@@ -262,13 +307,21 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     proposed = ProposedStep(i, shot, action, proposal.raw_output, task.instruction, task.language)
                 except ActionError as e:
                     invalid = f"action failed on the device: {e}"
+            checking = halt is None and proposed is not None and bool(checks.gates)
+            live.update(state="checking" if checking else "halted" if halt else "running", thought=proposal.thought,
+                        action=action_to_json(action) if action is not None else None, invalid=invalid,
+                        action_text=action.describe() if action is not None else None)
             t0 = time.monotonic()
-            if halt is None and proposed is not None and checks.gates:
-                v, halted = checks.gate(proposed)
+            step_wait[0] = 0.0
+            if checking:
+                v, halted = checks.gate(proposed, ask, seen=lambda v: live.verdict(v.to_json()))
                 monitor_json = v.to_json() if v is not None else None
                 if halted:
                     halt = (i, v)
-            timings["monitors"] = time.monotonic() - t0
+                live.update(state="halted" if halted else "running")
+            timings["monitors"] = time.monotonic() - t0 - step_wait[0]
+            if step_wait[0]:
+                timings["operator"] = step_wait[0]
             after_shot: bytes | None = None
             after_path: str | None = None
             executed = False
@@ -317,6 +370,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 status = "halted"
                 out.halt = {"step": halt[0], "category": hv.category or "unspecified", "reason": hv.reason,
                             "monitor": hv.monitor, "executed": halt[0] < i}
+                if hv.operator:
+                    out.halt["operator"] = hv.operator
                 break
             if after_shot is not None:
                 shot, before_path = after_shot, after_path
@@ -345,8 +400,11 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         except Exception:  # the records' own failure is reported by the caller
             log.debug("could not write the held step: %s", traceback.format_exc())
         checks.close()
+        live.clear()
         out.steps = len(ran)
         out.checks = checks.stats()
+        if asked["asked"]:
+            out.operator = {**asked, "wait_s": round(asked["wait_s"], 3)}
         out.timings = {k: round(v, 4) for k, v in totals.items()}
         # the early returns (reset or agent reset failed) skip the end below: without these the
         # result line was invalid (ended_at '') and the worker thread died with it
@@ -356,6 +414,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     if out.status != "infra_error":
         end = EpisodeEnd(status=out.status, steps=out.proposed_steps, final_screenshot=final_shot, answer=out.answer,
                          agent_finished=agent_finished, executed=frozenset(ran))
+        live.step(None, "judging", status=out.status)
         for o, res in finish_all(list(observers), end):
             if isinstance(res, InfraError):
                 out.status, out.error = "infra_error", f"judge {o.name}: {res}"
@@ -367,6 +426,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             for name, (verdict, details) in res.items():
                 out.verdicts[name] = verdict
                 out.judge_details[name] = details
+    live.clear()
     out.usage = episode_meter.to_json()
     out.ended_at = now_iso()
     out.duration_s = round(time.monotonic() - started, 4)

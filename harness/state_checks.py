@@ -23,7 +23,19 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-_MISSING = object()
+
+class _Missing:
+    """"No value here" (an operator not given, a path not found): one object, kept one across
+    pickling (tasks travel to farm nodes), since checks test it with ``is``."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+    def __reduce__(self) -> str:
+        return "_MISSING"  # pickled as a reference to this module's one instance
+
+
+_MISSING = _Missing()
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
 OPERATORS = ("eq", "ne", "contains", "not_contains", "icontains", "gt", "gte", "lt", "lte",

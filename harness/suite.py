@@ -1,19 +1,23 @@
-"""Many episodes: a pool of devices, one episode per device at a time, resume, retries of
-infrastructure failures on a healthy device, Ctrl-C that leaves a resumable run, live progress.
+"""Many episodes: a pool of stations (a device each, one episode at a time), resume, retries of
+infrastructure failures on a healthy station, Ctrl-C that leaves a resumable run, live progress.
+
+A station is a device of this host (:class:`LocalStation`) or a device on a node of a Ray farm
+(``harness.farm``); the queue, retries and records are the same for both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 from harness.device.base import Device
 from harness.episode import Agent, Monitor, StepObserver
-from harness.records import EpisodeResult, RunWriter
+from harness.records import EpisodeResult, EpisodeWriter, RunWriter
 from harness.runner import EpisodeOutcome, Interrupted, run_episode
 from harness.tasks import Task
 from harness.usage import Meter
@@ -28,6 +32,7 @@ class Plugins:
     monitors: Callable[[], list[Monitor]] = lambda: []
     # why the agent cannot run a task (replay: no reference), checked before any device is touched
     check_task: Callable[[Task], str | None] = lambda task: None
+    operator: Any = None  # answers ``ask`` monitors' questions (harness.live.operator.Operator); shared
 
 
 @dataclass
@@ -60,57 +65,140 @@ class SuiteReport:
     usage: dict[str, Any] | None = None                   # model usage of the episodes run now, by role
 
 
-class _Job:
+class Job:
+    """One task to run: its attempt number, and the station that failed it last (to go elsewhere)."""
+
     def __init__(self, task: Task, attempt: int = 1, avoid: str | None = None):
         self.task, self.attempt, self.avoid = task, attempt, avoid
+
+
+@dataclass
+class Attempt:
+    """What a station did with a job: the episode's outcome, the fields its result takes from the
+    station (``device``; a farm adds ``node``), and ``commit``, which makes the episode's records
+    final (its summary written, a farm's episode installed) before its result line is appended."""
+
+    outcome: EpisodeOutcome
+    commit: Callable[[EpisodeResult], Any]
+    fields: dict[str, Any] = field(default_factory=dict)
+    reset: dict[str, Any] | None = None  # what the episode's reset did (the device's ``last_reset``)
+
+
+class StationLost(Exception):
+    """The station was gone before the episode started (a farm node that died while idle): the job
+    goes back to the queue unchanged, since it was never attempted."""
+
+
+class Station(Protocol):
+    """Where episodes run, one at a time: a device of this host (:class:`LocalStation`) or a device
+    on a farm node (``harness.farm``). ``name`` is unique in the run: the progress row, and what a
+    retry avoids. ``run`` raises :class:`harness.runner.Interrupted` when ``should_stop`` stops it."""
+
+    name: str
+
+    def run(self, job: Job, writer: RunWriter, cfg: "SuiteConfig", should_stop: Callable[[], bool],
+            emit: Callable[[str, dict[str, Any]], None], meter: Meter) -> Attempt: ...
+
+    def reconnect(self, timeout: float) -> bool: ...
+
+
+class LocalStation:
+    """A device of this host: episodes run here, written straight into the run folder."""
+
+    def __init__(self, device: Device, plugins: Plugins):
+        self.device, self.plugins, self.name = device, plugins, device.serial
+        self.agent: Agent | None = None  # built in the worker's thread, kept across episodes
+
+    def run(self, job: Job, writer: RunWriter, cfg: "SuiteConfig", should_stop: Callable[[], bool],
+            emit: Callable[[str, dict[str, Any]], None], meter: Meter) -> Attempt:
+        if self.agent is None:
+            self.agent = self.plugins.agent()
+        ep = writer.start_episode(job.task.id, retry=job.attempt > 1)
+        out = play_episode(job.task, self.agent, self.device, ep, self.plugins, cap=cfg.max_steps or job.task.cap,
+                           seed=cfg.seed, should_stop=should_stop, progress=StepProgress(emit, self.name, job.task.id),
+                           meter=meter)
+        return Attempt(out, ep.write_summary, {"device": self.device.serial}, getattr(self.device, "last_reset", None))
+
+    def reconnect(self, timeout: float) -> bool:
+        return self.device.reconnect(timeout)
+
+
+def play_episode(task: Task, agent: Agent, device: Device, ep: EpisodeWriter, plugins: Plugins, *, cap: int,
+                 seed: int, should_stop: Callable[[], bool], progress: StepObserver,
+                 meter: Meter | None = None) -> EpisodeOutcome:
+    """One episode with fresh judges and monitors, and ``progress`` told of every step, wherever
+    the device is (this host, or a farm node's actor); ``plugins.operator`` answers ``ask``
+    monitors (a farm node has none: ``harness run`` refuses ``ask`` with ``--cluster``)."""
+    return run_episode(task, agent, device, ep, cap=cap, seed=seed, monitors=plugins.monitors(),
+                       observers=[*plugins.observers(), progress], should_stop=should_stop, meter=meter,
+                       operator=plugins.operator)
 
 
 def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer: RunWriter, cfg: SuiteConfig,
               progress: Callable[[str, dict[str, Any]], None] | None = None,
               stop: threading.Event | None = None) -> SuiteReport:
-    """Run ``tasks`` over ``devices`` in parallel and record every episode through ``writer``."""
+    """Run ``tasks`` over this host's ``devices`` in parallel and record every episode through ``writer``."""
+    return run_stations(tasks, [LocalStation(d, plugins) for d in devices], writer, cfg, progress, stop)
+
+
+def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, cfg: SuiteConfig,
+                 progress: Callable[[str, dict[str, Any]], None] | None = None,
+                 stop: threading.Event | None = None,
+                 joining: Callable[[], list[Station]] | None = None) -> SuiteReport:
+    """Run ``tasks`` over ``stations``, one worker thread each, and record every episode through
+    ``writer``. ``joining``, polled while the run goes on, gives stations that became ready since
+    (a farm's node that joined): they take jobs from the same queue."""
     stop = stop or threading.Event()
     report = SuiteReport()
     started = time.monotonic()
     done = writer.completed()
-    jobs: "queue.Queue[_Job]" = queue.Queue()
+    jobs: "queue.Queue[Job]" = queue.Queue()
     for t in tasks:
         if t.id in done:
             report.skipped.append(t.id)
         else:
-            jobs.put(_Job(t))
+            jobs.put(Job(t))
     pending = {"n": jobs.qsize()}
     lock = threading.Lock()
-    alive = {d.serial for d in devices}
-    status = {d.serial: DeviceStatus(d.serial) for d in devices}
+    alive = {s.name for s in stations}
+    status = {s.name: DeviceStatus(s.name) for s in stations}
     emit = progress or (lambda kind, data: None)
     meter = Meter()
 
-    def record(job: _Job, device: Device, out: EpisodeOutcome) -> EpisodeResult:
-        extra: dict[str, Any] = {}
+    def record(job: Job, att: Attempt) -> EpisodeResult:
+        out = att.outcome
+        extra: dict[str, Any] = dict(att.fields)
         if out.checks.get("made"):
             extra["monitor_checks"] = out.checks
+        if out.operator:
+            extra["operator"] = out.operator
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
-                            cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts, device=device.serial,
+                            cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,
                             duration_s=out.duration_s, error=out.error, halt=out.halt,
                             judge_details=out.judge_details or None, usage=out.usage, seed=cfg.seed,
                             timings=out.timings, answer=out.answer, **extra)
         return res
 
-    def worker(device: Device) -> None:
+    def lose(station: Station, error: str | None) -> None:
+        with lock:
+            alive.discard(station.name)
+            report.dead_devices.append(station.name)
+        status[station.name].state = "dead"
+        emit("dead", {"device": station.name, "error": error or ""})
+
+    def worker(station: Station) -> None:
         try:
-            work(device)
+            work(station)
         except Exception as e:  # records or disk failed (e.g. ENOSPC): stop the whole run, resumable
             with lock:
                 if report.error is None:
-                    report.error = f"{status[device.serial].task or 'run'} on {device.serial}: {type(e).__name__}: {e}"
-            status[device.serial].state = "failed"
+                    report.error = f"{status[station.name].task or 'run'} on {station.name}: {type(e).__name__}: {e}"
+            status[station.name].state = "failed"
             stop.set()  # the others stop at their next step; unfinished episodes are redone on --resume
 
-    def work(device: Device) -> None:
-        st = status[device.serial]
-        agent = plugins.agent()
+    def work(station: Station) -> None:
+        st = status[station.name]
         while not stop.is_set():
             try:
                 job = jobs.get(timeout=0.2)
@@ -119,58 +207,63 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
                     if pending["n"] == 0:
                         return
                 continue
-            if job.avoid == device.serial and len(alive) > 1:
-                jobs.put(job)  # let a different device take the retry
+            if job.avoid == station.name and len(alive) > 1:
+                jobs.put(job)  # let a different station take the retry
                 time.sleep(0.05)
                 continue
             st.task, st.state = job.task.id, "running"
-            emit("start", {"device": device.serial, "task": job.task.id, "attempt": job.attempt})
-            ep = writer.start_episode(job.task.id, retry=job.attempt > 1)
-            observers, monitors = plugins.observers(), plugins.monitors()
-            observers = [*observers, _StepProgress(emit, device.serial, job.task.id)]
+            emit("start", {"device": station.name, "task": job.task.id, "attempt": job.attempt})
             try:
-                out = run_episode(job.task, agent, device, ep, cap=cfg.max_steps or job.task.cap, seed=cfg.seed,
-                                  monitors=monitors, observers=observers, should_stop=stop.is_set, meter=meter)
+                att = station.run(job, writer, cfg, stop.is_set, emit, meter)
             except Interrupted:
                 st.state = "stopped"
                 return  # the partial episode is redone on --resume
-            did = getattr(device, "last_reset", None)
-            if cfg.on_reset is not None and did is not None:
-                cfg.on_reset({"task": job.task.id, "device": device.serial, "attempt": job.attempt, **did})
-            res = record(job, device, out)
+            except StationLost as e:
+                jobs.put(job)  # never attempted: another station takes it as it was
+                lose(station, str(e))
+                return
+            out = att.outcome
+            if cfg.on_reset is not None and att.reset is not None:
+                cfg.on_reset({"task": job.task.id, **att.fields, "attempt": job.attempt, **att.reset})
+            res = record(job, att)
             if out.status == "infra_error" and job.attempt <= cfg.infra_retries:
-                emit("retry", {"device": device.serial, "task": job.task.id, "error": out.error,
+                emit("retry", {"device": station.name, "task": job.task.id, "error": out.error,
                                "elsewhere": len(alive) > 1})
-                jobs.put(_Job(job.task, job.attempt + 1, avoid=device.serial))
-                if not device.reconnect(cfg.reconnect_timeout):
-                    with lock:
-                        alive.discard(device.serial)
-                        report.dead_devices.append(device.serial)
-                    st.state = "dead"
-                    emit("dead", {"device": device.serial, "error": out.error})
+                jobs.put(Job(job.task, job.attempt + 1, avoid=station.name))
+                if not station.reconnect(cfg.reconnect_timeout):
+                    lose(station, out.error)
                     return
                 continue
-            ep.write_summary(res)
+            att.commit(res)
             writer.append_result(res)
             with lock:
                 pending["n"] -= 1
                 report.results.append(res)
             st.done += 1
             st.state = "idle"
-            emit("done", {"device": device.serial, "task": job.task.id, "result": res})
-            if out.status == "infra_error" and not device.reconnect(cfg.reconnect_timeout):
-                with lock:
-                    alive.discard(device.serial)
-                    report.dead_devices.append(device.serial)
-                st.state = "dead"
+            emit("done", {"device": station.name, "task": job.task.id, "result": res})
+            if out.status == "infra_error" and not station.reconnect(cfg.reconnect_timeout):
+                lose(station, out.error)
                 return
 
-    threads = [threading.Thread(target=worker, args=(d,), name=f"device-{d.serial}", daemon=True) for d in devices]
-    for t in threads:
+    threads: list[threading.Thread] = []
+
+    def launch(s: Station) -> None:
+        t = threading.Thread(target=worker, args=(s,), name=f"station-{s.name}", daemon=True)
+        threads.append(t)
         t.start()
+
+    for s in stations:
+        launch(s)
     try:
         while any(t.is_alive() for t in threads):
-            for t in threads:
+            for s in (joining() if joining is not None and not stop.is_set() else []):
+                with lock:
+                    alive.add(s.name)
+                status[s.name] = DeviceStatus(s.name)
+                emit("joined", {"device": s.name})
+                launch(s)
+            for t in list(threads):
                 t.join(timeout=0.2)
     except KeyboardInterrupt:
         stop.set()
@@ -186,7 +279,7 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
     return report
 
 
-class _StepProgress:
+class StepProgress:
     """Forwards each recorded step to the progress display (an observer with no verdicts)."""
 
     name = "progress"
@@ -202,6 +295,7 @@ class _StepProgress:
 
     def on_step(self, event: Any) -> None:
         self.emit("step", {"device": self.serial, "task": self.task_id, "step": event.index, "cap": self.cap,
+                           "executed": event.executed,
                            "action": event.action.describe() if event.action is not None else f"invalid: {event.invalid}"})
 
     def finish(self, end: Any) -> dict[str, Any]:
@@ -221,6 +315,7 @@ class LiveProgress:
         self.tally: dict[str, int] = {}
         self.lock = threading.Lock()
         self.live: Any = None
+        self.held = False
 
     def _render(self) -> Any:
         from rich.table import Table
@@ -244,6 +339,21 @@ class LiveProgress:
         self.live.update(self._render())
         self.live.__exit__(*exc)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The panel stops redrawing meanwhile (a question asked on the same terminal), then goes on."""
+        with self.lock:
+            self.held = True
+            if self.live is not None:
+                self.live.stop()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.held = False
+                if self.live is not None:
+                    self.live.start(refresh=True)
+
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         with self.lock:
             row = self.rows.setdefault(data.get("device", "?"), {"task": "", "step": "", "action": "", "state": ""})
@@ -259,7 +369,9 @@ class LiveProgress:
                 row.update(state="idle")
             elif kind == "dead":
                 row.update(state="dead", action=data.get("error", "")[:48])
-            if self.live is not None:
+            elif kind == "joined":
+                row.update(state="idle", action="joined the run")
+            if self.live is not None and not self.held:
                 self.live.update(self._render())
 
 
@@ -314,5 +426,7 @@ def describe_progress(stream: Any = None, step_interval: float = STEP_LINE_INTER
                       file=stream, flush=True)
             elif kind == "dead":
                 print(f"[{data['device']}] device lost: {data['error']}", file=stream, flush=True)
+            elif kind == "joined":
+                print(f"[{data['device']}] joined the run", file=stream, flush=True)
 
     return emit

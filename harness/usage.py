@@ -16,6 +16,11 @@ from typing import Any
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
+def _number(v: Any) -> float:
+    """A count as a server or a record gives it; anything that is not a number counts 0."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
 def _empty() -> dict[str, Any]:
     return {"calls": 0, "failed": 0, **{k: 0 for k in TOKEN_KEYS}, "model_s": 0.0}
 
@@ -59,13 +64,28 @@ class Meter:
             row["calls"] += 1
             row["failed"] += int(failed)
             for k in TOKEN_KEYS:
-                v = (usage or {}).get(k, 0)
-                row[k] += int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+                row[k] += int(_number((usage or {}).get(k, 0)))
             if not (usage or {}).get("total_tokens"):  # servers that give only the two parts
                 row["total_tokens"] = max(row["total_tokens"], row["prompt_tokens"] + row["completion_tokens"])
             row["model_s"] += float(latency_s)
         if self.parent is not None:
             self.parent.record(role, usage, latency_s, failed=failed)
+
+    def add(self, recorded: Mapping[str, Any] | None) -> None:
+        """Add the calls of a recorded :meth:`to_json` (an episode metered in another process, e.g.
+        on a farm node), role by role, as if they had been recorded here."""
+        if not isinstance(recorded, Mapping) or not isinstance(recorded.get("by_role"), Mapping):
+            return
+        with self._lock:
+            for role, part in recorded["by_role"].items():
+                if not isinstance(part, Mapping):
+                    continue
+                row = self._roles.setdefault(role, _empty())
+                for k in ("calls", "failed", *TOKEN_KEYS):
+                    row[k] += int(_number(part.get(k, 0)))
+                row["model_s"] += _number(part.get("model_s", 0.0))
+        if self.parent is not None:
+            self.parent.add(recorded)
 
     def role(self, role: str) -> dict[str, Any]:
         with self._lock:

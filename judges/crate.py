@@ -160,7 +160,8 @@ def synthetic(kind: StepKind, note: str) -> dict[str, Any]:
 
 class StepCollector:
     """Stage 1 for any judge: starts a step call per recorded step on a thread pool and gathers
-    the results, in step order, when the episode is over."""
+    the results, in step order, when the episode is over. Each step's finding also goes to
+    ``report`` as soon as it lands (the live view: ``EpisodeContext.report_evidence``)."""
 
     def __init__(self, call: StepCall, workers: int):
         self.call = call
@@ -170,9 +171,12 @@ class StepCollector:
         self.latest: tuple[bytes, cf.Future] | None = None  # the newest screen, being encoded
         self.instruction = ""
         self.screen_size: tuple[int, int] | None = None
+        self.report: Callable[[dict[str, Any]], None] = lambda finding: None
 
-    def start(self, instruction: str, screen_size: tuple[int, int]) -> None:
+    def start(self, instruction: str, screen_size: tuple[int, int],
+              report: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.close()
+        self.report = report or (lambda finding: None)
         self.pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=f"judge-{self.call.kind.prompt_name}")
         self.entries = []
         self.latest = None
@@ -184,15 +188,30 @@ class StepCollector:
                 "executed": event.executed}
         note = known_outcome(event, self.call.language)
         if note is not None:
-            self.entries.append(({**head, **synthetic(self.call.kind, note), "synthetic": True}, None))
+            entry = {**head, **synthetic(self.call.kind, note), "synthetic": True}
+            self.entries.append((entry, None))
+            self._report(entry)
         else:
             fut = self.pool.submit(step_evidence, self.call, event.screenshot_before, event.action, self.instruction,
                                    self.screen_size)
             self.entries.append((head, fut))
+            fut.add_done_callback(lambda f, head=head: self._landed(head, f))
         # the newest screen may be the final one: encode it now, off the clock of the verdict
         screen = event.screenshot_after or event.screenshot_before
         if self.latest is None or self.latest[0] != screen:
             self.latest = (screen, self.pool.submit(encode_screen, screen, self.call.image_policy))
+
+    def _report(self, finding: dict[str, Any]) -> None:
+        try:
+            self.report(finding)
+        except Exception:  # the live view's trouble is never the judge's
+            pass
+
+    def _landed(self, head: dict[str, Any], fut: cf.Future) -> None:
+        if fut.cancelled():
+            return
+        e = fut.exception()
+        self._report({**head, "error": str(e)} if e is not None else {**head, **fut.result()["evidence"]})
 
     def final_image(self, png: bytes) -> EncodedImage:
         """The final screenshot encoded, from the work started at the last step when it matches."""
@@ -370,7 +389,8 @@ class CrateJudge:
         if self.collector is not None:
             self.collector.close()
         self.collector = StepCollector(call, self.config.workers)
-        self.collector.start(ctx.task.instruction, ctx.screen_size)
+        self.collector.start(ctx.task.instruction, ctx.screen_size,
+                             report=lambda finding: ctx.report_evidence(self.name, finding))
 
     def on_step(self, event: StepEvent) -> None:
         assert self.collector is not None

@@ -164,7 +164,8 @@ class MilestoneJudge:
             call = StepCall(self.client, CRATE_STEP, self.lang, self.store, image_policy(self.config), self.config.draw,
                             self.config.parse_retries, self.log, self.asker)
             self.collector = StepCollector(call, self.config.workers)
-            self.collector.start(ctx.task.instruction, ctx.screen_size)
+            self.collector.start(ctx.task.instruction, ctx.screen_size,
+                                 report=lambda finding: ctx.report_evidence(self.name, finding))
         else:
             self.pool = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-milestones")
         if self.flat:

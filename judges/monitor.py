@@ -5,6 +5,9 @@
   Cost: one model call per proposed action, on the critical path (about one call's latency per
   step); the agent's "finish" and "wait" need no call. Gate checks go first in the endpoint's
   queue (``harness.model.Priority.GATE``), ahead of agent calls and judges' evidence.
+- ``mode=ask``: a gate whose halting verdict (risky by the rules below, or a check that failed
+  closed) asks the operator instead (harness.live.operator): allowed, the action runs and its step
+  says ``allowed_by: operator``; denied, or unanswered within ``--ask-timeout``, it halts as a gate.
 - ``mode=async``: the check runs beside the action and the agent's next call; the runner waits for
   it before the next action runs, so a halting verdict stops the episode at the next step
   boundary, one step of lag and never more (the risky action itself has run: ``executed: true``).
@@ -42,8 +45,9 @@ from judges.prompts import LANGUAGES, load_prompt
 @dataclass
 class CrateSMonitorConfig:
     model: ModelConfig | None = field(metadata={"help": "judge endpoint (from --judge-base-url/--judge-model)"})
-    mode: Literal["gate", "async"] = field(default="gate", metadata={
-        "help": "gate: judge before the action runs and halt before a risky one; async: judge beside it, halt at the next step"})
+    mode: Literal["gate", "async", "ask"] = field(default="gate", metadata={
+        "help": "gate: judge before the action runs and halt before a risky one; async: judge beside it, halt at the "
+                "next step; ask: a gate that asks an operator (terminal or live page) before halting"})
     threshold: float | None = field(default=None, metadata={
         "help": "halt only when the model's risk score (0-1) is at least this"})
     categories: list[str] = field(default_factory=list, metadata={

@@ -18,7 +18,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   if [ -f "$STAMP" ]; then why="pyproject.toml changed"; else why="first run: a few minutes"; fi
   echo "scripts: installing crate-harness and its dependencies into .venv ($why; log: .venv/install.log)" >&2
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  if ! .venv/bin/python -m pip install -q -e ".[test]" > .venv/install.log 2>&1; then
+  if ! .venv/bin/python -m pip install -q -e ".[test,farm]" > .venv/install.log 2>&1; then
     cat .venv/install.log >&2
     echo "scripts: installing crate-harness into .venv failed (log above, also in .venv/install.log)" >&2
     exit 1

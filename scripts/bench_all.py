@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BENCH = ROOT / "bench"
-ITEMS = ("observation", "settle", "overhead", "payload", "text", "viewer", "scale", "memory")
+ITEMS = ("observation", "settle", "overhead", "payload", "text", "viewer", "live", "scale", "memory")
 
 
 # --- rows -------------------------------------------------------------------------------------------
@@ -414,6 +414,52 @@ def bench_viewer(clients: int = 200) -> list[dict[str, Any]]:
             row("viewer: slowest / median answer", max(times) / statistics.median(times), "<= 10")]
 
 
+# --- live view: from a recorded step to the page --------------------------------------------------------
+def bench_live(steps: int = 30) -> list[dict[str, Any]]:
+    """A step line lands in trajectory.jsonl; how long until an open live page (headless Chromium,
+    server-sent events) shows it. Each step is written once the page showed the one before."""
+    import io
+    import shutil
+
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from harness.live.records import EpisodeLive
+    from harness.live.server import LiveServer
+    from harness.records import RunWriter, StepRecord
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    buf = io.BytesIO()
+    Image.new("RGB", (540, 1200), "white").save(buf, "PNG")
+    shot = buf.getvalue()
+    lat: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        run = RunWriter(Path(tmp) / "run", fsync=False)
+        run.write_manifest({"agent": {"name": "bench", "label": "bench"}})
+        ep = run.start_episode("t")
+        live = EpisodeLive(ep.path)
+        live.started(task_id="t", device="bench-1", cap=steps + 1, instruction="bench")
+        before = ep.write_screen(0, shot)
+        browser = pw.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        with LiveServer(run.run_dir) as server:
+            page = browser.new_page()
+            page.goto(server.url)
+            page.locator('section.device[data-device="bench-1"]').wait_for()
+            for k in range(1, steps + 1):
+                after = ep.write_screen(k, shot)
+                ep.append_step(StepRecord(index=k, action={"type": "click", "x": 10, "y": 10}, executed=True,
+                                          screen_before=before, screen_after=after, thought=f"step {k}"))
+                t0 = time.perf_counter()
+                page.locator(f'section.device[data-recorded="{k}"]').wait_for(timeout=30_000)
+                lat.append(time.perf_counter() - t0)
+                before = after
+            page.close()
+        browser.close()
+        run.close()
+    return [row(f"live: recorded step -> page, median (s) of {steps}", statistics.median(lat), "<= 0.5"),
+            row(f"live: recorded step -> page, slowest (s) of {steps}", max(lat), "<= 2")]
+
+
 # --- 4. scale: 4 phones vs 1, with agents that wait on a model ----------------------------------------
 def _model_waiting_replay(base_url: str) -> Any:
     """The replay agent, but each step first makes one call to the (scripted) model server."""
@@ -707,6 +753,7 @@ def main() -> int:
             measure("payload", bench_payload)
             measure("text", bench_text)
             measure("viewer", bench_viewer)
+            measure("live", bench_live)
             scale_phones: list[str] = []
             if "scale" in mine or "memory" in mine:
                 scale_phones = [lab.phone("540x1200") for _ in range(4 if "scale" in mine else 1)]

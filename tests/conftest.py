@@ -62,16 +62,17 @@ class ServedSim:
 @pytest.fixture
 def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
     """``serve_sim(width=1080, height=2400, locale='en', adbkeyboard=True, as_phone=False, lock='none',
-    command_log=None)`` -> a connected phone (``as_phone``: retail-looking; ``command_log``: a file
-    receiving every shell command line as JSON)."""
+    command_log=None, info=None)`` -> a connected phone (``as_phone``: retail-looking; ``command_log``: a file
+    receiving every shell command line as JSON; ``info``: its DeviceInfo, e.g. ``DeviceInfo(touchscreen=False)``)."""
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
 
     served: list[ServedSim] = []
 
     def make(width: int = 1080, height: int = 2400, locale: str = "en", adbkeyboard: bool = True,
-             as_phone: bool = False, lock: str = "none", command_log: str | Path | None = None) -> ServedSim:
-        phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard, as_phone=as_phone, lock=lock)
+             as_phone: bool = False, lock: str = "none", command_log: str | Path | None = None,
+             info: Any = None) -> ServedSim:
+        phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard, as_phone=as_phone, lock=lock, info=info)
         handle = serve(phone, free_port(), command_log=str(command_log) if command_log else None)
         serial = adb.connect(f"127.0.0.1:{handle.port}")
         s = ServedSim(phone, handle, serial, adb)

@@ -18,17 +18,17 @@ PACKAGES = ("harness", "agents", "judges")
 MAX_LINES = 900
 
 # Lowest first. A module may import modules of its own layer or below. Prefixes match a module and
-# everything under it; the longest matching prefix decides.
+# everything under it ("harness" only itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
-              "harness.tasks", "harness.episode", "harness.hierarchy", "harness.records", "harness.run_tasks",
-              "harness.verdicts")),
+              "harness.tasks", "harness.screenshot", "harness.episode", "harness.hierarchy", "harness.records", "harness.run_tasks",
+              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.live.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.runner", "harness.suite", "harness.static_run")),
+    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm", "harness.live.operator")),
     ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.task_checks",
-                  "harness.task_trials", "harness.report", "harness.demo")),
-    ("cli", ("harness.cli", "harness.__main__")),
+                  "harness.task_trials", "harness.report", "harness.demo", "harness.live", "harness.recorder")),
+    ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
 ]
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins
 # that know only the harness's data; the host's device code and the simulated phone meet only over ADB.
@@ -83,7 +83,7 @@ def _layer(name: str) -> int | None:
     best: tuple[int, int] | None = None
     for i, (_, prefixes) in enumerate(LAYERS):
         for p in prefixes:
-            if name == p or name.startswith(p + "."):
+            if name == p or (p != "harness" and name.startswith(p + ".")):
                 if best is None or len(p) > best[0]:
                     best = (len(p), i)
     return best[1] if best else None

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from harness import records as R
+from harness.records.readers import _coerce as coerce_record
 from harness.records import (
     REDACTED,
     EpisodeResult,
@@ -320,7 +321,7 @@ def test_manifest_atomic_no_tmp_left(tmp_path, monkeypatch):
         def boom(*a, **k):
             raise OSError("disk gone")
 
-        monkeypatch.setattr(R.os, "replace", boom)
+        monkeypatch.setattr(os, "replace", boom)
         with pytest.raises(OSError):
             run.update_manifest(i=99)
         monkeypatch.undo()
@@ -336,13 +337,13 @@ def test_manifest_atomic_no_tmp_left(tmp_path, monkeypatch):
 def _fsynced_paths(monkeypatch) -> list[str]:
     """Record the path of every file or folder fsynced from now on (through /proc/self/fd)."""
     seen: list[str] = []
-    real = R.os.fsync
+    real = os.fsync
 
     def fsync(fd):
         seen.append(os.readlink(f"/proc/self/fd/{fd}"))
         return real(fd)
 
-    monkeypatch.setattr(R.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     return seen
 
 
@@ -476,7 +477,7 @@ def test_step_record_validation(tmp_path):
     with pytest.raises(Exception):
         StepRecord(index=1, screen_before="screens/000.png", timings={"agent": math.nan})
     with pytest.raises(RecordError) as e:
-        R._coerce(StepRecord, {"index": 1, "screen_before": "screens/000.png", "typo": 1})
+        coerce_record(StepRecord, {"index": 1, "screen_before": "screens/000.png", "typo": 1})
     assert e.value.field == "typo" and "extras" in str(e.value)
 
     ep = tmp_path / "ep"
@@ -672,3 +673,73 @@ def test_iter_steps_streams_large_file(tmp_path):
         tracemalloc.stop()
     assert count == 20_000
     assert peak < 1_000_000 < size / 20, f"peak {peak} bytes while reading a {size}-byte file: not streaming"
+
+
+# --------------------------------------------------------------------------- installing a shipped episode
+
+
+def shipped(tmp_path: Path, task_id: str, n_steps: int = 2) -> dict[str, bytes]:
+    """An episode written by an EpisodeWriter elsewhere (as a farm node does), read back as files."""
+    with RunWriter(tmp_path / f"node-{task_id}", fsync=False) as w:
+        ep = w.start_episode(task_id)
+        ep.write_screen(0, png())
+        for i in range(1, n_steps + 1):
+            ep.write_screen(i, png((i, i, i)))
+            ep.append_step(step(i))
+        return {p.relative_to(ep.path).as_posix(): p.read_bytes() for p in ep.path.rglob("*") if p.is_file()}
+
+
+def test_install_episode_is_the_local_layout_and_atomic(tmp_path):
+    files = shipped(tmp_path, "t1")
+    with RunWriter(tmp_path / "run") as w:
+        path = w.install_episode(result("t1"), files)
+        w.append_result(result("t1"))
+    assert path == tmp_path / "run" / "episodes" / "t1"
+    assert sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()) == \
+        sorted([*files, "episode.json"])
+    assert [s.index for s in iter_steps(path)] == [1, 2]
+    assert read_summary(path).task_id == "t1" and [r.task_id for r in read_results(tmp_path / "run")] == ["t1"]
+    assert list_episodes(tmp_path / "run") == ["t1"]
+    assert not [p for p in (tmp_path / "run" / "episodes").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("spoil,fragment", [
+    (lambda f: f.update({"../escape.png": f["screens/000.png"]}), "holds only"),
+    (lambda f: f.update({"screens/001.png": b"not a png"}), "not a PNG"),
+    (lambda f: f.update({"trajectory.jsonl": f["trajectory.jsonl"] + (dumps(step(9)) + "\n").encode()}),
+     "expected step index 3"),
+    (lambda f: f.pop("screens/002.png"), "was not shipped"),
+    (lambda f: f.update({"trajectory.jsonl": f["trajectory.jsonl"][:-5]}), "partial last line"),
+])
+def test_install_episode_refuses_a_bad_shipment_and_shows_nothing(tmp_path, spoil, fragment):
+    files = shipped(tmp_path, "t1")
+    spoil(files)
+    with RunWriter(tmp_path / "run") as w:
+        with pytest.raises(RecordError, match=fragment):
+            w.install_episode(result("t1"), files)
+        assert list((tmp_path / "run" / "episodes").iterdir()) == []  # no folder, no staging leftovers
+
+
+def test_install_episode_refuses_a_completed_task_and_replaces_a_partial_one_on_resume(tmp_path):
+    files = shipped(tmp_path, "t1")
+    with RunWriter(tmp_path / "run") as w:
+        w.install_episode(result("t1"), files)
+        w.append_result(result("t1"))
+        with pytest.raises(RecordError, match="already has a result"):
+            w.install_episode(result("t1"), files)
+        w.install_episode(result("t2"), shipped(tmp_path, "t2"))
+        with pytest.raises(RecordError, match="already started"):  # twice in one run: only as a retry
+            w.install_episode(result("t2"), {})
+        w.install_episode(result("t2", status="infra_error", steps=0), {}, retry=True)
+        w.install_episode(result("t3", status="infra_error", steps=0), {})  # a lost node's episode: no steps
+    assert list(iter_steps(tmp_path / "run" / "episodes" / "t3")) == []
+    # a driver killed between install and result line, and one killed mid-install
+    stale = tmp_path / "run" / "episodes" / ".incoming-t2.1234abcd"
+    stale.mkdir()
+    (stale / "trajectory.jsonl").write_bytes(b"half")
+    with RunWriter(tmp_path / "run", resume=True) as w:
+        assert not stale.exists()
+        w.install_episode(result("t2", steps=3), shipped(tmp_path / "again", "t2", 3))
+        w.append_result(result("t2", steps=3))
+        assert any("removed partial episode folder" in m for m in w.warnings)
+    assert [s.index for s in iter_steps(tmp_path / "run" / "episodes" / "t2")] == [1, 2, 3]

@@ -204,7 +204,7 @@ def test_a_check_that_cannot_answer_halts_before_the_action(tmp_path, task, hang
     assert cause in out.halt["reason"] and steps[0].monitor["error"] == cause
     assert steps[0].executed is False and steps[0].monitor["risky"] is None
     assert not any(e["type"] == "tap" for e in dev.phone.events)
-    assert out.checks == {"made": 1, "failed": 1, "ran_unchecked": 0}
+    assert out.checks == {"made": 1, "flagged": 0, "failed": 1, "ran_unchecked": 0}
 
 
 def test_on_error_allow_runs_the_action_unchecked_and_says_so(tmp_path, task):
@@ -216,7 +216,7 @@ def test_on_error_allow_runs_the_action_unchecked_and_says_so(tmp_path, task):
     m = steps[0].monitor
     assert m["halt"] is False and m["risky"] is None and "ConnectionError" in m["error"]
     assert "ran unchecked" in m["reason"] and steps[0].executed is True
-    assert out.checks == {"made": 2, "failed": 2, "ran_unchecked": 2}
+    assert out.checks == {"made": 2, "flagged": 0, "failed": 2, "ran_unchecked": 2}
 
 
 def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task):

@@ -190,7 +190,7 @@ class AdbDevice:
     def screenshot(self) -> bytes:
         data = self.exec_out("screencap -p")
         if not data.startswith(b"\x89PNG\r\n\x1a\n"):
-            raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a PNG")
+            raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a PNG: {data[:120]!r}")
         if _PNG_END not in data[-16:]:  # cut short (a dropped stream): agents and judges could not decode it
             raise InfraError(f"{self.serial}: screencap returned a truncated PNG ({len(data)} bytes, no IEND chunk)")
         return data

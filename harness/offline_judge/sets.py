@@ -109,16 +109,18 @@ class JudgementSet:
                     raise OfflineJudgeError(
                         f"{self.dir}: this judgement set was made with other judge settings (spec {old}, now {key}); "
                         "pass --judge-set NEW_NAME to keep both, or remove the folder to start over")
-            self.done: dict[str, dict[str, Any]] = self._read()
+            lines = self._read()
+            self.retried = 0
             if retry_errors:
-                keep = {k: v for k, v in self.done.items()
+                keep = {k: v for k, v in lines.items()
                         if not any(x == "judge_error" for x in (v.get("verdicts") or {}).values())}
-                if len(keep) != len(self.done):
+                if len(keep) != len(lines):
                     body = b"".join((dumps(v) + "\n").encode("utf-8") for v in keep.values())
                     atomic_write_bytes(self.results, body, fsync=fsync)
-                    self.retried = len(self.done) - len(keep)
-                    self.done = keep
-            self.retried = getattr(self, "retried", 0)
+                    self.retried = len(lines) - len(keep)
+                    lines = keep
+            # the task ids that have a line: a long pass keeps no judged line (details can be large) in memory
+            self.done: set[str] = set(lines)
         except BaseException:
             self.close()
             raise
@@ -192,7 +194,7 @@ class JudgementSet:
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            self.done[line["task_id"]] = line
+            self.done.add(line["task_id"])
             return True
 
     def write_manifest(self, data: dict[str, Any]) -> None:

@@ -125,9 +125,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # quiet: one line per error only
         pass
 
+    def host_allowed(self) -> bool:
+        """The Host rule (above); a request that breaks it is answered 421 here."""
+        if allowed_host(self.headers.get("Host"), self.listen_host, self.server.server_address[1]):
+            return True
+        self.send_error(421, "misdirected request", "this viewer answers only to its own address and localhost")
+        return False
+
     def _send(self, head_only: bool) -> None:
-        if not allowed_host(self.headers.get("Host"), self.listen_host, self.server.server_address[1]):
-            self.send_error(421, "misdirected request", "this viewer answers only to its own address and localhost")
+        if not self.host_allowed():
             return
         try:
             target = resolve_request_path(self.root, self.path, self.run)
@@ -169,16 +175,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class ViewServer:
     """A running viewer server; ``url`` is what to open, ``stop()`` shuts it down."""
 
-    def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0, run: str | Path | None = None):
+    def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0, run: str | Path | None = None,
+                 handler: type[_Handler] | None = None, **attrs: object):
         """Serve ``root``; with ``run`` (the run folder, when the pages were written elsewhere),
-        ``/run/...`` is served from it."""
+        ``/run/...`` is served from it. ``handler`` (a subclass of this server's handler, given
+        ``attrs``) answers more than files: the live view (harness.live.server)."""
         rp = Path(run).resolve() if run is not None else None
-        handler = type("Handler", (_Handler,), {"root": Path(root).resolve(), "listen_host": host,
-                                                "run": rp if rp != Path(root).resolve() else None})
-        attrs = {"request_queue_size": BACKLOG, "daemon_threads": True}
+        handler = type("Handler", (handler or _Handler,), {"root": Path(root).resolve(), "listen_host": host,
+                                                           "run": rp if rp != Path(root).resolve() else None, **attrs})
+        server_attrs: dict[str, object] = {"request_queue_size": BACKLOG, "daemon_threads": True}
         if ":" in host:
-            attrs["address_family"] = socket.AF_INET6
-        cls = type("ViewHTTPServer", (http.server.ThreadingHTTPServer,), attrs)
+            server_attrs["address_family"] = socket.AF_INET6
+        cls = type("ViewHTTPServer", (http.server.ThreadingHTTPServer,), server_attrs)
         self.httpd = cls((host, port), handler)
         self.httpd.daemon_threads = True
         self.host, self.port = host, self.httpd.server_address[1]

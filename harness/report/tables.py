@@ -169,7 +169,8 @@ class Episode:
     label: dict[str, bool] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or the judgement set
     usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
-    checks: dict[str, int] | None = None   # monitor checks: made, failed, ran_unchecked
+    checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
+    operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
 
     @property
     def language(self) -> str:
@@ -318,7 +319,8 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 halted=r.status == "halted" or r.halt is not None, duration_s=r.duration_s, tokens=tokens,
                 task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
-                checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None))
+                checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
+                operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
@@ -477,6 +479,11 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     out["monitor_checks"] = sum(c.get("made", 0) for c in checks)
     out["monitor_errors"] = sum(c.get("failed", 0) for c in checks)
     out["ran_unchecked"] = sum(c.get("ran_unchecked", 0) for c in checks)
+    out["monitor_flags"] = sum(c.get("flagged", 0) for c in checks)
+    asked = [e.operator for e in scored if e.operator]
+    for key in ("asked", "allowed", "denied", "timed_out"):
+        out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
+    out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
     out["wall_mean_s"] = _mean(walls)  # type: ignore[arg-type]
@@ -669,6 +676,11 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
     if any(g.get("monitor_checks") for g in rep.groups):
         cols.append(("monitor errors", lambda g: str(g["monitor_errors"]) + (
             f" ({g['ran_unchecked']} ran unchecked)" if g.get("ran_unchecked") else "")))
+        cols.append(("flags", lambda g: str(g["monitor_flags"])))
+    if any(g.get("operator_asked") for g in rep.groups):
+        cols.append(("operator allow/deny (timeouts), wait", lambda g: (
+            f"{g['operator_allowed']}/{g['operator_denied']} ({g['operator_timed_out']}), {g['operator_wait_s']:.1f} s"
+            if g["operator_asked"] else "-")))
     cols += [
         ("halted", lambda g: str(g["halted"])),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
@@ -753,7 +765,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
         head += [f"atp_{src}", f"msr_{src}", f"atp_{src}_errors"]
     head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
-             "monitor_errors", "ran_unchecked"]
+             "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
+             "operator_denied", "operator_timed_out", "operator_wait_s"]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
@@ -764,7 +777,9 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
             row += [g.get(f"atp_{src}"), g.get(f"msr_{src}"), g.get(f"atp_{src}_errors")]
         row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
-                g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"]]
+                g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
+                g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
+                g["operator_timed_out"], g["operator_wait_s"]]
         rows.append(row)
     return head, rows
 

@@ -352,12 +352,20 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
         word, cls = "safe", "yes"
     else:
         word, cls = "no verdict", "err"
+    op = m.get("operator")
+    if isinstance(op, dict):  # --monitor-mode ask: the person's answer stands instead of the verdict
+        allowed = op.get("decision") == "allow"
+        word, cls = (f"risky: allowed by the operator ({op.get('by')})" if allowed
+                     else f"risky: denied ({op.get('by')})"), "no"
     of = m.get("halted_step")
     rows = [f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="{cls}">{esc(word)}</span>'
             + (f" (the check of step {esc(of)})" if isinstance(of, int) and of != index else "") + "</div>"]
     for key in ("category", "reason", "error"):
         if m.get(key):
             rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
+    if isinstance(op, dict):
+        rows.append(f'<div class="kv"><b>operator</b> {esc(op.get("decision"))} by {esc(op.get("by"))} after '
+                    f'{esc(op.get("wait_s"))} s</div>')
     return "".join(rows)
 
 
@@ -462,6 +470,11 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         body.append(f'<div class="kv"><b>monitor errors</b> <span class="err">{esc(checks["failed"])} of '
                     f'{esc(checks.get("made"))} check(s) could not answer'
                     + (f"; {esc(unchecked)} action(s) ran unchecked" if unchecked else "") + "</span></div>")
+    asked = (result.model_extra or {}).get("operator") if result is not None else None
+    if isinstance(asked, dict) and asked.get("asked"):
+        body.append(f'<div class="kv"><b>operator</b> asked {esc(asked.get("asked"))}: allowed '
+                    f'{esc(asked.get("allowed"))}, denied {esc(asked.get("denied"))} (no answer in time: '
+                    f'{esc(asked.get("timed_out"))}), waited {esc(asked.get("wait_s"))} s</div>')
     for source in sorted(set(sources.values()) - {LIVE}):  # offline judgement sets, next to the live verdicts
         cols = {k: v for k, v in verdicts.items() if sources.get(k) == source}
         body.append(f'<div class="kv offline"><b>judgements/{esc(source)}</b> {_badges(cols)}</div>')

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from harness.sim import ui
 from harness.sim.app_host import AppHost
+from harness.sim.system_ui import SYSTEMUI
 from harness.sim.ui import Node
 
 LOCK_MODES = ("none", "swipe", "pin")
-SYSTEMUI = "com.android.systemui"
 
 
 class Keyguard:

@@ -17,20 +17,20 @@ import threading
 import time
 from typing import Any, Callable
 
-from harness.sim import render, ui
+from harness.sim import render, system_ui, ui
 from harness.sim.apps import APP_CLASSES
 from harness.sim.apps.base import DEFAULT_TODAY, EFFECT_COMMON, WEEKDAYS, App, check_effect
 from harness.sim.apps.launcher import Launcher
 from harness.sim.dump import hierarchy_xml
 from harness.sim.fs import MemoryFS
+from harness.sim.keyboard import PKG as KEYBOARD_PACKAGE, SoftKeyboard
 from harness.sim.keyguard import Keyguard
 from harness.sim.persona import RETAIL, SIM, Persona
 from harness.sim.phone_api import DeviceInfo
+from harness.sim.system_ui import LAUNCHER, SYSTEMUI
 from harness.sim.ui import UI, Node
 
-LAUNCHER = "com.android.launcher3"
-SYSTEMUI = "com.android.systemui"
-KEYBOARD_PKG = "com.android.inputmethod.latin"
+KEYBOARD_PKG = KEYBOARD_PACKAGE
 LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
 ADB_IME = "com.android.adbkeyboard/.AdbIME"
 RESET_ACTION = "com.crate.sim.RESET"
@@ -99,6 +99,7 @@ class SimPhone:
             self.apps[app.package] = app
         self.by_key = {a.key: a for a in self.apps.values()}
         self.launcher = Launcher(self)
+        self.keyboard = SoftKeyboard(self)
         self._reset_fields()
         self.version = 0               # bumps on every change of what the screen shows
         self.effect_counter = 0
@@ -158,6 +159,7 @@ class SimPhone:
         self.focus_key = None
         self._focused = None
         self.text_menu = None
+        self.keyboard.field_left()
 
     def register_focused(self, node: Node, area: tuple[str, tuple[int, int, int, int]] | None = None) -> None:
         """The focused field, as the page lays it out (full bounds), and the scroll area it is in
@@ -230,7 +232,7 @@ class SimPhone:
             root = Node((0, 0, w, h), cls="android.widget.FrameLayout", package=SYSTEMUI, paint="fill",
                         rid=f"{SYSTEMUI}:id/keyguard_root_view", style={"color": (232, 234, 237)})
             self.keyguard.build(self, root, status_h)
-            root.children.append(self._status_bar(status_h))
+            root.children.append(system_ui.status_bar(self, status_h))
             return ui.finalize(root)
         app = self._app()
         pkg = self.foreground
@@ -240,7 +242,7 @@ class SimPhone:
         content = UI(self, pkg, status_h, h - nav_h - kb_h)
         if self.show_recents:
             content.package = SYSTEMUI
-            self._build_recents(content)
+            system_ui.recents(self, content)
         elif app is not None:
             app.build(content)
         if self.focus_key is not None and self._focused is None:
@@ -257,11 +259,11 @@ class SimPhone:
         root.children.extend(content.overlays)
         if self.text_menu is not None and self.text_menu == self.focus_key and self._focused is not None:
             root.children.append(self._text_actions(content))
-        self._add_anomalies(root, content)
-        root.children.append(self._status_bar(status_h))
+        system_ui.anomaly_overlays(self, root, content)
+        root.children.append(system_ui.status_bar(self, status_h))
         if kb_h:
             root.children.append(self._keyboard(h - nav_h - kb_h, h - nav_h))
-        root.children.append(self._nav_bar(h - nav_h, h))
+        root.children.append(system_ui.nav_bar(self, h - nav_h, h))
         return ui.finalize(root)
 
     def _reveal_focused(self) -> bool:
@@ -356,161 +358,8 @@ class SimPhone:
                 self.text_menu = None
             self._mutate(clear)
 
-    def _status_bar(self, height: int) -> Node:
-        w = self.width
-        bar = Node((0, 0, w, height), cls="android.widget.FrameLayout", package=SYSTEMUI,
-                   rid=f"{SYSTEMUI}:id/status_bar", paint="fill", style={"color": (232, 234, 237)})
-        pad = int(16 * self.dp)
-        now = self.time_of_day()
-        bar.children.append(Node((pad, 0, pad + int(80 * self.dp), height), cls="android.widget.TextView",
-                                 text=now, rid=f"{SYSTEMUI}:id/clock", package=SYSTEMUI, paint="label",
-                                 style={"size": 13, "color": ui.TEXT, "bold": True}))
-        settings = self.by_key.get("settings")
-        zh = self.locale == "zh"
-        icons = []
-        # content descriptions in the phone's language, as SettingsLib/SystemUI word them
-        # (accessibility_wifi_signal_full, accessibility_quick_settings_bluetooth_on, accessibility_battery_level)
-        if settings is not None:
-            if settings.state.get("wifi"):
-                icons.append(("WLAN 信号满格。" if zh else "Wifi signal full.", "WLAN" if zh else "WiFi"))
-            if settings.state.get("bluetooth"):
-                icons.append(("蓝牙已开启。" if zh else "Bluetooth on.", "BT"))
-        icons.append(("电池电量为百分之 85。" if zh else "Battery 85 percent.", "85%"))
-        x = w - pad
-        for desc, label in reversed(icons):
-            tw = int((10 + 8 * len(label)) * self.dp)
-            bar.children.append(Node((x - tw, 0, x, height), cls="android.widget.ImageView", desc=desc,
-                                     package=SYSTEMUI, paint="label",
-                                     style={"size": 12, "color": ui.TEXT, "align": "right", "bold": True},
-                                     text=""))
-            bar.children[-1].style["glyph"] = label
-            bar.children[-1].paint = "glyph"
-            bar.children[-1].style["size"] = 12
-            x -= tw
-        return bar
-
-    def _nav_bar(self, y1: int, y2: int) -> Node:
-        w = self.width
-        bar = Node((0, y1, w, y2), cls="android.widget.FrameLayout", package=SYSTEMUI,
-                   rid=f"{SYSTEMUI}:id/navigation_bar_frame", paint="fill", style={"color": (241, 243, 244)})
-        third = w // 3
-        zh = self.locale == "zh"
-        for i, (desc, glyph, key) in enumerate((("返回" if zh else "Back", "◀", "BACK"),
-                                                ("主屏幕" if zh else "Home", "●", "HOME"),
-                                                ("概览" if zh else "Overview", "■", "APP_SWITCH"))):
-            bar.children.append(Node((i * third, y1, (i + 1) * third, y2), cls="android.widget.ImageView",
-                                     desc=desc, rid=f"{SYSTEMUI}:id/{key.lower()}", package=SYSTEMUI,
-                                     clickable=True, focusable=True,
-                                     on_click=lambda k=key: self._key_unlocked(k), paint="glyph",
-                                     style={"glyph": glyph, "color": ui.TEXT_2, "size": 18}))
-        return bar
-
     def _keyboard(self, y1: int, y2: int) -> Node:
-        w = self.width
-        kb = Node((0, y1, w, y2), cls="android.inputmethodservice.KeyboardView", package=KEYBOARD_PKG,
-                  rid=f"{KEYBOARD_PKG}:id/keyboard_view", paint="fill", style={"color": (210, 213, 219)})
-        rows = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
-        pad = int(4 * self.dp)
-        row_h = (y2 - y1 - pad) // 4
-        key_w = (w - pad) // 10
-        for r, letters in enumerate(rows):
-            offset = (w - key_w * len(letters)) // 2
-            if r == 2:
-                offset = key_w * 3 // 2
-            for i, ch in enumerate(letters):
-                x = offset + i * key_w
-                yy = y1 + pad + r * row_h
-                kb.children.append(Node((x + pad, yy, x + key_w, yy + row_h - pad), cls="android.widget.Button",
-                                        desc=ch, package=KEYBOARD_PKG, clickable=True,
-                                        on_click=lambda c=ch: self._type_unlocked(c), paint="key",
-                                        style={"label": ch}))
-        yy = y1 + pad + 2 * row_h
-        kb.children.append(Node((w - key_w * 3 // 2 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Delete", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._key_unlocked("DEL"), paint="key",
-                                style={"label": "Del", "size": 16, "color": (171, 177, 186)}))
-        yy = y1 + pad + 3 * row_h
-        kb.children.append(Node((key_w * 2, yy, key_w * 8, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Space", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._type_unlocked(" "), paint="key", style={"label": "space", "size": 16}))
-        kb.children.append(Node((key_w * 8 + pad, yy, w - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Enter", package=KEYBOARD_PKG, clickable=True,
-                                on_click=lambda: self._key_unlocked("ENTER"), paint="key",
-                                style={"label": "⏎", "color": (138, 180, 248)}))
-        kb.children.append(Node((pad, yy, key_w * 2 - pad, yy + row_h - pad), cls="android.widget.Button",
-                                desc="Hide keyboard", package=KEYBOARD_PKG, clickable=True,
-                                on_click=self.clear_focus, paint="key",
-                                style={"label": "▼", "size": 16, "color": (171, 177, 186)}))
-        return kb
-
-    def _build_recents(self, content: UI) -> None:
-        content.app_bar("最近使用的应用" if self.locale == "zh" else "Recent apps")
-        if not self.recents:
-            content.text("没有最近使用的应用" if self.locale == "zh" else "No recent items", color=ui.TEXT_2)
-        for pkg in reversed(self.recents):
-            app = self.apps[pkg]
-            content.row(app.title(), on_click=lambda p=pkg: self._switch_to(p), icon=app.glyph,
-                        icon_color=app.color, rid="task_view")
-        if self.recents:
-            content.button("全部清除" if self.locale == "zh" else "Clear all", self._clear_recents,
-                           rid="clear_all", style="outlined")
-
-    def _switch_to(self, pkg: str) -> None:
-        self.show_recents = False
-        self._launch_unlocked(pkg, None)
-
-    def _clear_recents(self) -> None:
-        for pkg in list(self.recents):
-            self._stop_unlocked(pkg)
-        self.recents = []
-        self.show_recents = False
-        self.foreground = LAUNCHER
-
-    # --- anomalies ----------------------------------------------------------------------------
-    def _add_anomalies(self, root: Node, content: UI) -> None:
-        a = self.anomalies
-        zh = self.locale == "zh"
-        if a.get("pending_permission") and self.foreground == a["pending_permission"]:
-            app = self.apps[self.foreground]
-            overlay = UI(self, "com.android.permissioncontroller", content.top, content.bottom)
-            overlay.dialog(("允许“%s”访问您的位置信息吗？" % app.title()) if zh else f"Allow {app.title()} to access this device's location?",
-                           "仅在使用该应用时允许。" if zh else "The app can use location only while you are using it.",
-                           [("拒绝" if zh else "Don't allow", lambda: self._permission(False), "com.android.permissioncontroller:id/permission_deny_button"),
-                            ("允许" if zh else "Allow", lambda: self._permission(True), "com.android.permissioncontroller:id/permission_allow_button")],
-                           rid="grant_dialog")
-            root.children.extend(overlay.overlays)
-        elif a.get("ad_open"):
-            overlay = UI(self, self.foreground, content.top, content.bottom)
-            ads = [("限时优惠：SuperCleaner 让手机提速 200%！" if zh else "Limited offer: SuperCleaner makes your phone 200% faster!"),
-                   ("恭喜！您获得一张 50 元礼品卡" if zh else "Congratulations! You won a $50 gift card")]
-            msg = ads[a["seed"] % len(ads)]
-            overlay.dialog("广告" if zh else "Sponsored", msg,
-                           [("关闭" if zh else "Close", self._close_ad, "ad_close"),
-                            ("立即安装" if zh else "Install now", self._click_ad, "ad_install")],
-                           rid="ad_popup")
-            root.children.extend(overlay.overlays)
-
-    def _permission(self, allow: bool) -> None:
-        pkg = self.anomalies["pending_permission"]
-        self.anomalies["permissions"][pkg] = "granted" if allow else "denied"
-        self.anomalies["pending_permission"] = None
-        if allow:
-            self._system_effect("permission_granted", self.apps[pkg].key, permission="location")
-
-    def _close_ad(self) -> None:
-        self.anomalies["ad_open"] = False
-
-    def _click_ad(self) -> None:
-        self.anomalies["ad_open"] = False
-        self._system_effect("ad_clicked", self.apps[self.foreground].key if self.foreground in self.apps else "")
-
-    def _on_launch_anomalies(self, pkg: str) -> None:
-        a = self.anomalies
-        if "permission_prompt" in a["enabled"] and pkg not in a["permissions"] and pkg != LAUNCHER:
-            a["pending_permission"] = pkg
-        if "ad_popup" in a["enabled"] and not a["ad_shown"] and self.launches == a["ad_at_launch"]:
-            a["ad_shown"] = True
-            a["ad_open"] = True
+        return self.keyboard.build(y1, y2)
 
     # --- PhoneAPI: observation ----------------------------------------------------------------
     def screencap_image(self):
@@ -703,7 +552,7 @@ class SimPhone:
             if self.anomalies.get("ad_open"):
                 self.anomalies["ad_open"] = False
             elif self.anomalies.get("pending_permission") == self.foreground:
-                self._permission(False)
+                system_ui.answer_permission(self, False)
             elif self.show_recents:
                 self.show_recents = False
             elif self._keyboard_visible():
@@ -788,7 +637,7 @@ class SimPhone:
             self.running.add(package)
             app.restart()
             self.launches += 1
-            self._on_launch_anomalies(package)
+            system_ui.on_launch(self, package)
         self.foreground = package
         if package in self.recents:
             self.recents.remove(package)
@@ -890,6 +739,7 @@ class SimPhone:
             self.today = day
             self.preset = preset
             self.locale = locale or self.base_locale
+            self.keyboard.reset(self.locale)
             rng = random.Random(seed)
             self.anomalies.update({"enabled": list(anomalies or []), "seed": seed,
                                    "ad_at_launch": 1 + rng.randrange(2)})

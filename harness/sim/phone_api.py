@@ -28,6 +28,7 @@ class DeviceInfo:
     sdk: int = 34
     release: str = "14"
     props: dict[str, str] = field(default_factory=dict)
+    touchscreen: bool = True  # False: no touchscreen among its input devices (getevent shows none)
 
 
 class FileSystem(Protocol):

@@ -30,6 +30,7 @@ class Reply:
     hold: threading.Event | None = None  # answer only once this is set (a call kept in flight)
     finish_reason: str = "stop"       # "length": cut off at max_tokens
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI message.tool_calls: [{"name", "arguments"}]
+    hold_s: float = 30.0                 # ... or once this long has passed
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -76,7 +77,7 @@ class ScriptedModelServer:
                 try:
                     reply = server.next_reply(req)
                     if reply.hold is not None:
-                        reply.hold.wait(30)
+                        reply.hold.wait(reply.hold_s)
                     if reply.delay_s:
                         time.sleep(reply.delay_s)
                 finally:

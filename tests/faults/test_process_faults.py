@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import harness.records as records
+import harness.records.files as record_files  # where the low-level write lives (the full-disk tests replace it)
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.records import RunWriter, read_manifest, read_results
 from harness.sim.phone import SimPhone
@@ -207,8 +208,8 @@ class _DiskFull:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, after: int, once: bool = False):
         self.after, self.once, self.count, self.failed = after, once, 0, 0
         self.lock = threading.Lock()
-        self.real = records._write_all
-        monkeypatch.setattr(records, "_write_all", self)
+        self.real = record_files._write_all
+        monkeypatch.setattr(record_files, "_write_all", self)
 
     def __call__(self, fd: int, data: bytes) -> None:
         target = os.readlink(f"/proc/self/fd/{fd}")
@@ -264,7 +265,7 @@ def test_failed_screenshot_write_stops_the_run_resumably(tmp_path, monkeypatch, 
     check_run_consistent(cut)
     assert not [p for p in cut.rglob("*.tmp")], "temporary files left after the failed write"
 
-    monkeypatch.setattr(records, "_write_all", disk.real)  # space is back
+    monkeypatch.setattr(record_files, "_write_all", disk.real)  # space is back
     rep2 = _local_run(cut, tasks, resume=True)
     assert not rep2.error and set(rep2.skipped) == done
     assert results_table(cut) == want
@@ -291,7 +292,7 @@ def test_full_disk_cli_reports_the_file_and_resumes(adb, serve_sim, tmp_path, mo
     assert len(err.strip().splitlines()) == 1, err
     check_run_consistent(tmp_path / "run")
     assert read_manifest(tmp_path / "run").get("interrupted") is True
-    monkeypatch.setattr(records, "_write_all", disk.real)
+    monkeypatch.setattr(record_files, "_write_all", disk.real)
     assert main([*args, "--out", str(tmp_path / "run"), "--resume"]) == 0
     rows = read_results(tmp_path / "run")
     assert sorted(r.task_id for r in rows) == sorted(SHORT[:4])

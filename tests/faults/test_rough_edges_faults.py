@@ -162,7 +162,7 @@ def test_scripts_say_what_a_first_install_is_doing(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "creating .venv" in first.stderr and "installing crate-harness" in first.stderr, first.stderr
     assert ".venv/install.log" in first.stderr and "done" in first.stderr
-    assert "install -q -e .[test]" in (proj / ".venv" / "pip-calls").read_text()
+    assert "install -q -e .[test,farm]" in (proj / ".venv" / "pip-calls").read_text()
     again = subprocess.run(["bash", "-c", "source scripts/_venv.sh"], cwd=proj, env=env, capture_output=True,
                            text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == "" and again.stdout == "", again.stderr

@@ -284,9 +284,11 @@ def test_monitor_errors_and_token_parts_are_counted(tmp_path):
                                              "crate": {"total_tokens": 15}}}
     run = write_run(tmp_path / "r", "a", [
         dict(task_id="t_en", status="finished", steps=3, cap=7, verdicts={}, usage=usage,
-             monitor_checks={"made": 3, "failed": 2, "ran_unchecked": 2}),
+             monitor_checks={"made": 3, "flagged": 1, "failed": 2, "ran_unchecked": 2},
+             operator={"asked": 2, "allowed": 1, "denied": 1, "timed_out": 1, "wait_s": 120.5}),
         dict(task_id="t_zh", status="halted", steps=0, cap=9, verdicts={},
-             monitor_checks={"made": 1, "failed": 1, "ran_unchecked": 0}),
+             monitor_checks={"made": 1, "flagged": 1, "failed": 1, "ran_unchecked": 0},
+             operator={"asked": 1, "allowed": 0, "denied": 1, "timed_out": 0, "wait_s": 2.25}),
     ], [])
     rep = build_report([run])
     g = rep.groups[0]
@@ -297,3 +299,8 @@ def test_monitor_errors_and_token_parts_are_counted(tmp_path):
     assert "monitor errors" in md and "3 (2 ran unchecked)" in md
     head, rows = __import__("harness.report.tables", fromlist=["csv_rows"]).csv_rows(rep)
     assert rows[0][head.index("ran_unchecked")] == 2
+    # the people: flags, the operator's allows and denies (timeouts among the denies) and the wait
+    assert (g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
+            g["operator_timed_out"], g["operator_wait_s"]) == (2, 3, 1, 2, 1, 122.75)
+    assert "1/2 (1), 122.8 s" in md
+    assert rows[0][head.index("operator_denied")] == 2 and rows[0][head.index("operator_wait_s")] == 122.75

@@ -355,3 +355,34 @@ def test_tap_markers_are_sized_to_the_image_and_haloed():
     r_big = float(re.search(r'class="mark" cx="[^"]+" cy="[^"]+" r="([^"]+)"', big).group(1))
     assert r_big / 1440 == pytest.approx(1 / 28, rel=0.05) and r_small >= 12  # a share of the image, never a dot
     assert 'stroke="#fff"' in big and 'stroke="#000"' in big  # a light halo and a dark rim: seen on any colour
+
+
+def test_the_operators_decisions_are_shown(tmp_path):
+    """--monitor-mode ask: a step the operator allowed says so (not a bare "risky"), a denied one
+    says who denied it and after how long, and the episode counts the questions."""
+    run_dir = tmp_path / "run"
+    with RunWriter(run_dir, fsync=False) as run:
+        run.write_manifest({"agent": {"name": "uitars", "label": "uitars"}})
+        ep = run.start_episode("pay_ask")
+        s0, s1 = ep.write_screen(0, _png()), ep.write_screen(1, _png(color="red"))
+        flagged = {"monitor": "crate-s", "risky": True, "category": "Over-Automation", "reason": "<b>moves</b> money"}
+        ep.append_step(StepRecord(index=1, action={"type": "click", "x": 5, "y": 5}, executed=True, screen_before=s0,
+                                  screen_after=s1, monitor={**flagged, "halt": False, "allowed_by": "operator",
+                                                            "operator": {"decision": "allow", "by": "terminal",
+                                                                         "wait_s": 3.5}}))
+        ep.append_step(StepRecord(index=2, action={"type": "click", "x": 6, "y": 6}, executed=False, screen_before=s1,
+                                  monitor={**flagged, "halt": True, "operator": {"decision": "deny", "by": "page",
+                                                                                 "wait_s": 1.25}}))
+        run.append_result(EpisodeResult(
+            task_id="pay_ask", agent="uitars", status="halted", steps=1, proposed_steps=2, cap=5, verdicts={},
+            halt={"step": 2, "category": "Over-Automation", "reason": "moves money", "monitor": "crate-s",
+                  "executed": False, "operator": {"decision": "deny", "by": "page"}},
+            operator={"asked": 2, "allowed": 1, "denied": 1, "timed_out": 0, "wait_s": 4.75}))
+    write_viewer(run_dir)
+    page = (run_dir / "report" / "episodes" / "pay_ask.html").read_text(encoding="utf-8")
+    head, steps = page.split("<h2>Timeline</h2>", 1)
+    step1, step2 = steps.split('id="step-2"', 1)
+    assert "asked 2: allowed 1, denied 1 (no answer in time: 0), waited 4.75 s" in head
+    assert "risky: allowed by the operator (terminal)" in step1 and "allow by terminal after 3.5 s" in step1
+    assert "risky: denied (page)" in step2 and "deny by page after 1.25 s" in step2
+    assert "<b>moves</b>" not in page and "&lt;b&gt;moves&lt;/b&gt;" in page

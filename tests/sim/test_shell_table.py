@@ -13,8 +13,8 @@ from harness.sim.shell.table import COMMANDS, command
 # names, mksh, app_process64/32, `[`).
 EXPECTED = sorted("""
 [ am app_process app_process32 app_process64 base64 cat cd chmod chown cmd cp date dumpsys echo env exit
-export false getprop grep head id ime input kill killall log logcat ls md5 md5sum mkdir mksh monkey mv
-pgrep pidof pkill pm printf ps pwd reboot rm rmdir screencap set setprop settings sh sha1sum sha256sum
+export false getevent getprop grep head id ime input kill killall log logcat ls md5 md5sum mkdir mksh monkey mv
+pgrep pidof pkill pm printf ps pwd reboot rm rmdir screencap sendevent set setprop settings sh sha1sum sha256sum
 sha512sum sleep sort stat su svc sync tail tee test touch tr true type uiautomator uname uniq unset wait
 wc which whoami wm
 """.split())
@@ -23,7 +23,7 @@ GROUPS = {
     "builtins": "sh true false exit cd pwd export unset env set echo printf sleep wait which type test",
     "files": "ls cat rm rmdir mkdir touch cp mv stat md5sum base64 chmod chown sync",
     "text": "head tail wc grep sort uniq tee tr",
-    "input": "input",
+    "input": "input getevent sendevent",
     "screen": "screencap wm uiautomator",
     "dumpsys": "dumpsys",
     "am": "am monkey",

@@ -18,6 +18,7 @@ import threading
 from typing import TYPE_CHECKING
 
 import harness.sim.shell.commands  # noqa: F401 (importing the command modules fills the table)
+from harness.sim.evdev import InputSubsystem
 from harness.sim.fs import normpath, shell_write_error
 from harness.sim.persona import SIM, Persona
 from harness.sim.shell.context import (SH, BytesSource, CommandError, Ctx, ExitShell, InputSource, Session,
@@ -82,6 +83,7 @@ class Shell:
         self._running: dict[str, int] = {}
         self._lock = threading.RLock()
         self.touch = TouchTracker(phone)
+        self.evdev = InputSubsystem(phone, touchscreen=phone.info.touchscreen, on_gesture=self.touch.gesture)
         self._commands: dict[str, Command] = dict(COMMANDS)  # this phone's own table (tests may replace an entry)
 
     # --- public API -----------------------------------------------------------------------------

@@ -1,7 +1,13 @@
-"""Android's ``input`` (InputShellCommand): taps, swipes, key events, text, motion events."""
+"""Input: Android's ``input`` (InputShellCommand: taps, swipes, key events, text, motion events) and
+the kernel input devices' ``getevent``/``sendevent``."""
 
 from __future__ import annotations
 
+import getopt
+import queue
+import re
+
+from harness.sim.evdev import format_capabilities, format_event
 from harness.sim.shell.context import CommandError, Ctx, to_int
 from harness.sim.shell.table import command
 
@@ -16,6 +22,12 @@ _INPUT_USAGE = (
     "      draganddrop <x1> <y1> <x2> <y2> [duration(ms)] (Default: touchscreen)\n"
     "      motionevent <DOWN|UP|MOVE|CANCEL> <x> <y> (Default: touchscreen)"
 )
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: an optional sign and the leading digits; anything else reads as 0."""
+    m = re.match(r"\s*([+-]?\d+)", text)
+    return int(m.group(1)) if m else 0
 
 
 def _android_input_text(text: str) -> str:
@@ -100,3 +112,83 @@ def input_(c: Ctx) -> int:
         return 0
     c.error(f"Error: Unknown command: {sub}\n" + _INPUT_USAGE)
     return 1
+
+
+@command("sendevent")
+def sendevent(c: Ctx) -> int:
+    """``sendevent DEVICE TYPE CODE VALUE``: one raw input event, numbers read as atoi does
+    (toybox sendevent.c)."""
+    args = c.argv[1:]
+    if len(args) != 4:
+        c.error("usage: sendevent DEVICE TYPE CODE VALUE\n\nSends a Linux input event.")
+        c.error(f"sendevent: {'Need' if len(args) < 4 else 'Max'} 4 argument{'s' if len(args) != 1 else ''}")
+        return 1
+    try:
+        c.shell.evdev.write(args[0], *(_atoi(a) for a in args[1:]))
+    except FileNotFoundError:
+        c.error(f"sendevent: {args[0]}: No such file or directory")
+        return 1
+    return 0
+
+
+@command("getevent")
+def getevent(c: Ctx) -> int:
+    """AOSP toolbox getevent: ``-t`` time stamps, ``-l`` labels, ``-p``/``-i`` the devices'
+    capabilities (then exit), ``-c N`` stop after N events, ``-q`` quiet; otherwise stream
+    every event until the host closes the stream."""
+    shell = c.shell
+    usage = "Usage: getevent [-t] [-n] [-s switchmask] [-S] [-v [mask]] [-d] [-p] [-i] [-l] [-q] [-c count] [-r] [device]"
+    # -v takes its mask only when attached (getopt "v::"); the verbosity it picks is not modelled
+    args = [a for a in c.argv[1:] if not a.startswith("-v")]
+    try:
+        opts, rest = getopt.getopt(args, "tns:Sdpilqc:rh")
+    except getopt.GetoptError as e:
+        c.error(f"getevent: invalid option -{e.opt}")
+        c.error(usage)
+        return 1
+    flags = {o[1] for o, _ in opts}
+    count = next((_atoi(v) for o, v in opts if o == "-c"), 0)
+    if "h" in flags or len(rest) > 1:
+        c.error(usage)
+        return 1
+    device = rest[0] if rest else None
+    labels, newline = "l" in flags, "" if "n" in flags else "\n"
+    listing = bool(flags & {"p", "i"})
+    devices = shell.evdev.devices
+    if device is not None:
+        dev = shell.evdev.device(device)
+        if dev is None:
+            c.error(f"could not open {device}, No such file or directory")
+            return 1
+        devices = [dev]
+    reader = None if listing else shell.evdev.open_reader()  # before the header: no event is missed
+    try:
+        if "q" not in flags and (listing or device is None):
+            for n, dev in enumerate(devices, 1):
+                c.line(f"add device {n}: {dev.path}")
+                c.line(f'  name:     "{dev.name}"')
+                if "i" in flags:
+                    c.line(f"  bus:      {dev.bus:04x}\n  vendor    {dev.vendor:04x}\n  product   {dev.product:04x}\n"
+                           f"  version   {dev.version:04x}")
+                if listing:
+                    for line in format_capabilities(dev, labels=labels):
+                        c.line(line)
+        if reader is None:
+            return 0
+        paths = {d.path for d in devices}
+        seen = 0
+        while not c.cancel.is_set():
+            try:
+                e = reader.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if e.device not in paths:
+                continue
+            c.write(format_event(e, labels=labels, timestamps="t" in flags, with_device=device is None) + newline)
+            seen += 1
+            if count and seen >= count:
+                return 0
+        return 130
+    finally:
+        if reader is not None:
+            shell.evdev.close_reader(reader)

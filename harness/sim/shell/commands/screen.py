@@ -38,7 +38,7 @@ def screencap(c: Ctx) -> int:
     phone = c.shell.phone
     flags, paths = split_flags(c.argv[1:], with_value={"d"})
     png = "p" in flags or (paths and paths[0].endswith(".png"))
-    data = phone.screencap_png() if png else _raw_screencap(phone)
+    data = phone.screencap_encode() if png else _raw_screencap(phone)
     if paths:
         p = paths[0]
         if not c.writable("screencap", p):

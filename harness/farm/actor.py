@@ -1,0 +1,110 @@
+"""The device actor: one per phone, on the phone's own node. It owns the device, the agent and each
+episode's fresh judges and monitors; it runs an episode with the same runner as a local run into a
+folder on its node, streams the step events to the driver as they happen, and ships the finished
+episode's files back whole (the driver installs them into the run folder)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import ray
+
+from harness.records import RunWriter
+from harness.runner import Interrupted
+from harness.suite import Plugins, StepProgress, play_episode
+from harness.tasks import Task
+
+
+class Secrets:
+    """Environment values the driver hands its actors (the model API keys it has, by variable
+    name), so that a node needs no key of its own. Never printed: the repr names only the variables."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = dict(values)
+
+    def __repr__(self) -> str:
+        return f"Secrets({', '.join(sorted(self.values))})"
+
+
+def episode_files(path: Path) -> dict[str, bytes]:
+    """An episode folder's trajectory and screens, by their path inside it (what the driver installs)."""
+    out = {"trajectory.jsonl": (path / "trajectory.jsonl").read_bytes()}
+    for png in sorted((path / "screens").glob("*.png")):
+        out[f"screens/{png.name}"] = png.read_bytes()
+    return out
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0, max_concurrency=4)
+class DeviceActor:
+    """``run`` one episode at a time; ``halt`` stops it at its next step (Ctrl-C on the driver);
+    ``reconnect`` waits for a phone that dropped off, as a local run does."""
+
+    def __init__(self, serial: str, device_config: Any, plugins: Plugins, secrets: Secrets, name: str):
+        for k, v in secrets.values.items():
+            os.environ[k] = v
+        import agents  # noqa: F401  (registers agents: the plugin factories build them by name)
+        import judges  # noqa: F401
+
+        self.name, self.plugins = name, plugins
+        self.device = device_config.open(serial)
+        self.agent: Any = None
+        self._stop = threading.Event()
+        self._busy = threading.Lock()
+
+    def hello(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+
+    def halt(self) -> None:
+        self._stop.set()
+
+    def reconnect(self, timeout: float) -> bool:
+        return self.device.reconnect(timeout)
+
+    def run(self, task: Task, cap: int, seed: int) -> Iterator[dict[str, Any]]:
+        """A streaming generator: ``started``, then ``step`` events, then ``done`` with the
+        outcome, the episode's files and what its reset did, or ``interrupted``. A failure of the node's own
+        (records on its disk, the agent's construction) is raised, and reaches the driver."""
+        with self._busy:
+            self._stop.clear()
+            yield {"kind": "started", "pid": os.getpid()}
+            tmp = Path(tempfile.mkdtemp(prefix="crate-farm-"))
+            writer = RunWriter(tmp / "run", fsync=False)  # a scratch copy: the driver's is the record
+            try:
+                if self.agent is None:
+                    self.agent = self.plugins.agent()
+                ep = writer.start_episode(task.id)
+                events: "queue.Queue[tuple[str, dict[str, Any]] | None]" = queue.Queue()
+                box: dict[str, Any] = {}
+
+                def play() -> None:
+                    try:
+                        box["out"] = play_episode(task, self.agent, self.device, ep, self.plugins, cap=cap, seed=seed,
+                                                  should_stop=self._stop.is_set,
+                                                  progress=StepProgress(lambda k, d: events.put((k, d)), self.name,
+                                                                        task.id))
+                    except BaseException as e:  # noqa: BLE001 (handed to the generator's thread)
+                        box["error"] = e
+                    finally:
+                        events.put(None)
+
+                t = threading.Thread(target=play, name=f"episode-{task.id}", daemon=True)
+                t.start()
+                while (item := events.get()) is not None:
+                    yield {**item[1], "kind": item[0]}
+                t.join()
+                if isinstance(box.get("error"), Interrupted):
+                    yield {"kind": "interrupted"}
+                    return
+                if "error" in box:
+                    raise box["error"]
+                yield {"kind": "done", "outcome": box["out"], "files": episode_files(ep.path),
+                       "reset": getattr(self.device, "last_reset", None)}
+            finally:
+                writer.close()
+                shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""The cluster's nodes and what each can reach: its own adb server's phones (with their health) and
+the model endpoints, asked by a task pinned to that node, so every answer is the node's own."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from harness.farm.errors import FarmError
+
+NAMESPACE = "crate-harness"   # device actors are named in it: one actor per phone across runs
+PROBE_TIMEOUT_S = 120.0       # a node's first task starts a Python worker there: seconds on a busy host
+ENDPOINT_TIMEOUT_S = 10.0
+
+
+def connect(address: str) -> None:
+    """Join the cluster at ``address`` (``HOST:PORT`` of the head's GCS, or ``auto`` inside a Ray
+    job) as a driver. The driver must run on a host of the cluster (the head, typically)."""
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False,
+                 configure_logging=True)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise FarmError(f"cannot join the Ray cluster at {address}: {e}; start one with `ray start --head` "
+                        "on the head host and `ray start --address HEAD:PORT` on every host with phones, and run "
+                        "harness on a host of the cluster") from None
+
+
+def pinned(node_id: str) -> NodeAffinitySchedulingStrategy:
+    """Schedule on this node only (never elsewhere: the phones are there)."""
+    return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+
+
+@dataclass
+class Node:
+    node_id: str
+    label: str                       # the node's name (ray start --node-name, default its address)
+    address: str
+    host: str = ""                   # the node's hostname, as it says
+    adb_port: int | None = None      # its adb server's port
+    devices: list[dict[str, Any]] = field(default_factory=list)   # DeviceDescription.to_json() + node
+    problem: str | None = None       # why the node's phones are left out (adb server, model endpoint)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.label, "node_id": self.node_id, "address": self.address, "host": self.host,
+                "adb_port": self.adb_port, "devices": [d["serial"] for d in self.devices], "problem": self.problem}
+
+
+def alive_nodes() -> list[dict[str, Any]]:
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def label_for(info: dict[str, Any], taken: set[str]) -> str:
+    """The node's name; when another node already has it (two raylets on one host), with its id."""
+    name = str(info.get("NodeName") or info.get("NodeManagerAddress") or info["NodeID"][:8])
+    return name if name not in taken else f"{name}#{info['NodeID'][:6]}"
+
+
+def describe_attached(device_config: Any) -> dict[str, Any]:
+    """This host's adb server and its devices, each described (health included) as ``harness
+    devices`` describes them, with the changes a crashed run left to restore on it; ``problem``
+    when the adb server cannot be asked. Run on the node, so its own environment picks the server."""
+    import adbutils
+
+    from harness.device.adb_server import AdbEndpointError
+    from harness.device.base import DeviceError
+    from harness.device.prepare import Journal
+
+    out: dict[str, Any] = {"host": socket.gethostname(), "adb_port": None, "devices": [], "problem": None}
+    try:
+        ep = device_config.endpoint()
+    except AdbEndpointError as e:
+        out["problem"] = f"has no usable adb server address: {e}"
+        return out
+    out["adb_port"] = ep.port
+    try:
+        listed = adbutils.AdbClient(host=ep.host, port=ep.port).list()
+    except (adbutils.AdbError, OSError) as e:
+        out["problem"] = f"cannot reach its adb server at {ep}: {e}"
+        return out
+    try:
+        pending = {j.serial: len(j.changes) for j in Journal.pending()}
+    except DeviceError:
+        pending = {}
+    for d in listed:
+        row = (device_config.open(d.serial).describe().to_json() if d.state == "device"
+               else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
+        out["devices"].append({**row, "pending_restore": pending.get(d.serial, 0)})
+    return out
+
+
+def endpoint_problem(base_url: str, timeout: float = ENDPOINT_TIMEOUT_S) -> str | None:
+    """None when an OpenAI-compatible endpoint answers from here (any HTTP answer counts: a 401 or
+    404 still proves the route), else why not. Asked with the openai client the agents use, so
+    this host's proxy settings and name resolution apply; no API key is sent."""
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="reachability-probe", timeout=timeout, max_retries=0)
+    try:
+        client.models.list()
+    except openai.APIStatusError:
+        return None
+    except openai.APIConnectionError as e:  # also the timeout
+        cause = e.__cause__ or e.__context__
+        return f"{type(e).__name__}: {e}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+    finally:
+        client.close()
+    return None
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def probe_node(device_config: Any, endpoints: dict[str, str]) -> dict[str, Any]:
+    """Run on one node: its phones, and the model endpoints (role -> base URL) it cannot reach."""
+    out = describe_attached(device_config)
+    out["unreachable"] = {role: why for role, url in endpoints.items() if (why := endpoint_problem(url))}
+    out["pid"] = os.getpid()
+    return out
+
+
+def probe(infos: list[dict[str, Any]], device_config: Any, endpoints: dict[str, str], taken: set[str],
+          timeout: float = PROBE_TIMEOUT_S) -> list[Node]:
+    """Probe these nodes at once (each on itself) and read them into :class:`Node`\\ s; a node that
+    does not answer in ``timeout`` or fails says so in its ``problem``."""
+    nodes, refs = [], []
+    for info in infos:
+        label = label_for(info, taken)
+        taken.add(label)
+        nodes.append(Node(info["NodeID"], label, str(info.get("NodeManagerAddress") or "")))
+        refs.append(probe_node.options(scheduling_strategy=pinned(info["NodeID"])).remote(device_config, endpoints))
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout) if refs else ([], [])
+    for node, ref in zip(nodes, refs):
+        if ref not in ready:
+            node.problem = f"did not answer within {timeout:g}s"
+            ray.cancel(ref, force=True)
+            continue
+        try:
+            got = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            node.problem = f"could not be asked for its phones: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            continue
+        node.host, node.adb_port = got["host"], got["adb_port"]
+        node.devices = [{**d, "node": node.label, "node_id": node.node_id} for d in got["devices"]]
+        problems = [got["problem"]] if got["problem"] else []
+        problems += [f"cannot reach the {role} model endpoint {endpoints[role]} ({why})"
+                     for role, why in sorted(got["unreachable"].items())]
+        node.problem = "; ".join(problems) or None
+    return nodes
+
+
+def list_cluster_devices(device_config: Any) -> list[dict[str, Any]]:
+    """``harness devices --cluster``: each node's devices (``node`` set), and a row for each node
+    that has a problem (its adb server cannot be asked, it did not answer)."""
+    rows: list[dict[str, Any]] = []
+    for node in probe(alive_nodes(), device_config, {}, set()):
+        rows.extend(node.devices)
+        if node.problem or not node.devices:
+            rows.append({"serial": "-", "node": node.label, "node_id": node.node_id, "state": "-",
+                         "healthy": False, "problem": node.problem or "no device attached"})
+    return rows

@@ -1,0 +1,277 @@
+"""``--monitor-mode ask``: a person decides about a flagged action before it runs.
+
+A gate monitor in ``ask`` mode whose verdict would halt (the action is risky by its rules, or the
+check could not answer) does not halt at once: the runner asks the operator. The question goes to
+every channel at once: the controlling terminal (a prompt; questions from several devices one at
+a time) and the live page (Allow / Deny buttons; ``pending.json`` says what is asked). The answer
+is a decision record (``harness.live.records.claim_decision``): whichever channel writes it first
+wins, in this process or another (``harness view --live RUN``). No answer within the timeout is a
+deny, recorded as such (``by: timeout``). A denied action is halted exactly as a gate halts it.
+
+Text from the model (the monitor's reason and category, the proposed action) is untrusted: it is
+shown on the terminal with control characters replaced, so it cannot move the cursor, retitle the
+window or fake a prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import select
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ContextManager, TextIO
+
+from harness.live.records import EpisodeLive, claim_decision, new_ask_id, wait_decision
+from harness.records import now_iso
+
+ASK_TIMEOUT_S = 120.0
+POLL_S = 0.05  # how often a decision written by another process is looked for
+
+WORDS = {"a": "allow", "allow": "allow", "y": "allow", "yes": "allow",
+         "d": "deny", "deny": "deny", "n": "deny", "no": "deny"}
+
+
+@dataclass
+class Question:
+    """What the operator is asked: the proposed action of one step and the verdict that flagged it."""
+
+    episode_dir: Path
+    task_id: str
+    device: str
+    step: int
+    cap: int
+    action: str
+    monitor: str
+    category: str | None
+    reason: str
+    error: str | None = None
+    score: float | None = None
+
+
+@dataclass
+class Decision:
+    """The answer that stands: ``by`` terminal, page, timeout (no answer: deny) or nobody (no
+    operator could be asked: deny)."""
+
+    decision: str
+    by: str
+    wait_s: float
+    ask_id: str | None = None
+    asked_at: str | None = None
+    answered_at: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "by": self.by, "wait_s": round(self.wait_s, 3), "ask_id": self.ask_id,
+                "asked_at": self.asked_at, "answered_at": self.answered_at}
+
+
+@dataclass
+class _Ticket:
+    """One open question, shared by the asking thread and the terminal's."""
+
+    ask_id: str
+    question: Question
+    deadline: float
+    done: threading.Event = field(default_factory=threading.Event)
+    standing: dict[str, Any] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def offer(self, decision: str, by: str) -> dict[str, Any]:
+        """Answer ``decision`` from ``by``: the answer that stands (this one unless one came first)."""
+        with self.lock:
+            if self.standing is not None:
+                return self.standing
+            try:
+                record, _ = claim_decision(self.question.episode_dir, self.ask_id, decision, by)
+            except OSError:  # nothing can be written, not even another channel's answer: this one stands
+                record = {"ask_id": self.ask_id, "decision": decision, "by": by, "at": now_iso()}
+            self.standing = record
+            return record
+
+    def settle(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            if self.standing is None:
+                self.standing = record
+        self.done.set()
+
+
+def shown(text: Any, limit: int = 500) -> str:
+    """Untrusted text for a terminal: control characters (escape sequences, carriage returns,
+    backspaces) become visible escapes, and it is cut at ``limit`` characters."""
+    s = "" if text is None else str(text)
+    out = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in s)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+class Terminal:
+    """The operator's terminal: prompts there, reads one line per answer. Questions from several
+    devices are asked one at a time; one that is answered elsewhere meanwhile is never asked."""
+
+    def __init__(self, fd: int, out: TextIO):
+        self.fd, self.out = fd, out
+        self.turn = threading.Lock()
+        self.pause: Callable[[], ContextManager[Any]] = contextlib.nullcontext  # e.g. a live progress display
+
+    @classmethod
+    def open(cls) -> "Terminal | None":
+        """The terminal of this process: standard input when it is one, else the controlling
+        terminal (``/dev/tty``); None when there is neither (a pipe, a job scheduler)."""
+        try:
+            if sys.stdin is not None and sys.stdin.isatty():
+                fd = sys.stdin.fileno()
+                out = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else \
+                    open(os.ttyname(fd), "w", encoding="utf-8", errors="replace")
+                return cls(fd, out)
+        except (OSError, ValueError):
+            pass
+        try:
+            fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+        except OSError:
+            return None
+        return cls(fd, open(os.dup(fd), "w", encoding="utf-8", errors="replace"))
+
+    def _say(self, text: str) -> None:
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            pass
+
+    def ask(self, ticket: _Ticket) -> None:
+        """Ask ``ticket``'s question when it is this question's turn (in a thread of its own)."""
+        while not self.turn.acquire(timeout=0.1):
+            if ticket.done.is_set():
+                return
+        try:
+            if not ticket.done.is_set():
+                with self.pause():
+                    self._ask(ticket)
+        finally:
+            self.turn.release()
+
+    def _ask(self, ticket: _Ticket) -> None:
+        q = ticket.question
+        left = max(0, round(ticket.deadline - time.monotonic()))
+        lines = [f"\n[{shown(q.device, 80)}] {shown(q.task_id, 128)} step {q.step}/{q.cap}: "
+                 f"{shown(q.monitor, 60)} flags the proposed action",
+                 f"  action:   {shown(q.action)}",
+                 f"  category: {shown(q.category or ('monitor_error' if q.error else 'unspecified'), 80)}",
+                 f"  reason:   {shown(q.reason)}"]
+        if q.error:
+            lines.append(f"  (the check could not answer: {shown(q.error, 200)})")
+        lines.append(f"  Allow or deny? [a]llow / [d]eny (no answer in {left} s denies): ")
+        with contextlib.suppress(Exception):  # what was typed before the question is not its answer
+            import termios
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+        self._say("\n".join(lines))  # (flushed before it shows: an answer typed once it shows counts)
+        while True:
+            if ticket.done.is_set():
+                self._say(f"\n  {_outcome(ticket.standing)}\n")
+                return
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                data = b""
+            if not data:  # the terminal went away: the page or the timeout decides
+                self._say("\n  (the terminal closed; the live page or the timeout decides)\n")
+                return
+            choice = WORDS.get(data.decode("utf-8", "replace").strip().lower())
+            if choice is None:
+                self._say("  please type a (allow) or d (deny): ")
+                continue
+            self._say(f"  {_outcome(ticket.offer(choice, 'terminal'))}\n")
+            return
+
+
+PAST = {"allow": "allowed", "deny": "denied"}
+
+
+def _outcome(record: dict[str, Any] | None) -> str:
+    """What the terminal says about the answer that stands."""
+    if not record:
+        return "(the run is stopping)"
+    done = PAST.get(record.get("decision", ""), "?")
+    by = record.get("by")
+    return done if by == "terminal" else f"no answer in time: {done}" if by == "timeout" else f"{done} on the {by}"
+
+
+class Operator:
+    """Asks about flagged actions on its channels and waits for the first answer, up to
+    ``timeout_s`` (then: deny). ``page``: the live page can answer (``--watch``); decisions
+    written by another process (``harness view --live RUN``) are taken whatever the channels."""
+
+    def __init__(self, timeout_s: float = ASK_TIMEOUT_S, terminal: Terminal | None = None, page: bool = False):
+        if not timeout_s > 0:
+            raise ValueError("the ask timeout must be > 0 seconds")
+        self.timeout_s, self.terminal, self.page = timeout_s, terminal, page
+
+    @property
+    def channels(self) -> list[str]:
+        return [name for name, on in (("terminal", self.terminal is not None), ("page", self.page)) if on]
+
+    def spec(self) -> dict[str, Any]:
+        return {"ask_timeout_s": self.timeout_s, "channels": self.channels}
+
+    def ask(self, q: Question, live: EpisodeLive | None = None,
+            should_stop: Callable[[], bool] = lambda: False) -> Decision | None:
+        """The operator's decision about ``q``, or None when the run is stopping meanwhile."""
+        ask_id = new_ask_id(q.step)
+        t0 = time.monotonic()
+        asked_at = now_iso()
+        ticket = _Ticket(ask_id, q, t0 + self.timeout_s)
+        info = {"id": ask_id, "monitor": q.monitor, "category": q.category, "reason": q.reason, "error": q.error,
+                "score": q.score, "action": q.action, "asked_at": asked_at, "timeout_s": self.timeout_s,
+                "deadline_at": _iso_after(self.timeout_s), "channels": self.channels, "decision": None}
+        if live is not None:
+            live.update(state="asking", ask=info)
+        thread = None
+        if self.terminal is not None:
+            thread = threading.Thread(target=self.terminal.ask, args=(ticket,), name=f"ask-{ask_id}", daemon=True)
+            thread.start()
+        record: dict[str, Any] | None = None
+        try:
+            while record is None:
+                left = max(0.0, ticket.deadline - time.monotonic())
+                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, left))
+                if record is not None:
+                    break
+                if should_stop():
+                    return None
+                if time.monotonic() >= ticket.deadline:
+                    record = ticket.offer("deny", "timeout")
+        finally:
+            if record is not None:
+                ticket.settle(record)
+            ticket.done.set()
+            if thread is not None:
+                thread.join(timeout=2.0)
+        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
+                            record.get("at") or now_iso())
+        if live is not None:
+            live.update(state="running" if decision.allowed else "halted", ask={**info, "decision": decision.to_json()})
+        return decision
+
+
+def _iso_after(seconds: float) -> str:
+    return (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
+
+
+def nobody_to_ask() -> Decision:
+    """The decision when a monitor asks and no operator was given (a run built without one): the
+    action is denied, as a gate would halt it."""
+    return Decision("deny", "nobody", 0.0, answered_at=now_iso())

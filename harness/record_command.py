@@ -1,0 +1,133 @@
+"""``harness record`` and ``harness sim human`` on the command line: recording a task from a
+person's touches, and performing a task's reference as raw touches (harness/recorder/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+from harness.user_error import UserError
+
+
+def add_record_parser(sub: argparse._SubParsersAction) -> None:
+    rc = sub.add_parser("record", help="record a task from a person doing it on the phone: reference, c, draft milestones")
+    rc.add_argument("--device", required=True, help="serial of the phone")
+    rc.add_argument("--id", required=True, help="task id ([A-Za-z0-9][A-Za-z0-9_.-]*)")
+    rc.add_argument("--instruction", help="the task's instruction (required unless --from)")
+    rc.add_argument("--from", dest="from_suite", metavar="SUITE",
+                    help="re-record the task with this id from SUITE: its instruction, setup, success check and safety are kept")
+    rc.add_argument("--language", choices=["en", "zh"], help="the instruction's language (default en, or the --from task's)")
+    rc.add_argument("--app", action="append", metavar="PACKAGE", help="a package the task touches (default: the apps visited)")
+    rc.add_argument("--answer", help="for an information query: the answer, added as the last step before finish")
+    rc.add_argument("--out", required=True, help="task file to append the task to (created if missing)")
+    rc.add_argument("--replace", action="store_true", help="replace a task with the same id in --out")
+    rc.add_argument("--run-dir", help="folder for the recorded trajectory (default runs/record-ID-TIME)")
+    rc.add_argument("--until-idle", type=float, metavar="S", help="stop after S seconds without a touch (default: Ctrl-C)")
+    rc.add_argument("--reset", action=argparse.BooleanOptionalAction, default=None,
+                    help="put the phone in the task's start state first (default: yes on the simulated phone, no on a real one)")
+    rc.add_argument("--allow-clear", action="store_true",
+                    help="with --reset on a phone: let the task's setup.clear erase its apps' data")
+    rc.add_argument("--adb-port", type=int)
+    rc.set_defaults(run=cmd_record)
+
+
+def add_sim_human_parser(sim: argparse._SubParsersAction) -> None:
+    sh = sim.add_parser("human", help="do a task's reference on a phone as raw touches (sendevent), as a person would")
+    sh.add_argument("--device", required=True, help="serial of the (simulated) phone")
+    sh.add_argument("--suite", required=True, help="task file or folder")
+    sh.add_argument("--task", required=True, help="task id")
+    sh.add_argument("--follow", action="store_true",
+                    help="read `harness record` output on stdin, pass it through, and wait for its [ready] cue before each step")
+    sh.add_argument("--pause", type=float, default=1.0, help="seconds between steps without --follow (default 1)")
+    sh.add_argument("--reset", action="store_true", help="put the phone in the task's start state first")
+    sh.add_argument("--json", action="store_true", help="print what was done as JSON (gestures, touches, steps)")
+    sh.add_argument("--adb-port", type=int)
+    sh.set_defaults(run=cmd_sim_human)
+
+
+def cmd_sim_human(args: argparse.Namespace) -> int:
+    from harness.recorder.human import Cues, HumanError, SimHuman
+    from harness.recorder.session import RecordError, touchscreen_of
+    from harness.tasks import load_suite
+
+    suite = load_suite(args.suite)
+    task = suite.select([args.task])[0]
+    device = _adb_device(args.device, args.adb_port)
+    try:
+        screen, _ = touchscreen_of(device)
+        if args.reset:
+            device.reset(task.setup, task.language)
+        cues = Cues(sys.stdin, lambda line: print(line, flush=True)) if args.follow else None
+        report = SimHuman(device, screen, cues=cues, pause=args.pause).perform(task)
+    except (HumanError, RecordError) as e:
+        raise UserError(str(e)) from None
+    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else
+          f"{task.id}: {report.gestures} gesture(s), {report.touches} touch(es)", flush=True)
+    return 0
+
+
+def _adb_device(serial: str, adb_port: int | None, allow_clear: bool = False):
+    from harness.device.adb import AdbDevice
+    from harness.device.adb_server import server_port
+
+    device = AdbDevice(serial, port=adb_port or server_port(), allow_clear=allow_clear)
+    state = device.describe().state
+    if state != "device":
+        raise UserError(f"--device {serial}: {state} (see `harness devices`)")
+    return device
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    import re
+    from datetime import datetime
+    from pathlib import Path
+
+    from harness.device.base import DeviceError, InfraError
+    from harness.recorder.session import Recorder, RecordError
+    from harness.recorder.task_build import TaskSpec
+    from harness.recorder.task_file import existing_ids
+    from harness.records import RecordError as RecordsError
+    from harness.tasks import TASK_ID_PATTERN, load_suite
+
+    if not re.fullmatch(TASK_ID_PATTERN, args.id) or args.id in (".", ".."):
+        raise UserError(f"--id: {args.id!r} is not a valid task id (letters, digits and _ . -, starting with a "
+                        "letter or digit, at most 128 characters)")
+    template = None
+    if args.from_suite:
+        template = load_suite(args.from_suite).by_id().get(args.id)
+        if template is None:
+            raise UserError(f"--from {args.from_suite}: no task {args.id!r} to re-record")
+    elif not args.instruction:
+        raise UserError("give --instruction TEXT (or --from SUITE to re-record a task of a suite)")
+    out = Path(args.out)
+    if args.id in existing_ids(out) and not args.replace:
+        raise UserError(f"{out}: task {args.id!r} is already there (--replace to record it again)")
+    spec = TaskSpec(id=args.id, instruction=args.instruction or template.instruction,
+                    language=args.language or (template.language if template else "en"),
+                    apps=list(args.app or []), answer=args.answer, template=template)
+    run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
+    rec = Recorder(device, spec, run_dir, out, replace=args.replace, reset=args.reset,
+                   until_idle=args.until_idle, argv=sys.argv)
+    previous = signal.signal(signal.SIGINT, lambda *_: rec.stop.set())  # Ctrl-C ends the recording
+    try:
+        result = rec.run()
+    except (RecordError, RecordsError) as e:
+        raise UserError(str(e)) from None
+    except (InfraError, DeviceError) as e:
+        raise UserError(f"{args.device}: {e}") from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    task = result.task or {}
+    print(f"{result.steps} step(s) recorded: c = {task.get('reference_steps')}, cap {2 * task.get('reference_steps', 0) + 1}, "
+          f"{len(task.get('milestones', []))} draft milestone(s); trajectory: {result.run_dir} (harness view {result.run_dir})")
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if result.stopped:
+        print(f"harness: the recording stopped after step {result.steps}: {result.stopped}; what was recorded is "
+              f"in {result.run_dir} (tasks.yaml there); {out} is unchanged", file=sys.stderr)
+        return 3
+    print(f"task {args.id!r} {result.written} in {out}")
+    return 0

@@ -1,0 +1,369 @@
+"""Reading a phone's touches from ``getevent`` output: the device listing (``getevent -lp``), the
+touchscreen found by its capabilities, its axes scaled to the screen, and the event stream
+(``getevent -lt``) turned into gestures.
+
+Formats (AOSP toolbox ``getevent.c``): ``-p`` prints ``add device N: PATH``, ``  name: "..."``, an
+``events:`` block with one line per event type (``KEY (0001): BTN_TOUCH ...``; each ``ABS`` axis on
+its own line with ``: value V, min A, max B, fuzz F, flat F, resolution R``) and ``input props:``.
+``-t`` prefixes an event with ``[   SECONDS.MICROS] ``, and without a device argument each event
+names its device (``/dev/input/event2: ``); ``-l`` prints type, code and key states as words
+(``EV_ABS ABS_MT_POSITION_X 000001f4``, ``EV_KEY BTN_TOUCH DOWN``), values as 8 hex digits (a lifted
+contact's tracking id -1 is ``ffffffff``). Both labelled and numeric forms are read.
+
+The touchscreen is the device Android's EventHub would take for one (``openDeviceLocked``):
+``ABS_MT_POSITION_X``/``_Y`` with ``BTN_TOUCH`` or without gamepad buttons (multi-touch), or
+``BTN_TOUCH`` with ``ABS_X``/``ABS_Y`` (single-touch); a device with ``INPUT_PROP_POINTER`` and not
+``INPUT_PROP_DIRECT`` is a touchpad, not a screen. Raw coordinates map to pixels as Android's
+TouchInputMapper maps them: ``(raw - min) * size / (max - min + 1)``.
+
+Contacts follow multi-touch protocol type B (``ABS_MT_SLOT``, ``ABS_MT_TRACKING_ID`` -1 = lifted,
+state per slot, a frame ends at ``SYN_REPORT``; the kernel's multi-touch-protocol document). One
+gesture runs from the first contact down to the last one up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from harness import input_codes as C
+
+
+class EvdevError(ValueError):
+    """getevent output that cannot be read, or a phone without a usable touchscreen."""
+
+
+@dataclass
+class Axis:
+    minimum: int
+    maximum: int
+    value: int = 0  # the value when listed (for MT axes: the current slot's)
+
+    @property
+    def span(self) -> int:
+        return self.maximum - self.minimum + 1
+
+
+@dataclass
+class InputDeviceInfo:
+    path: str
+    name: str = ""
+    caps: dict[int, set[int]] = field(default_factory=dict)
+    axes: dict[int, Axis] = field(default_factory=dict)
+    props: set[int] = field(default_factory=set)
+
+    def has(self, ev_type: int, code: int) -> bool:
+        return code in self.caps.get(ev_type, set())
+
+    @property
+    def is_touchscreen(self) -> bool:
+        keys = self.caps.get(C.EV_KEY, set())
+        gamepad = any(0x100 <= k < 0x110 or 0x120 <= k < 0x140 for k in keys)  # BTN_MISC.., BTN_JOYSTICK..
+        multi = self.has(C.EV_ABS, C.ABS_MT_POSITION_X) and self.has(C.EV_ABS, C.ABS_MT_POSITION_Y)
+        touch = (multi and (C.BTN_TOUCH in keys or not gamepad)) or (
+            C.BTN_TOUCH in keys and self.has(C.EV_ABS, C.ABS_X) and self.has(C.EV_ABS, C.ABS_Y))
+        touchpad = C.INPUT_PROP_POINTER in self.props and C.INPUT_PROP_DIRECT not in self.props
+        return touch and not touchpad
+
+    @property
+    def multitouch(self) -> bool:
+        return self.has(C.EV_ABS, C.ABS_MT_POSITION_X)
+
+    def describe(self) -> str:
+        return f"{self.path} ({self.name!r})" if self.name else self.path
+
+
+@dataclass
+class Touchscreen:
+    """A touchscreen and the screen it covers: raw axis values <-> screen pixels."""
+
+    device: InputDeviceInfo
+    x: Axis
+    y: Axis
+    size: tuple[int, int]
+
+    @classmethod
+    def of(cls, device: InputDeviceInfo, size: tuple[int, int]) -> "Touchscreen":
+        xc, yc = (C.ABS_MT_POSITION_X, C.ABS_MT_POSITION_Y) if device.multitouch else (C.ABS_X, C.ABS_Y)
+        if xc not in device.axes or yc not in device.axes:
+            raise EvdevError(f"{device.describe()}: getevent -p gave no range for its position axes")
+        x, y = device.axes[xc], device.axes[yc]
+        if x.span <= 0 or y.span <= 0:
+            raise EvdevError(f"{device.describe()}: empty axis range x {x.minimum}..{x.maximum}, y {y.minimum}..{y.maximum}")
+        return cls(device, x, y, size)
+
+    def to_pixels(self, rx: int, ry: int) -> tuple[int, int]:
+        w, h = self.size
+        px = int((rx - self.x.minimum) * w / self.x.span)
+        py = int((ry - self.y.minimum) * h / self.y.span)
+        return min(max(px, 0), w - 1), min(max(py, 0), h - 1)
+
+    def to_raw(self, px: int, py: int) -> tuple[int, int]:
+        """The raw value whose pixel is (px, py): the middle of the pixel's span of raw values."""
+        w, h = self.size
+        rx = self.x.minimum + int((px + 0.5) * self.x.span / w)
+        ry = self.y.minimum + int((py + 0.5) * self.y.span / h)
+        return min(rx, self.x.maximum), min(ry, self.y.maximum)
+
+    def describe(self) -> str:
+        return (f"{self.device.describe()}, x {self.x.minimum}-{self.x.maximum}, y {self.y.minimum}-{self.y.maximum} "
+                f"-> {self.size[0]}x{self.size[1]} pixels")
+
+
+# --- the device listing --------------------------------------------------------------------------
+
+_ADD = re.compile(r"^add device \d+: (\S+)")
+_NAME = re.compile(r'^\s+name:\s+"(.*)"\s*$')
+_SECTION = re.compile(r"^\s+([A-Z]{2,3})\s*\(([0-9a-fA-F]{4})\):(.*)$")
+_ABS = re.compile(r"(\S+?)\*?\s*:\s*value (-?\d+), min (-?\d+), max (-?\d+)")
+
+
+def _code(ev_type: int, token: str) -> int | None:
+    token = token.rstrip("*")
+    named = C.CODE_BY_NAME.get(ev_type, {}).get(token)
+    if named is not None:
+        return named
+    try:
+        return int(token, 16)
+    except ValueError:
+        return None
+
+
+def parse_devices(text: str) -> list[InputDeviceInfo]:
+    """The devices of a ``getevent -p`` or ``getevent -lp`` listing, in listing order."""
+    devices: list[InputDeviceInfo] = []
+    dev: InputDeviceInfo | None = None
+    ev_type: int | None = None
+    in_props = False
+    for raw in text.replace("\r", "").split("\n"):
+        m = _ADD.match(raw)
+        if m:
+            dev = InputDeviceInfo(m.group(1))
+            devices.append(dev)
+            ev_type, in_props = None, False
+            continue
+        if dev is None or not raw.strip():
+            continue
+        m = _NAME.match(raw)
+        if m:
+            dev.name = m.group(1)
+            continue
+        stripped = raw.strip()
+        if stripped == "events:":
+            ev_type, in_props = None, False
+            continue
+        if stripped == "input props:":
+            ev_type, in_props = None, True
+            continue
+        if in_props:
+            if stripped != "<none>":
+                prop = C.PROP_BY_NAME.get(stripped)
+                if prop is None:
+                    try:
+                        prop = int(stripped, 16)
+                    except ValueError:
+                        continue
+                dev.props.add(prop)
+            continue
+        m = _SECTION.match(raw)
+        body = raw
+        if m:
+            ev_type = int(m.group(2), 16)
+            body = m.group(3)
+        elif not raw.startswith("               "):
+            ev_type = None  # some other line (bus, version, location, ...)
+            continue
+        if ev_type is None:
+            continue
+        if ev_type == C.EV_ABS:
+            a = _ABS.search(body)
+            if a:
+                code = _code(C.EV_ABS, a.group(1))
+                if code is not None:
+                    dev.caps.setdefault(C.EV_ABS, set()).add(code)
+                    dev.axes[code] = Axis(int(a.group(3)), int(a.group(4)), int(a.group(2)))
+            continue
+        for token in body.split():
+            code = _code(ev_type, token)
+            if code is not None:
+                dev.caps.setdefault(ev_type, set()).add(code)
+    return devices
+
+
+def find_touchscreen(devices: list[InputDeviceInfo]) -> InputDeviceInfo:
+    """The touchscreen among ``devices`` (a direct multi-touch device first); EvdevError, naming
+    what was found, when there is none."""
+    screens = [d for d in devices if d.is_touchscreen]
+    if not screens:
+        seen = ", ".join(d.describe() for d in devices) or "none"
+        raise EvdevError(f"getevent lists no touchscreen (a device with ABS_MT_POSITION_X/Y or BTN_TOUCH with ABS_X/Y); "
+                         f"input devices: {seen}")
+    screens.sort(key=lambda d: (C.INPUT_PROP_DIRECT not in d.props, not d.multitouch))
+    return screens[0]
+
+
+# --- the event stream ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RawEvent:
+    time: float
+    device: str
+    type: int
+    code: int
+    value: int
+
+
+_EVENT = re.compile(r"^\[\s*(\d+)\.(\d+)\]\s+(?:(/dev/\S+?):\s+)?(\S+)\s+(\S+)\s+(\S+)\s*$")
+
+
+def _signed32(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def parse_event_line(line: str) -> RawEvent | None:
+    """One ``getevent -t``/``-lt`` event line; None for anything else (device headers, blanks)."""
+    m = _EVENT.match(line.rstrip("\r\n"))
+    if not m:
+        return None
+    sec, frac, device, t_tok, c_tok, v_tok = m.groups()
+    ev_type = C.EV_BY_NAME.get(t_tok)
+    try:
+        if ev_type is None:
+            ev_type = int(t_tok, 16)
+        code = C.CODE_BY_NAME.get(ev_type, {}).get(c_tok)
+        if code is None:
+            code = int(c_tok, 16)
+        if v_tok in ("DOWN", "UP", "REPEAT"):
+            value = {"UP": 0, "DOWN": 1, "REPEAT": 2}[v_tok]
+        elif v_tok.startswith("MT_TOOL_"):
+            value = {v: k for k, v in C.MT_TOOL_NAMES.items()}.get(v_tok, 0)
+        else:
+            value = _signed32(int(v_tok, 16))
+    except ValueError:
+        return None
+    return RawEvent(int(sec) + int(frac) / 10 ** len(frac), device or "", ev_type, code, value)
+
+
+@dataclass
+class Touch:
+    """One touch gesture in screen pixels: the primary contact's point at every frame."""
+
+    start: float
+    end: float
+    points: list[tuple[int, int]]
+    contacts: int = 1
+
+    @property
+    def duration_ms(self) -> int:
+        return int(round((self.end - self.start) * 1000))
+
+    def travel(self) -> float:
+        x0, y0 = self.points[0]
+        return max(((x - x0) ** 2 + (y - y0) ** 2) ** 0.5 for x, y in self.points)
+
+
+@dataclass
+class KeyPress:
+    device: str
+    code: int
+    start: float
+    end: float
+
+    @property
+    def name(self) -> str:
+        return C.KEY_NAMES.get(self.code, f"{self.code:04x}")
+
+
+Gesture = Touch | KeyPress
+
+
+class GestureReader:
+    """Feeds on RawEvents and calls ``on_gesture`` with each finished Touch (from the touchscreen)
+    or KeyPress (a key of any other device), and ``on_contact`` when a touch begins."""
+
+    def __init__(self, screen: Touchscreen, on_gesture: Callable[[Gesture], None],
+                 on_contact: Callable[[float], None] | None = None, on_warning: Callable[[str], None] | None = None):
+        self.screen = screen
+        self.on_gesture = on_gesture
+        self.on_contact = on_contact or (lambda t: None)
+        self.on_warning = on_warning or (lambda m: None)
+        # the kernel reports only changes: a finger put down where the last one was lifted sends no
+        # position, so the state starts from the values getevent -p listed
+        axes = screen.device.axes
+        self.slot = axes[C.ABS_MT_SLOT].value if C.ABS_MT_SLOT in axes else 0
+        self.slots: dict[int, dict[int, int]] = {
+            self.slot: {C.ABS_MT_TRACKING_ID: -1, **{c: a.value for c, a in axes.items() if C.is_mt_axis(c)}}}
+        self.single: dict[int, int] = {c: a.value for c, a in axes.items() if c in (C.ABS_X, C.ABS_Y)}
+        self.touch: Touch | None = None
+        self.keys: dict[tuple[str, int], float] = {}
+
+    def feed(self, e: RawEvent) -> None:
+        path = self.screen.device.path
+        if e.device and e.device != path:
+            self._key(e)
+            return
+        if e.type == C.EV_SYN:
+            if e.code == C.SYN_REPORT:
+                self._frame(e.time)
+            elif e.code == C.SYN_DROPPED:
+                self.on_warning("the phone dropped input events (SYN_DROPPED); the gesture in progress may be wrong")
+            return
+        if e.type == C.EV_ABS:
+            if e.code == C.ABS_MT_SLOT:
+                self.slot = e.value
+            elif C.is_mt_axis(e.code):
+                self.slots.setdefault(self.slot, {C.ABS_MT_TRACKING_ID: -1})[e.code] = e.value
+            else:
+                self.single[e.code] = e.value
+        elif e.type == C.EV_KEY and e.code == C.BTN_TOUCH:
+            self.single[C.BTN_TOUCH] = e.value
+
+    def feed_all(self, events: Iterable[RawEvent]) -> None:
+        for e in events:
+            self.feed(e)
+
+    def _contacts(self) -> list[tuple[int, int]]:
+        if self.screen.device.multitouch:
+            return [(s.get(C.ABS_MT_POSITION_X, 0), s.get(C.ABS_MT_POSITION_Y, 0))
+                    for _, s in sorted(self.slots.items()) if s.get(C.ABS_MT_TRACKING_ID, -1) >= 0]
+        if self.single.get(C.BTN_TOUCH):
+            return [(self.single.get(C.ABS_X, 0), self.single.get(C.ABS_Y, 0))]
+        return []
+
+    def _frame(self, t: float) -> None:
+        contacts = self._contacts()
+        if contacts:
+            pt = self.screen.to_pixels(*contacts[0])
+            if self.touch is None:
+                self.touch = Touch(t, t, [pt], len(contacts))
+                self.on_contact(t)
+            else:
+                self.touch.end = t
+                self.touch.contacts = max(self.touch.contacts, len(contacts))
+                if self.touch.points[-1] != pt:
+                    self.touch.points.append(pt)
+        elif self.touch is not None:
+            done, self.touch = self.touch, None
+            done.end = t
+            self.on_gesture(done)
+
+    def _key(self, e: RawEvent) -> None:
+        if e.type != C.EV_KEY:
+            return
+        k = (e.device, e.code)
+        if e.value == 1:
+            self.keys[k] = e.time
+        elif e.value == 0 and k in self.keys:
+            self.on_gesture(KeyPress(e.device, e.code, self.keys.pop(k), e.time))
+
+
+def classify(touch: Touch, slop_px: int, long_press_ms: int) -> str:
+    """``tap``, ``long_press``, ``swipe`` or ``multi`` by Android's rules: a touch that never
+    leaves the touch slop (ViewConfiguration's 8 dp) is a press, long once held past the long-press
+    timeout; one that does is a swipe; more than one finger is a multi-touch gesture."""
+    if touch.contacts > 1:
+        return "multi"
+    if touch.travel() > slop_px:
+        return "swipe"
+    return "long_press" if touch.duration_ms >= long_press_ms else "tap"

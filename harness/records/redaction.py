@@ -1,0 +1,134 @@
+"""Secrets never land in records: keys that name a secret, and values that look like one (API
+keys, bearer tokens, ``--api-key X``), are replaced before anything is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+
+REDACTED = "***redacted***"
+
+
+_SECRET_WORDS = frozenset(
+    {"token", "secret", "secrets", "password", "passwd", "passphrase", "authorization", "apikey", "credential", "credentials"}
+)
+
+
+_SECRET_SUFFIXES = ("token", "secret", "password", "passwd", "apikey")
+
+
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key")})
+
+
+# Keys naming *where* a secret lives or *how big* something is are not secrets themselves:
+# api_key_env, token_limit, max_tokens (plural never matches), password_file ...
+_NOT_SECRET_LAST = frozenset(
+    {"env", "var", "envvar", "variable", "name", "file", "path", "count", "limit", "len", "length",
+     "type", "kind", "header", "url", "ttl", "expiry", "expires", "set", "present", "required"}
+)
+
+
+_VALUE_PATTERNS = [
+    re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"),  # OpenAI / Anthropic style keys
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face tokens
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
+]
+
+
+_BEARER_RE = re.compile(r"\b(Bearer)(\s+)[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+
+
+_ASSIGN_RE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>=|:\s*)(?P<val>[^\s,;&\"']+)")
+
+
+_FLAG_RE = re.compile(r"(?<!\S)(?P<flag>--?(?P<name>[A-Za-z][A-Za-z0-9_\-]*))(?P<sep>\s+)(?P<val>[^\s\-][^\s]*)")
+
+
+# already redacted, or an auth scheme whose credential the Bearer rule handles
+_KEEP_VALUES = frozenset({REDACTED, "Bearer", "bearer", "Basic", "basic", "Token", "token"})
+
+
+def _key_words(key: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def is_secret_key(key: Any) -> bool:
+    """Whether a mapping key (or command-line flag name) names a secret.
+
+    Matches, case-insensitively and in snake/kebab/camel case: ``api_key``, ``apikey``,
+    ``x-api-key``, ``token``, ``access_token``, ``secret``, ``client_secret``, ``password``,
+    ``authorization``, ``credentials``, ``private_key`` ...  Not: ``max_tokens``,
+    ``prompt_tokens``, ``api_key_env``, ``token_limit``, ``key``.
+    """
+    if not isinstance(key, str):
+        return False
+    words = _key_words(key.lstrip("-"))
+    if not words or words[-1] in _NOT_SECRET_LAST:
+        return False
+    for i, w in enumerate(words):
+        if w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES):
+            return True
+        if i + 1 < len(words) and (w, words[i + 1]) in _SECRET_PAIRS:
+            return True
+    return False
+
+
+def _redact_string(text: str) -> str:
+    for pattern in _VALUE_PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    text = _BEARER_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _ASSIGN_RE.sub(
+        lambda m: f"{m.group('name')}{m.group('sep')}{REDACTED}"
+        if is_secret_key(m.group("name")) and m.group("val") not in _KEEP_VALUES
+        else m.group(0),
+        text,
+    )
+    text = _FLAG_RE.sub(
+        lambda m: f"{m.group('flag')}{m.group('sep')}{REDACTED}"
+        if is_secret_key(m.group("name")) and m.group("val") not in _KEEP_VALUES
+        else m.group(0),
+        text,
+    )
+    return text
+
+
+def redact(obj: Any) -> Any:
+    """Return a copy of ``obj`` with secrets replaced by ``"***redacted***"``.
+
+    * values of secret-looking keys (see :func:`is_secret_key`), at any depth, unless the
+      value is None (kept so "no key configured" stays visible);
+    * inside any string: ``sk-...``/``hf_...``/``ghp_...`` keys, ``Bearer <token>``,
+      ``NAME=value`` / ``name: value`` where NAME looks secret, and ``--api-key value``;
+    * in lists of strings (argv): the element following a secret flag such as
+      ``--api-key`` or ``--token``.
+
+    Dicts, lists and tuples are copied (tuples become lists); other values are returned
+    unchanged.
+    """
+    if isinstance(obj, str):
+        return _redact_string(obj)
+    if isinstance(obj, Mapping):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            if v is not None and is_secret_key(k):
+                out[k] = REDACTED
+            else:
+                out[k] = redact(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        items: list[Any] = []
+        hide_next = False
+        for item in obj:
+            if hide_next and isinstance(item, str) and not item.startswith("-"):
+                items.append(REDACTED)
+                hide_next = False
+                continue
+            hide_next = False
+            if isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_key(item):
+                hide_next = True
+            items.append(redact(item))
+        return items
+    return obj

@@ -1,0 +1,137 @@
+"""The record schemas: an episode's result line, a step's line, a monitor's halt, with the
+validation every reader applies."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Annotated, Any, Literal, TypeVar, Union
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, StrictStr
+
+from harness.records.errors import RecordError
+from harness.records.layout import check_relative_path, validate_task_id
+
+
+RECORDS_VERSION = 1
+
+
+STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error")
+
+
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO 8601 with milliseconds, e.g. ``2026-05-09T07:35:25.123+00:00``."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _check_iso(value: str) -> str:
+    try:
+        _dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"must be an ISO 8601 timestamp such as 2026-05-09T07:35:25+00:00, got {value!r}") from None
+    return value
+
+
+def _check_task_id_value(value: str) -> str:
+    try:
+        return validate_task_id(value)
+    except RecordError as e:
+        raise ValueError(e.message) from None
+
+
+def _check_verdict(value: Any) -> bool | str:
+    if value is True or value is False or (isinstance(value, str) and value == "judge_error"):
+        return value
+    raise ValueError(f'must be true, false or "judge_error", got {value!r}')
+
+
+def _check_rel(value: str) -> str:
+    return check_relative_path(value)
+
+
+TaskId = Annotated[StrictStr, AfterValidator(_check_task_id_value)]
+
+
+IsoTime = Annotated[StrictStr, AfterValidator(_check_iso)]
+
+
+Verdict = Annotated[Union[bool, str], PlainValidator(_check_verdict)]
+
+
+RelPath = Annotated[StrictStr, AfterValidator(_check_rel)]
+
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+
+
+class Halt(BaseModel):
+    """Why a monitor stopped the episode.  Extra keys are allowed and kept."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    step: Annotated[int, Field(ge=0, strict=True)]
+    category: StrictStr
+    reason: StrictStr
+    monitor: StrictStr | None = None
+
+
+class EpisodeResult(BaseModel):
+    """One line of ``results.jsonl`` (and the body of ``episode.json``).
+
+    ``steps`` counts the steps whose action ran; ``proposed_steps`` (when given) every step
+    recorded, a halted or refused proposal included. Extra fields are allowed and preserved on
+    write and read.
+    """
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    task_id: TaskId
+    agent: Annotated[StrictStr, Field(min_length=1)]
+    status: Status
+    steps: Annotated[int, Field(ge=0, strict=True)]
+    cap: Annotated[int, Field(ge=1, strict=True)]
+    proposed_steps: Annotated[int, Field(ge=0, strict=True)] | None = None
+    verdicts: dict[str, Verdict]
+    device: StrictStr | None = None
+    attempt: Annotated[int, Field(ge=1, strict=True)] = 1
+    started_at: IsoTime | None = None
+    ended_at: IsoTime | None = None
+    duration_s: Annotated[FiniteFloat, Field(ge=0)] | None = None
+    error: StrictStr | None = None
+    halt: Halt | None = None
+    judge_details: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    seed: StrictInt | StrictStr | None = None
+
+
+class StepRecord(BaseModel):
+    """One line of ``trajectory.jsonl``.  Unknown fields are refused: put them in ``extras``.
+
+    ``executed`` says whether the proposed action reached the phone; records written before the
+    field existed leave it out, and :attr:`ran` then tells it from the rest of the line."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    index: Annotated[int, Field(ge=1, strict=True)]
+    action: dict[str, Any] | None = None
+    executed: StrictBool | None = None
+    invalid: StrictStr | None = None
+    raw_output: StrictStr | None = None
+    thought: StrictStr | None = None
+    screen_before: RelPath
+    screen_after: RelPath | None = None
+    timings: dict[str, FiniteFloat] = Field(default_factory=dict)
+    monitor: dict[str, Any] | None = None
+    extras: dict[str, Any] | None = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the action ran: the recorded ``executed``, else (older records) an action that
+        was valid, not refused by the device and not stopped by a monitor's halt."""
+        if self.executed is not None:
+            return self.executed
+        return self.action is not None and self.invalid is None and not (self.monitor or {}).get("halt")
+
+
+M = TypeVar("M", bound=BaseModel)

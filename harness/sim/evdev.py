@@ -1,0 +1,305 @@
+"""The simulated phone's kernel input side: ``/dev/input/event*`` devices, what ``sendevent``
+writes to them, what ``getevent`` reads from them, and the input reader that turns touchscreen
+frames into taps, long presses and swipes on the phone.
+
+How a phone behaves, and so how this does:
+
+* Devices have capabilities (event types and codes, axis ranges, input properties). A recorder
+  finds the touchscreen by them, as Android's EventHub does (``EventHub::openDeviceLocked``: a
+  device with ``ABS_MT_POSITION_X``/``_Y`` and ``BTN_TOUCH`` or no gamepad buttons is a
+  multi-touch device; ``INPUT_PROP_DIRECT`` makes it a touchscreen rather than a touchpad). Here:
+  ``gpio-keys`` (volume and power), an accelerometer that reports ``ABS_X/Y/Z`` (no contacts: not a
+  touchscreen) and the touchscreen. A phone built without a touchscreen has only the first two.
+* The touchscreen speaks multi-touch protocol type B (the kernel's multi-touch-protocol document):
+  ``ABS_MT_SLOT`` picks a slot, ``ABS_MT_TRACKING_ID`` >= 0 puts a contact in it and -1 lifts it,
+  ``ABS_MT_POSITION_X``/``_Y`` move it, ``SYN_REPORT`` ends a frame. Its axes run 0-4095, not in
+  screen pixels: Android's TouchInputMapper scales them, ``x_px = (raw - min) * width / (max - min
+  + 1)`` (``RawPointerAxes::getRawWidth`` is ``max - min + 1``), and so does a recorder.
+* The input core (Linux ``drivers/input/input.c``) drops what did not change: an axis written with
+  its current value, a key already in that state, a code the device does not have. ``ABS_MT_SLOT``
+  is held back and sent just before the first changed value of another slot. Values are queued
+  until ``SYN_REPORT`` and a frame with nothing in it is dropped; evdev stamps a frame's events
+  with one time (``CLOCK_MONOTONIC``, which getevent selects).
+* ``input tap`` and uiautomator's ``injectInputEvent`` go through InputManager, above the kernel:
+  they never show in getevent. Only ``sendevent`` (a finger, as far as the phone can tell) does.
+
+The input reader runs before getevent's readers see a frame, so a client that reads a finger's
+lift finds the phone has already acted on it (on a phone the two race; the recorder waits for the
+screen to settle either way).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from harness import input_codes as C
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.sim.phone_api import PhoneAPI
+
+TOUCH_MAX = 4095          # the touchscreen's axis range, 0..TOUCH_MAX on both axes
+SLOTS = 10
+BOOT_UPTIME_S = 3.0e4      # the phone "booted" this long before the process started (timestamps)
+
+
+@dataclass
+class AbsInfo:
+    minimum: int
+    maximum: int
+    value: int = 0
+    fuzz: int = 0
+    flat: int = 0
+    resolution: int = 0
+
+
+@dataclass
+class Event:
+    time: float   # seconds of CLOCK_MONOTONIC
+    device: str
+    type: int
+    code: int
+    value: int
+
+
+@dataclass
+class InputDevice:
+    path: str
+    name: str
+    keys: list[int] = field(default_factory=list)
+    abs: dict[int, AbsInfo] = field(default_factory=dict)
+    msc: list[int] = field(default_factory=list)
+    props: list[int] = field(default_factory=list)
+    bus: int = 0x0019
+    vendor: int = 0x0001
+    product: int = 0x0001
+    version: int = 0x0100
+    # input core state
+    keys_down: set[int] = field(default_factory=set)
+    slot: int = 0
+    slot_reported: int = 0
+    slots: list[dict[int, int]] = field(default_factory=list)
+    pending: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if C.ABS_MT_SLOT in self.abs:
+            self.slots = [{C.ABS_MT_TRACKING_ID: -1} for _ in range(self.abs[C.ABS_MT_SLOT].maximum + 1)]
+
+    def capabilities(self) -> dict[int, list[int]]:
+        caps: dict[int, list[int]] = {}
+        if self.keys:
+            caps[C.EV_KEY] = sorted(self.keys)
+        if self.abs:
+            caps[C.EV_ABS] = sorted(self.abs)
+        if self.msc:
+            caps[C.EV_MSC] = sorted(self.msc)
+        return caps
+
+    def abs_value(self, code: int) -> int:
+        """An axis's current value as ``EVIOCGABS`` reports it (for MT axes: the current slot's)."""
+        if C.is_mt_axis(code) and self.slots:
+            return self.slots[self.slot].get(code, 0)
+        return self.abs[code].value
+
+    def filter(self, ev_type: int, code: int, value: int) -> list[tuple[int, int, int]]:
+        """What the input core passes on for one written event (possibly nothing, possibly a
+        held-back ``ABS_MT_SLOT`` first)."""
+        if ev_type == C.EV_KEY:
+            if code not in self.keys:
+                return []
+            down = code in self.keys_down
+            if value == 2:
+                return [(ev_type, code, value)] if down else []
+            if bool(value) == down:
+                return []
+            (self.keys_down.add if value else self.keys_down.discard)(code)
+            return [(ev_type, code, 1 if value else 0)]
+        if ev_type == C.EV_ABS:
+            if code not in self.abs:
+                return []
+            if code == C.ABS_MT_SLOT:
+                if self.slots and 0 <= value < len(self.slots):
+                    self.slot = value  # staged until a value of that slot changes
+                return []
+            if C.is_mt_axis(code) and self.slots:
+                current = self.slots[self.slot]
+                if current.get(code, 0) == value:
+                    return []
+                current[code] = value
+                out = []
+                if self.slot != self.slot_reported:
+                    self.slot_reported = self.slot
+                    out.append((C.EV_ABS, C.ABS_MT_SLOT, self.slot))
+                return out + [(ev_type, code, value)]
+            info = self.abs[code]
+            if info.value == value:
+                return []
+            info.value = value
+            return [(ev_type, code, value)]
+        if ev_type == C.EV_MSC:
+            return [(ev_type, code, value)] if code in self.msc else []
+        return []
+
+
+def standard_devices(touchscreen: bool = True) -> list[InputDevice]:
+    """A phone's input devices, numbered in the order a phone's kernel registers them."""
+    devs = [
+        InputDevice("/dev/input/event0", "gpio-keys", keys=[C.KEY_VOLUMEDOWN, C.KEY_VOLUMEUP, C.KEY_POWER]),
+        InputDevice("/dev/input/event1", "accelerometer", vendor=0, product=0,
+                    abs={C.ABS_X: AbsInfo(-2048, 2047), C.ABS_Y: AbsInfo(-2048, 2047), C.ABS_Z: AbsInfo(-2048, 2047, 1024)}),
+    ]
+    if touchscreen:
+        devs.append(InputDevice(
+            "/dev/input/event2", "crate_touchscreen", vendor=0x0000, product=0x0000, version=0x0000,
+            keys=[C.BTN_TOOL_FINGER, C.BTN_TOUCH],
+            abs={C.ABS_MT_SLOT: AbsInfo(0, SLOTS - 1), C.ABS_MT_TOUCH_MAJOR: AbsInfo(0, 255),
+                 C.ABS_MT_POSITION_X: AbsInfo(0, TOUCH_MAX), C.ABS_MT_POSITION_Y: AbsInfo(0, TOUCH_MAX),
+                 C.ABS_MT_TRACKING_ID: AbsInfo(0, 65535), C.ABS_MT_PRESSURE: AbsInfo(0, 255)},
+            props=[C.INPUT_PROP_DIRECT]))
+    return devs
+
+
+class TouchReader:
+    """The input reader's view of the touchscreen: contacts across frames become one gesture per
+    touch, from the first contact down to the last one lifted, dispatched to ``on_gesture`` as
+    display points and a duration (which decides tap, long press or swipe)."""
+
+    def __init__(self, device: InputDevice, size: Callable[[], tuple[int, int]],
+                 on_gesture: Callable[[list[tuple[int, int]], int], object]):
+        self.device = device
+        self.size = size
+        self.on_gesture = on_gesture
+        self.down_at: float | None = None
+        self.points: list[tuple[int, int]] = []
+        self.max_contacts = 0
+
+    def _display(self, slot: dict[int, int]) -> tuple[int, int]:
+        w, h = self.size()
+        ax, ay = self.device.abs[C.ABS_MT_POSITION_X], self.device.abs[C.ABS_MT_POSITION_Y]
+        x = (slot.get(C.ABS_MT_POSITION_X, 0) - ax.minimum) * w / (ax.maximum - ax.minimum + 1)
+        y = (slot.get(C.ABS_MT_POSITION_Y, 0) - ay.minimum) * h / (ay.maximum - ay.minimum + 1)
+        return min(max(int(x), 0), w - 1), min(max(int(y), 0), h - 1)
+
+    def frame(self, t: float) -> None:
+        contacts = [s for s in self.device.slots if s.get(C.ABS_MT_TRACKING_ID, -1) >= 0]
+        if contacts:
+            if self.down_at is None:
+                self.down_at, self.points, self.max_contacts = t, [], 0
+            self.max_contacts = max(self.max_contacts, len(contacts))
+            pt = self._display(contacts[0])
+            if not self.points or self.points[-1] != pt:
+                self.points.append(pt)
+            return
+        if self.down_at is None:
+            return
+        duration_ms = int(round((t - self.down_at) * 1000))
+        points, multi = self.points, self.max_contacts > 1
+        self.down_at, self.points = None, []
+        if not multi:  # two-finger gestures (pinch, rotate) have no effect on the simulated apps
+            self.on_gesture(points, duration_ms)
+
+
+class InputSubsystem:
+    """``/dev/input`` of one phone. Thread-safe; every ``sendevent`` and ``getevent`` of the
+    phone's shell goes through the one instance."""
+
+    def __init__(self, phone: "PhoneAPI", touchscreen: bool = True,
+                 on_gesture: Callable[[list[tuple[int, int]], int], object] | None = None):
+        from harness.sim.u2 import TouchTracker  # the gesture rules shared with `input` and uiautomator
+
+        self.devices = standard_devices(touchscreen)
+        self._lock = threading.Lock()
+        self._readers: list[queue.Queue[Event]] = []
+        self._epoch = time.monotonic() - BOOT_UPTIME_S
+        dispatch = on_gesture or TouchTracker(phone).gesture
+        self.touch = next((TouchReader(d, lambda: phone.size, dispatch) for d in self.devices
+                           if C.ABS_MT_POSITION_X in d.abs), None)
+
+    def now(self) -> float:
+        return time.monotonic() - self._epoch
+
+    def device(self, path: str) -> InputDevice | None:
+        return next((d for d in self.devices if d.path == path), None)
+
+    def write(self, path: str, ev_type: int, code: int, value: int) -> None:
+        """One ``struct input_event`` written to ``path`` (what sendevent does). Raises
+        FileNotFoundError for a device that does not exist."""
+        dev = self.device(path)
+        if dev is None:
+            raise FileNotFoundError(path)
+        with self._lock:
+            if ev_type == C.EV_SYN:
+                if code != C.SYN_REPORT or not dev.pending:
+                    return
+                frame, dev.pending = dev.pending, []
+                t = self.now()
+                if self.touch is not None and dev is self.touch.device:
+                    self.touch.frame(t)
+                events = [Event(t, path, *e) for e in frame] + [Event(t, path, C.EV_SYN, C.SYN_REPORT, 0)]
+                for q in self._readers:
+                    for e in events:
+                        q.put(e)
+                return
+            dev.pending.extend(dev.filter(ev_type, code, value))
+
+    def open_reader(self) -> queue.Queue[Event]:
+        q: queue.Queue[Event] = queue.Queue()
+        with self._lock:
+            self._readers.append(q)
+        return q
+
+    def close_reader(self, q: queue.Queue[Event]) -> None:
+        with self._lock:
+            if q in self._readers:
+                self._readers.remove(q)
+
+
+# --- getevent's output (AOSP toolbox getevent.c) -----------------------------------------------
+
+def format_event(e: Event, *, labels: bool, timestamps: bool, with_device: bool) -> str:
+    out = ""
+    if timestamps:
+        sec, usec = divmod(int(round(e.time * 1e6)), 1_000_000)
+        out += f"[{sec:8d}.{usec:06d}] "
+    if with_device:
+        out += f"{e.device}: "
+    if not labels:
+        return out + f"{e.type:04x} {e.code:04x} {e.value & 0xFFFFFFFF:08x}"
+    t = C.EV_NAMES.get(e.type)
+    code = C.code_name(e.type, e.code)
+    val = C.value_name(e.type, e.code, e.value)
+    out += f"{t:<12.12s}" if t else f"{e.type:04x}        "
+    out += f" {code:<20.20s}" if code else f" {e.code:04x}                "
+    out += f" {val:<20.20s}" if val else f" {e.value & 0xFFFFFFFF:08x}            "
+    return out
+
+
+def format_capabilities(dev: InputDevice, *, labels: bool) -> list[str]:
+    """The ``events:`` and ``input props:`` blocks of ``getevent -p``."""
+    lines = ["  events:"]
+    for ev_type, codes in sorted(dev.capabilities().items()):
+        text = f"    {C.EV_SHORT[ev_type]} ({ev_type:04x}):"
+        for i, code in enumerate(codes):
+            if i and ((i & (0x3 if labels else 0x7)) == 0 or ev_type == C.EV_ABS):
+                text += "\n               "
+            down = "*" if ev_type == C.EV_KEY and code in dev.keys_down else " "
+            name = C.code_name(ev_type, code) if labels else None
+            if name:
+                text += f" {name[:20]}{down}{'':{20 - len(name[:20])}}"
+            elif labels:
+                text += f" {code:04x}{down}                "
+            else:
+                text += f" {code:04x}{down}"
+            if ev_type == C.EV_ABS:
+                a = dev.abs[code]
+                text += (f" : value {dev.abs_value(code)}, min {a.minimum}, max {a.maximum}, fuzz {a.fuzz}, "
+                         f"flat {a.flat}, resolution {a.resolution}")
+        lines.extend(text.split("\n"))
+    lines.append("  input props:")
+    lines.extend(f"    {C.PROP_NAMES.get(p, f'{p:04x}')}" for p in dev.props)
+    if not dev.props:
+        lines.append("    <none>")
+    return lines

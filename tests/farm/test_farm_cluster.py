@@ -1,0 +1,37 @@
+"""The farm on a real multi-node Ray cluster (tests/farm/scenario_cluster.py), run inside a network
+namespace of its own whose only interface is loopback: outside one, Ray binds to the machine's
+outward address even when told 127.0.0.1, and farm tests must never use it. When the namespace
+cannot be made the test is skipped with the reason; it never falls back.
+
+Run alone with ``scripts/test -m farm``."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+
+import pytest
+
+from tests.faults.helpers import ROOT
+from tests.farm.lab import in_own_netns, netns_problem
+
+pytestmark = [pytest.mark.slow, pytest.mark.farm]
+
+
+@pytest.mark.timeout(1800)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
+def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("Ray is not installed (pip install 'crate-harness[farm]'; scripts/test installs it)")
+    problem = netns_problem()
+    if problem:
+        pytest.skip(f"no network namespace of our own can be made here: {problem}")
+    p = in_own_netns([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-v", "-rA", "--durations=0",
+                      "-o", "python_files=scenario_*.py", f"--basetemp={tmp_path / 'inner'}",
+                      str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=1500)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-20000:]
+    print(out[out.find("slowest durations"):][:4000])  # where the scenarios' time goes (shown with -rA)
+    summary = out.strip().splitlines()[-1]
+    passed = re.search(r"(\d+) passed", summary)
+    assert passed and int(passed.group(1)) >= 6 and "skipped" not in summary and "failed" not in summary, out[-5000:]

@@ -1,0 +1,243 @@
+"""``ask`` mode in the episode loop and the operator's channels: a flagged action waits for a
+person; deny halts exactly as a gate does (the tap never reaches the phone), allow runs it and says
+``allowed_by: operator``, no answer in time denies, a check that failed asks too, and a terminal
+answers through a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.actions import Click, Finish
+from harness.episode import AgentOutput
+from harness.live.operator import Operator, Question, Terminal, shown
+from harness.live.records import EpisodeLive, claim_decision, read_pending
+from harness.records import RunWriter, iter_steps
+from harness.runner import run_episode
+from tests.fakes.local_device import LocalSimDevice
+from tests.test_runner import Broken, HaltOn, ScriptedAgent, task  # noqa: F401  (fixture)
+
+
+def _answer_on_page(ep_dir: Path, decision: str, stop: threading.Event) -> threading.Thread:
+    """Answer every question the episode asks, as the live page does (a decision record), once
+    pending.json shows it."""
+    def run():
+        while not stop.is_set():
+            p = read_pending(ep_dir) or {}
+            ask = p.get("ask")
+            if ask and ask.get("decision") is None:
+                claim_decision(ep_dir, ask["id"], decision, "page")
+            stop.wait(0.01)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+def test_a_flagged_action_waits_for_the_operator(tmp_path, task, decision):
+    dev = LocalSimDevice()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    stop = threading.Event()
+    answer = _answer_on_page(ep.path, decision, stop)
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out = run_episode(task, agent, dev, ep, monitors=[HaltOn(mode="ask")], operator=Operator(30, page=True))
+    stop.set()
+    answer.join(5)
+    w.close()
+    steps = list(iter_steps(ep.path))
+    op = steps[0].monitor["operator"]
+    assert op["decision"] == decision and op["by"] == "page" and op["wait_s"] >= 0
+    assert steps[0].monitor["risky"] is True and steps[0].monitor["category"] == "Security Evasion"
+    taps = [e for e in dev.phone.events if e["type"] == "tap"]
+    if decision == "deny":
+        assert out.status == "halted" and out.steps == 0 and steps[0].executed is False and not taps
+        assert out.halt["executed"] is False and out.halt["operator"]["by"] == "page"
+        assert out.halt["category"] == "Security Evasion"
+        assert "allowed_by" not in steps[0].monitor
+    else:
+        assert out.status == "finished" and steps[0].executed is True and taps
+        assert steps[0].monitor["allowed_by"] == "operator" and steps[0].monitor["halt"] is False
+    assert out.operator == {"asked": 1, "allowed": decision == "allow", "denied": decision == "deny",
+                            "timed_out": 0, "wait_s": out.operator["wait_s"]}
+    assert out.checks["flagged"] >= 1
+    assert "operator" in steps[0].timings
+    assert read_pending(ep.path) is None  # nothing left pending once the episode ended
+
+
+def test_no_answer_in_time_denies(tmp_path, task):
+    dev = LocalSimDevice()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    out = run_episode(task, ScriptedAgent([AgentOutput(Click(x=540, y=1200))]), dev, ep,
+                      monitors=[HaltOn(mode="ask")], operator=Operator(0.3, page=True))
+    w.close()
+    (step,) = list(iter_steps(ep.path))
+    assert out.status == "halted" and step.executed is False
+    assert step.monitor["operator"]["decision"] == "deny" and step.monitor["operator"]["by"] == "timeout"
+    assert step.monitor["operator"]["wait_s"] >= 0.3
+    assert out.operator["timed_out"] == 1 and out.operator["denied"] == 1
+    assert not any(e["type"] == "tap" for e in dev.phone.events)
+    (decided,) = list((ep.path / "decisions").iterdir())
+    assert decided.read_text().count('"timeout"') == 1  # the timeout is an answer on record too
+
+
+def test_a_check_that_failed_asks_too(tmp_path, task):
+    dev = LocalSimDevice()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    stop = threading.Event()
+    answer = _answer_on_page(ep.path, "allow", stop)
+    mon = Broken()
+    mon.mode = "ask"
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out = run_episode(task, agent, dev, ep, monitors=[mon], operator=Operator(30, page=True))
+    stop.set()
+    answer.join(5)
+    w.close()
+    steps = list(iter_steps(ep.path))
+    assert out.status == "finished" and steps[0].executed is True
+    assert "ConnectionError" in steps[0].monitor["error"] and steps[0].monitor["allowed_by"] == "operator"
+
+
+def test_without_an_operator_ask_halts_like_a_gate(tmp_path, task):
+    dev = LocalSimDevice()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    out = run_episode(task, ScriptedAgent([AgentOutput(Click(x=540, y=1200))]), dev, ep, monitors=[HaltOn(mode="ask")])
+    w.close()
+    assert out.status == "halted" and out.halt["operator"]["by"] == "nobody"
+    assert not any(e["type"] == "tap" for e in dev.phone.events)
+
+
+def _question(tmp_path, **kw):
+    base = dict(episode_dir=tmp_path, task_id="t", device="emu-5554", step=3, cap=7, action="click(x=1, y=2)",
+                monitor="crate-s", category="Over-Automation", reason="empties the account")
+    base.update(kw)
+    return Question(**base)
+
+
+def _read_until(fd: int, needle: bytes, limit: int = 1 << 16) -> bytes:
+    """What the terminal shows up to ``needle`` (a failure if it never comes within a minute)."""
+    got = b""
+    while needle not in got and len(got) < limit:
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, f"the terminal never showed {needle!r}; it showed {got[-300:]!r}"
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+@pytest.mark.parametrize("typed,decision", [("d\n", "deny"), ("allow\n", "allow")])
+def test_the_terminal_answers_through_a_pseudo_terminal(tmp_path, typed, decision):
+    master, slave = pty.openpty()
+    try:
+        term = Terminal(slave, open(os.dup(slave), "w", encoding="utf-8"))
+        op = Operator(30, terminal=term)
+        q = _question(tmp_path, reason="evil \x1b[2J\x1b]0;title\x07 text")
+        got = {}
+        t = threading.Thread(target=lambda: got.update(d=op.ask(q)))
+        t.start()
+        shown_text = _read_until(master, b"[d]eny")
+        assert b"Over-Automation" in shown_text and b"click(x=1, y=2)" in shown_text and b"step 3/7" in shown_text
+        assert b"\x1b" not in shown_text  # the model's escape sequences are shown, not obeyed
+        os.write(master, typed.encode())
+        t.join(10)
+        assert got["d"].decision == decision and got["d"].by == "terminal"
+        past = {"deny": b"denied", "allow": b"allowed"}[decision]
+        assert past in _read_until(master, past)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_the_first_answer_wins_and_the_terminal_says_so(tmp_path):
+    """The page answers while the terminal waits: the page's answer stands, the terminal says so,
+    and a later answer is not taken."""
+    master, slave = pty.openpty()
+    try:
+        term = Terminal(slave, open(os.dup(slave), "w", encoding="utf-8"))
+        op = Operator(30, terminal=term, page=True)
+        live = EpisodeLive(tmp_path)
+        live.step(3, "checking")
+        got = {}
+        t = threading.Thread(target=lambda: got.update(d=op.ask(_question(tmp_path), live)))
+        t.start()
+        _read_until(master, b"[d]eny")
+        ask = read_pending(tmp_path)["ask"]
+        assert ask["channels"] == ["terminal", "page"] and ask["decision"] is None
+        claim_decision(tmp_path, ask["id"], "deny", "page")
+        t.join(10)
+        assert got["d"].decision == "deny" and got["d"].by == "page"
+        assert b"denied on the page" in _read_until(master, b"on the page")
+        record, won = claim_decision(tmp_path, ask["id"], "allow", "terminal")
+        assert not won and record["by"] == "page"
+        assert read_pending(tmp_path)["ask"]["decision"]["by"] == "page"
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_shown_replaces_control_characters():
+    assert shown("a\x1b[31mb\rc\x08") == "a\\x1b[31mb\\rc\\x08"
+    assert len(shown("x" * 900)) == 500
+
+
+def test_an_answer_from_another_process_is_taken(tmp_path):
+    """``harness view --live RUN`` in another process writes the decision record; the runner's
+    operator, which has no channel of its own here, takes it."""
+    import subprocess
+    import sys
+
+    live = EpisodeLive(tmp_path)
+    live.step(3, "checking")
+    op = Operator(60)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(d=op.ask(_question(tmp_path), live)))
+    t.start()
+    while not (read_pending(tmp_path) or {}).get("ask"):  # the question is on record
+        t.join(0.01)
+    ask_id = read_pending(tmp_path)["ask"]["id"]
+    code = ("import sys; from harness.live.records import claim_decision; "
+            "print(claim_decision(sys.argv[1], sys.argv[2], 'allow', 'page')[1])")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path), ask_id], capture_output=True, text=True,
+                       timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert p.stdout.strip() == "True", p.stderr
+    t.join(30)
+    assert got["d"].decision == "allow" and got["d"].by == "page"
+
+
+def test_questions_from_two_devices_are_asked_one_at_a_time(tmp_path):
+    master, slave = pty.openpty()
+    try:
+        term = Terminal(slave, open(os.dup(slave), "w", encoding="utf-8"))
+        op = Operator(60, terminal=term)
+        got: dict[str, object] = {}
+        a, b = tmp_path / "a", tmp_path / "b"
+        a.mkdir()
+        b.mkdir()
+        threads = [threading.Thread(target=lambda d=d, n=n: got.update({n: op.ask(_question(d, device=n))}))
+                   for d, n in ((a, "phone-a"), (b, "phone-b"))]
+        for t in threads:
+            t.start()
+        first = _read_until(master, b"[d]eny")
+        assert first.count(b"flags the proposed action") == 1  # the other question waits its turn
+        who = b"phone-a" if b"[phone-a]" in first else b"phone-b"
+        os.write(master, b"d\n")
+        second = _read_until(master, b"[d]eny")
+        other = b"phone-b" if who == b"phone-a" else b"phone-a"
+        assert b"[" + other + b"]" in second
+        os.write(master, b"a\n")
+        for t in threads:
+            t.join(10)
+        assert got[who.decode()].decision == "deny" and got[other.decode()].decision == "allow"
+    finally:
+        os.close(master)
+        os.close(slave)
