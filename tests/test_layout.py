@@ -146,3 +146,8 @@ def test_no_arrow_up_and_plugins_apart():
                     bad.append(f"{m} imports {d}: {a} and {b} stay apart")
     assert not bad, "\n".join(bad)
 
+
+def test_no_module_over_the_limit():
+    big = sorted((n, m) for m, p in _modules().items()
+                 if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
+    assert not big, f"modules over {MAX_LINES} lines: {big}"

@@ -691,6 +691,8 @@ def shipped(tmp_path: Path, task_id: str, n_steps: int = 2) -> dict[str, bytes]:
 
 def test_install_episode_is_the_local_layout_and_atomic(tmp_path):
     files = shipped(tmp_path, "t1")
+    # the side records an episode's observers write beside it (the live view's) travel with it
+    files.update({"started.json": b'{"device": "p1"}\n', "evidence.jsonl": b'{"step": 1}\n'})
     with RunWriter(tmp_path / "run") as w:
         path = w.install_episode(result("t1"), files)
         w.append_result(result("t1"))
@@ -705,6 +707,9 @@ def test_install_episode_is_the_local_layout_and_atomic(tmp_path):
 
 @pytest.mark.parametrize("spoil,fragment", [
     (lambda f: f.update({"../escape.png": f["screens/000.png"]}), "holds only"),
+    (lambda f: f.update({"../escape.json": b"{}"}), "holds only"),
+    (lambda f: f.update({"screens/notes.json": b"{}"}), "holds only"),
+    (lambda f: f.update({"episode.json": b"{}"}), "holds only"),  # the summary is the driver's to write
     (lambda f: f.update({"screens/001.png": b"not a png"}), "not a PNG"),
     (lambda f: f.update({"trajectory.jsonl": f["trajectory.jsonl"] + (dumps(step(9)) + "\n").encode()}),
      "expected step index 3"),

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import ray
 
 from harness.records import RunWriter
+from harness.records.layout import is_side_file
 from harness.runner import Interrupted
 from harness.suite import Plugins, StepProgress, play_episode
 from harness.tasks import Task
@@ -33,10 +34,15 @@ class Secrets:
 
 
 def episode_files(path: Path) -> dict[str, bytes]:
-    """An episode folder's trajectory and screens, by their path inside it (what the driver installs)."""
+    """An episode folder's trajectory, screens and side records (the live view's started.json and
+    evidence.jsonl), by their path inside it: what the driver installs, so a farm episode's folder
+    holds what a local one does. Its summary the driver writes itself."""
     out = {"trajectory.jsonl": (path / "trajectory.jsonl").read_bytes()}
     for png in sorted((path / "screens").glob("*.png")):
         out[f"screens/{png.name}"] = png.read_bytes()
+    for f in sorted(path.iterdir()):
+        if f.is_file() and is_side_file(f.name):
+            out[f.name] = f.read_bytes()
     return out
 
 

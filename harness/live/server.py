@@ -116,6 +116,10 @@ class _LiveHandler(_Handler):
             self._events()
         elif (m := OVERLAY_RE.fullmatch(path)) is not None:
             svg = self._overlay(m.group(1), m.group(2))
+            if svg is None and m.group(2) == "pending":
+                # the step was decided and recorded between the page's last state and this request:
+                # nothing is being decided, so nothing to draw (not an error the page should show)
+                svg = '<svg xmlns="http://www.w3.org/2000/svg"/>'
             if svg is None:
                 self.send_error(404, "not found")
             else:

@@ -130,6 +130,14 @@ def resolve_screen(episode_path: str | os.PathLike[str], rel: str) -> Path:
 
 
 _SCREEN_RE = re.compile(rf"{SCREENS_DIR}/\d{{3,}}\.png")
+# other records an episode's observers write beside its trajectory (the live view's started.json
+# and evidence.jsonl): plain lower-case names, JSON or JSON lines, never a path
+_SIDE_FILE_RE = re.compile(r"[a-z][a-z0-9_]*\.jsonl?")
+
+
+def is_side_file(rel: str) -> bool:
+    """Whether ``rel`` names one of an episode's side records (not its trajectory or summary)."""
+    return bool(_SIDE_FILE_RE.fullmatch(rel)) and rel not in (TRAJECTORY_FILE, SUMMARY_FILE)
 
 
 def screen_name(index: int) -> str:

@@ -17,8 +17,8 @@ from harness.records.files import (_append_line, _fsync_dir, _fsync_file, _write
                                    atomic_write_json)
 from harness.records.json_text import _encode_line, to_jsonable
 from harness.records.layout import (EPISODES_DIR, INCOMING_PREFIX, LOCK_FILE, MANIFEST_FILE, RESULTS_FILE,
-                                    SCREENS_DIR, SUMMARY_FILE, TRAJECTORY_FILE, _SCREEN_RE, episode_dir, screen_name,
-                                    validate_task_id)
+                                    SCREENS_DIR, SUMMARY_FILE, TRAJECTORY_FILE, _SCREEN_RE, episode_dir, is_side_file,
+                                    screen_name, validate_task_id)
 from harness.records.readers import StepStream, _coerce, _tail_record, _warn, read_manifest, read_results
 from harness.records.redaction import redact
 from harness.records.schema import EpisodeResult, RECORDS_VERSION, StepRecord
@@ -404,9 +404,9 @@ class RunWriter:
         task_id = validate_task_id(result.task_id)
         names = {str(name): name for name in files}
         for rel in names:  # an allow-list: no other name, no absolute path, no '..'
-            if rel != TRAJECTORY_FILE and not _SCREEN_RE.fullmatch(rel):
-                raise RecordError(f"an episode holds only {TRAJECTORY_FILE} and {SCREENS_DIR}/NNN.png, not {rel!r}",
-                                  path=self.episodes_dir / task_id)
+            if rel != TRAJECTORY_FILE and not _SCREEN_RE.fullmatch(rel) and not is_side_file(rel):
+                raise RecordError(f"an episode holds only {TRAJECTORY_FILE}, {SCREENS_DIR}/NNN.png and side records "
+                                  f"(name.json, name.jsonl), not {rel!r}", path=self.episodes_dir / task_id)
         with self._lock:  # fail before writing anything
             self._check_open()
             if task_id in self._completed:
@@ -416,7 +416,7 @@ class RunWriter:
             (staging / SCREENS_DIR).mkdir(parents=True)
             for rel, name in names.items():
                 data = bytes(files[name])
-                if rel != TRAJECTORY_FILE and not data.startswith(_PNG_SIGNATURE):
+                if _SCREEN_RE.fullmatch(rel) and not data.startswith(_PNG_SIGNATURE):
                     raise RecordError("screen bytes are not a PNG image (missing PNG signature)", path=staging / rel)
                 _write_new(staging / rel, data, fsync=self.fsync)
             if TRAJECTORY_FILE not in names:
