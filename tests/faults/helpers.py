@@ -94,11 +94,15 @@ class SimProc:
             log.close()
 
 
-def harness_popen(args: list[str], adb_port: int, env: dict[str, str] | None = None, *, quiet: bool = False
-                  ) -> subprocess.Popen:
-    """`harness ARGS` in its own process on the adb server ``adb_port`` (output piped, or dropped
-    with ``quiet``)."""
+def harness_popen(args: list[str], adb_port: int, env: dict[str, str] | None = None, *, quiet: bool = False,
+                  log: Path | None = None) -> subprocess.Popen:
+    """`harness ARGS` in its own process on the adb server ``adb_port`` (output piped, dropped with
+    ``quiet``, or written to the file ``log``)."""
     e = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb_port), **(env or {}))
+    if log is not None:
+        with open(log, "wb") as f:  # the child keeps its own copy of the descriptor
+            return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=e, cwd=ROOT, stdout=f,
+                                    stderr=subprocess.STDOUT, text=True)
     out = subprocess.DEVNULL if quiet else subprocess.PIPE
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=e, cwd=ROOT, stdout=out, stderr=out,
                             text=True)

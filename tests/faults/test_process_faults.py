@@ -94,10 +94,13 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, serve_si
             point = f"{kind} #{k}"
         if kind is not None:
             hold.arm(kind, k)
-        p = harness_popen([*base, "--out", str(out)], adb.port, quiet=True)
+        log = tmp_path / f"trial{trial:02d}.log"
+        p = harness_popen([*base, "--out", str(out)], adb.port, log=log)
         try:
             if kind is not None:
-                assert hold.reached.wait(120), f"trial {trial}: the run never reached {point} (counts {hold.counts})"
+                assert hold.reached.wait(120), (f"trial {trial}: the run never reached {point} (counts {hold.counts}); "
+                                                f"runner {'exited ' + str(p.poll()) if p.poll() is not None else 'running'}: "
+                                                f"{log.read_text(errors='replace')[-600:]}")
             assert p.poll() is None, f"trial {trial}: the run ended before {point}"
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=10)
