@@ -72,19 +72,24 @@ class ServerResize:
 
 
 def send_size(screen: tuple[int, int], size: tuple[int, int], server: ServerResize | None, send: str,
-              image_format: str) -> tuple[int, int] | None:
+              image_format: str, as_captured: str | None = None) -> tuple[int, int] | None:
     """The size to encode a screenshot of ``screen`` at, for a model that points in ``size``: None
-    (as captured) when ``send`` is ``auto``, the image goes as PNG and ``server`` resizes it to
-    ``size`` itself; else ``size``."""
-    if send == "auto" and server is not None and image_format == "png" and server.size(screen) == tuple(size):
-        return None
+    (as captured) when ``send`` is ``auto``, the image goes as PNG and either ``server`` resizes it
+    to ``size`` itself or ``as_captured`` says why the family's deployment takes the screenshot as
+    it is (a model pointing on a 0-1000 grid of the image it was given: the point maps to the same
+    phone pixel at any image size); else ``size``."""
+    if send == "auto" and image_format == "png":
+        if as_captured or (server is not None and server.size(screen) == tuple(size)):
+            return None
     return size
 
 
-def encoding_note(server: ServerResize | None, send: str, image_format: str) -> str:
+def encoding_note(server: ServerResize | None, send: str, image_format: str, as_captured: str | None = None) -> str:
     """The encoding choice in words, for the agent's spec (the manifest)."""
     if image_format != "png":
         return f"{image_format} at the smart_resize size, encoded here"
+    if send == "auto" and as_captured:
+        return f"the captured PNG as it is: {as_captured}"
     if send == "auto" and server is not None:
         return ("the captured PNG as it is when the server's processor resizes it to the smart_resize size itself "
                 f"({server.source}); else resized here and sent as a lossless PNG")

@@ -150,6 +150,7 @@ class Variant:
     system: str | None             # the system turn, when the release sends one
     doubao_points_ok: bool         # <point>/<bbox> are in this variant's space
     server: ServerResize | None    # the resize its servers do themselves (None: not known, e.g. a hosted API)
+    as_captured: str | None = None  # why its deployment is sent the screenshot as captured (0-1000 grids only)
 
     @property
     def prompt(self) -> Prompt:
@@ -176,7 +177,11 @@ VARIANTS: dict[str, Variant] = {
                       system="You are a helpful assistant.", doubao_points_ok=False, server=QWEN2_PROCESSOR),
     "doubao": Variant("doubao", "Doubao-1.5-UI-TARS / Seed (ui-tars package prompts)", CoordSpace.THOUSAND,
                       TarsNotation(points="point", swipe="direction"), box_tokens=False, system=None,
-                      doubao_points_ok=True, server=None),  # Volcengine's API: its resize is not published
+                      doubao_points_ok=True, server=None,  # Volcengine's API: its resize is not published
+                      # the ui-tars package README (0.5.1, "Parse output into structured actions") maps a
+                      # Doubao point with factor=1000 against the original screenshot's width and height
+                      as_captured="the ui-tars package maps Doubao's 0-1000 points against the original screenshot, "
+                                  "so it is sent as captured (a point lands on the same phone pixel at any size)"),
 }
 
 
@@ -291,14 +296,14 @@ class UITarsAgent(ModelAgent):
         return {**self.base_spec(), "prompt": v.prompt.to_json(), "ui_tars_version": _UITARS_VERSION,
                 "variant": v.name, "release": v.release, "coordinate_space": v.coordinate_space(),
                 "system_turn": v.system, "history_box_tokens": v.box_tokens,
-                "image_encoding": encoding_note(v.server, c.send, c.image_format),
+                "image_encoding": encoding_note(v.server, c.send, c.image_format, v.as_captured),
                 "server_resize": v.server.to_json() if v.server else None}
 
     def _sizes(self, screen: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int] | None]:
         """(the smart_resize'd size the model points in, the size to encode at: None = as captured)."""
         c = self.config
         size = resized_size(screen, c.min_pixels, c.max_pixels)
-        return size, send_size(screen, size, self.variant.server, c.send, c.image_format)
+        return size, send_size(screen, size, self.variant.server, c.send, c.image_format, self.variant.as_captured)
 
     def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
         return [(obs.screenshot, self.policy(), self._sizes(obs.screen_size)[1])]
@@ -315,6 +320,7 @@ class UITarsAgent(ModelAgent):
         c, v = self.config, self.variant
         trace = StepTrace(prompt=v.prompt.to_json())
         size, sent = self._sizes(obs.screen_size)
+        server_size = size if v.server is not None else None  # what its server resizes a captured PNG to
         lang = language_name(c.lang, obs.language)
         text = v.prompt.text.replace("{language}", lang).replace("{instruction}", obs.instruction)
         trace.lap("prompt")
@@ -325,11 +331,11 @@ class UITarsAgent(ModelAgent):
         for i, (png, said) in enumerate(self.turns):
             if i >= first_kept:
                 enc = encode_image(png, policy, size=sent)
-                trace.images.append(image_record(enc, f"step {i + 1}", size))
+                trace.images.append(image_record(enc, f"step {i + 1}", server_size))
                 messages.append({"role": "user", "content": [enc.part()]})
             messages.append({"role": "assistant", "content": v.history_turn(said)})
         enc = encode_image(obs.screenshot, policy, size=sent)
-        trace.images.append(image_record(enc, "current", size))
+        trace.images.append(image_record(enc, "current", server_size))
         messages.append({"role": "user", "content": [enc.part()]})
         trace.lap("encode")
         trace.extra.update({"history": c.history, "thought_language": lang, "resized": list(size), "variant": v.name})

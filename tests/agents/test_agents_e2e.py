@@ -383,3 +383,32 @@ def test_harness_run_cli_records_the_agent(serve_sim, tmp_path: Path) -> None:
     assert a["variant"] == "uitars" and a["coordinate_space"].startswith("resized")
     (row,) = read_results(tmp_path / "r")
     assert row.status == "finished" and row.verdicts["oracle"] is True
+
+
+def test_doubao_sends_the_captured_png_and_its_points_land_alike() -> None:
+    """Doubao points on a 0-1000 grid of the image it was given; the ui-tars package maps them
+    against the original screenshot, so the captured PNG goes as it is (no decode, no encode) and a
+    point lands on the same phone pixel as when the smart_resize'd image is sent (send=resized)."""
+    from harness.episode import EpisodeContext, Observation
+
+    phone = SimPhone(1080, 2400)
+    phone.reset()
+    shot = phone.screencap_png()
+    reply = "Thought: tap it.\nAction: click(point='<point>479 501</point>')"
+    sent, actions, records = {}, {}, {}
+    for send in ("auto", "resized"):
+        with ScriptedModelServer([Reply(reply)]) as srv:
+            agent = AGENTS.build("doubao", {"send": send, "model": model(srv.base_url)})
+            agent.reset(EpisodeContext(task=TASKS["settings_wifi_off"], screen_size=(1080, 2400), seed=0,
+                                       device_serial="x"))
+            out = agent.step(Observation(step=1, screenshot=shot, screen_size=(1080, 2400),
+                                         hierarchy=phone.hierarchy_xml, instruction="Turn off Wi-Fi.", language="en"))
+            sent[send] = base64.b64decode(request_images(srv.requests[0])[-1].split(",", 1)[1])
+            actions[send], records[send] = out.action, out.extras["images"][-1]
+            records[send + " note"] = agent.spec()["image_encoding"]
+    assert sent["auto"] == shot  # the screenshot's own bytes
+    assert records["auto"]["size"] == [1080, 2400] and "server_resizes_to" not in records["auto"]
+    assert Image.open(io.BytesIO(sent["resized"])).size == (1092, 2408)
+    assert actions["auto"] == actions["resized"] and actions["auto"].type == "click"
+    assert (actions["auto"].x, actions["auto"].y) == (517, 1202)
+    assert "as captured" in records["auto note"] and "resized here" in records["resized note"]
