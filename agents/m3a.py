@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -422,7 +423,7 @@ class _Marks:
     elements_text: str
     som: Image.Image
     marked: EncodedImage
-    after: EncodedImage | None
+    after: "Future[EncodedImage] | None"  # encoded on the image workers beside ``marked``
     notes: dict[str, Any]
 
 
@@ -478,7 +479,8 @@ class M3AAgent(ModelAgent):
             notes["hierarchy_error"] = str(e)
         policy = self.policy()
         som = draw_som(screen_image(obs.screenshot, policy), elements, obs.screen_size)
-        after = encode_pixels(label_image(som, "after"), policy) if summarize else None
+        # the "after" copy is a job of its own, so that its encode runs beside the marked one's
+        after = run_in_background(lambda: encode_pixels(label_image(som, "after"), policy)) if summarize else None
         # already at the sent size: encode_pixels does not resize it again
         return _Marks(elements, describe_elements(elements), som, encode_pixels(som, policy), after, notes)
 
@@ -523,7 +525,7 @@ class M3AAgent(ModelAgent):
         if self.done is not None:
             d, self.done = self.done, None
             if before is not None and marks.after is not None:
-                after = marks.after
+                after = marks.after.result()
                 trace.images += [image_record(before, "summary before"), image_record(after, "summary after")]
                 text = self.summary_prompt.render(goal=obs.instruction, before_elements=d.elements_text,
                                                   after_elements=elements_text, action=d.action_json,

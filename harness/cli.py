@@ -139,6 +139,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     phone.info.serial = phone.persona.serial_for(str(args.port))
     phone.info.touchscreen = not args.no_touchscreen
+    phone.screencap_png_level = args.screencap_png_level
     phone.reset(locale=args.lang, seed=args.seed)
     if args.host not in ("127.0.0.1", "localhost", "::1"):  # said before the port opens
         print("warning: this ADB port accepts anyone who can reach it (ADB has no authentication here)",
@@ -552,6 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
     ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
+    ss.add_argument("--screencap-png-level", type=int, choices=range(10), default=6, metavar="0-9",
+                    help="zlib level of `screencap -p` (default 6: Skia's default, as a phone's screencap encodes)")
     ss.set_defaults(run=cmd_sim_serve)
 
     from harness.record_command import add_record_parser, add_sim_human_parser

@@ -44,6 +44,7 @@ class EpisodeContext:
     meter: Meter = field(default_factory=Meter)
     live: bool = True
     report_evidence: Callable[[str, dict[str, Any]], None] = lambda judge, finding: None
+    workers: Any = None
 
 
 @dataclass

@@ -40,6 +40,7 @@ from judges.evidence import (CRATE_S_STEP, CRATE_STEP, Asker, CallLog, EvidenceS
                              StepKind, action_text, as_bool, as_text, ask_json, canonical_category, categories_text,
                              disk_cache, encode_screen, shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt
+from judges.workers import EpisodeWorkers
 
 
 @dataclass
@@ -159,14 +160,14 @@ def synthetic(kind: StepKind, note: str) -> dict[str, Any]:
 
 
 class StepCollector:
-    """Stage 1 for any judge: starts a step call per recorded step on a thread pool and gathers
-    the results, in step order, when the episode is over. Each step's finding also goes to
-    ``report`` as soon as it lands (the live view: ``EpisodeContext.report_evidence``)."""
+    """Stage 1 for any judge: starts a step call per recorded step on the judge's worker threads
+    and gathers the results, in step order, when the episode is over. Each step's finding also
+    goes to ``report`` as soon as it lands (the live view: ``EpisodeContext.report_evidence``)."""
 
-    def __init__(self, call: StepCall, workers: int):
+    def __init__(self, call: StepCall, workers: EpisodeWorkers):
         self.call = call
         self.workers = workers
-        self.pool: cf.ThreadPoolExecutor | None = None
+        self.started = False
         self.entries: list[tuple[dict[str, Any], cf.Future | None]] = []
         self.latest: tuple[bytes, cf.Future] | None = None  # the newest screen, being encoded
         self.instruction = ""
@@ -176,14 +177,14 @@ class StepCollector:
     def start(self, instruction: str, screen_size: tuple[int, int],
               report: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.close()
+        self.started = True
         self.report = report or (lambda finding: None)
-        self.pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=f"judge-{self.call.kind.prompt_name}")
         self.entries = []
         self.latest = None
         self.instruction, self.screen_size = instruction, screen_size
 
     def add(self, event: StepEvent) -> None:
-        assert self.pool is not None, "start() first"
+        assert self.started, "start() first"
         head = {"step": event.index, "action": action_text(event.action) if event.action is not None else None,
                 "executed": event.executed}
         note = known_outcome(event, self.call.language)
@@ -192,14 +193,14 @@ class StepCollector:
             self.entries.append((entry, None))
             self._report(entry)
         else:
-            fut = self.pool.submit(step_evidence, self.call, event.screenshot_before, event.action, self.instruction,
+            fut = self.workers.submit(step_evidence, self.call, event.screenshot_before, event.action, self.instruction,
                                    self.screen_size)
             self.entries.append((head, fut))
             fut.add_done_callback(lambda f, head=head: self._landed(head, f))
         # the newest screen may be the final one: encode it now, off the clock of the verdict
         screen = event.screenshot_after or event.screenshot_before
         if self.latest is None or self.latest[0] != screen:
-            self.latest = (screen, self.pool.submit(encode_screen, screen, self.call.image_policy))
+            self.latest = (screen, self.workers.submit(encode_screen, screen, self.call.image_policy))
 
     def _report(self, finding: dict[str, Any]) -> None:
         try:
@@ -248,9 +249,10 @@ class StepCollector:
         return out, errors
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+        """The episode is over: what it left queued is cancelled (the threads stay for the next)."""
+        if self.started:
+            self.started = False
+            self.workers.end_episode()
 
 
 # --- the two schemes ----------------------------------------------------------------------------------
@@ -367,6 +369,7 @@ class CrateJudge:
         self.client = need_model(f"judge {scheme.name!r}", config)
         self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
         self.collector: StepCollector | None = None
+        self.workers = EpisodeWorkers(config.workers, f"judge-{scheme.step.prompt_name}")
 
     def prompts(self) -> dict[str, list[dict[str, Any]]]:
         return {lang: [load_prompt(self.scheme.step.prompt_name, lang).identity(),
@@ -388,7 +391,8 @@ class CrateJudge:
                         self.config.draw, self.config.parse_retries, self.log, self.asker)
         if self.collector is not None:
             self.collector.close()
-        self.collector = StepCollector(call, self.config.workers)
+        self.workers.use(ctx.workers)
+        self.collector = StepCollector(call, self.workers)
         self.collector.start(ctx.task.instruction, ctx.screen_size,
                              report=lambda finding: ctx.report_evidence(self.name, finding))
 
@@ -402,11 +406,12 @@ class CrateJudge:
         try:
             return {self.name: self._finish(end, t0)}
         finally:
-            self.close()
+            self.collector.close()  # the episode's work ends; the threads stay for the next one
 
     def close(self) -> None:
         if self.collector is not None:
             self.collector.close()
+        self.workers.close()
 
     def _finish(self, end: EpisodeEnd, t0: float) -> tuple[Verdict, dict[str, Any]]:
         s = self.scheme

@@ -171,14 +171,20 @@ def scaled(screenshot: bytes, max_long_side: int | None = None, max_pixels: int 
     return img, size
 
 
+def annotate_pixels(screenshot: bytes, action: Action | None, screen_size: tuple[int, int] | None = None,
+                    max_long_side: int | None = None, max_pixels: int | None = None,
+                    resample: str = "bilinear") -> Image.Image:
+    """The screenshot with the action drawn, as an image for ``harness.model.encode_pixels``. With
+    size caps the image is scaled down first and drawn on at that size, which costs a fraction of
+    drawing at full size and leaves the encoder nothing to resize."""
+    img, size = scaled(screenshot, max_long_side, max_pixels, resample)
+    return annotate_image(img, action, screen_size if screen_size and all(screen_size) else size)
+
+
 def annotate(screenshot: bytes, action: Action | None, screen_size: tuple[int, int] | None = None,
              max_long_side: int | None = None, max_pixels: int | None = None, resample: str = "bilinear") -> bytes:
-    """The screenshot with the action drawn, as image bytes that ``harness.model.encode_image``
-    reads (uncompressed BMP: an order of magnitude faster to write than PNG, and the request is
-    re-encoded anyway). With size caps the image is scaled down first and drawn on at that size,
-    which costs a fraction of drawing at full size and leaves the encoder nothing to resize."""
-    img, size = scaled(screenshot, max_long_side, max_pixels, resample)
-    out = annotate_image(img, action, screen_size if screen_size and all(screen_size) else size)
+    """:func:`annotate_pixels` as image bytes that ``harness.model.encode_image`` reads
+    (uncompressed BMP: an order of magnitude faster to write than PNG)."""
     buf = io.BytesIO()
-    out.save(buf, format="BMP")
+    annotate_pixels(screenshot, action, screen_size, max_long_side, max_pixels, resample).save(buf, format="BMP")
     return buf.getvalue()

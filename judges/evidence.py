@@ -20,6 +20,7 @@ Also here, because every judge needs them:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,10 +35,10 @@ from typing import Any
 
 from harness.actions import Action
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelError, Priority, ReplyError,
-                           encode_image, parse_json_reply, user_message)
+                           encode_pixels, parse_json_reply, user_message)
 from harness.usage import Meter
 from harness.tasks import RISK_CATEGORIES
-from judges.draw import DRAW_VERSION, annotate, image_size
+from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
 
 
@@ -323,77 +324,105 @@ class StepEvidenceCache:
     """Step evidence on disk: a JSONL file of ``{"key": ..., "value": {...}}`` lines.
 
     Safe across processes and resumes: each entry is appended with a single ``write`` on an
-    ``O_APPEND`` descriptor (then fsynced), readers keep only complete, parseable lines (a line
-    torn by a crash is skipped, and the next append starts on a fresh line), and a miss re-reads
-    whatever other processes appended since. The first entry for a key wins."""
+    ``O_APPEND`` descriptor, readers keep only complete, parseable lines (a line torn by a crash is
+    skipped, and the next append starts on a fresh line), and a miss re-reads whatever other
+    processes (or this one) appended since. The first entry for a key wins.
 
-    def __init__(self, path: str | os.PathLike[str], fsync: bool = True):
+    In memory it keeps where each key's line is (offset and length), not the values: a judging pass
+    over thousands of episodes reads each entry back from the file when asked for it, so its memory
+    does not grow with the cache. Entries are not fsynced unless asked (``fsync``): it is a cache,
+    and an entry a power cut loses is asked of the model again."""
+
+    def __init__(self, path: str | os.PathLike[str], fsync: bool = False):
         self.path = Path(path)
         self.fsync = fsync
-        self._data: dict[str, dict[str, Any]] = {}
+        self._where: dict[str, tuple[int, int]] = {}
         self._offset = 0
         self._lock = threading.Lock()
+        self._fd: int | None = None  # read and append, kept open
         self.skipped_lines = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             self._refresh()
 
+    def _file(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        return self._fd
+
     def _refresh(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except FileNotFoundError:
+        """Index the complete lines appended since the last look."""
+        fd = self._file()
+        size = os.fstat(fd).st_size
+        if size <= self._offset:
             return
+        chunk = os.pread(fd, size - self._offset, self._offset)
         end = chunk.rfind(b"\n")
         if end < 0:
             return
-        for line in chunk[:end].split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                key, value = entry["key"], entry["value"]
-                if not isinstance(key, str) or not isinstance(value, dict):
-                    raise ValueError
-            except (ValueError, KeyError, TypeError):
-                self.skipped_lines += 1
-                continue
-            self._data.setdefault(key, value)
+        pos = 0
+        while pos <= end:
+            nl = chunk.index(b"\n", pos)
+            line = chunk[pos:nl]
+            if line.strip():
+                try:
+                    entry = json.loads(line)
+                    key, value = entry["key"], entry["value"]
+                    if not isinstance(key, str) or not isinstance(value, dict):
+                        raise ValueError
+                except (ValueError, KeyError, TypeError):
+                    self.skipped_lines += 1
+                else:
+                    self._where.setdefault(key, (self._offset + pos, nl - pos))
+            pos = nl + 1
         self._offset += end + 1
+
+    def _read(self, where: tuple[int, int]) -> dict[str, Any] | None:
+        offset, length = where
+        try:
+            return json.loads(os.pread(self._file(), length, offset))["value"]
+        except (OSError, ValueError, KeyError, TypeError):  # the file was replaced or cut under us
+            return None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            v = self._data.get(key)
-            if v is None:
+            where = self._where.get(key)
+            if where is None:
                 self._refresh()
-                v = self._data.get(key)
-            return v
+                where = self._where.get(key)
+            return self._read(where) if where is not None else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         line = json.dumps({"key": key, "value": value}, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
         with self._lock:
-            if key in self._data:
+            if key in self._where:
                 return
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                if size:  # a crash may have left a torn last line: never glue onto it
-                    with open(self.path, "rb") as f:
-                        f.seek(size - 1)
-                        if f.read(1) != b"\n":
-                            line = b"\n" + line
-                os.write(fd, line)
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            self._data[key] = value
+            fd = self._file()
+            size = os.fstat(fd).st_size
+            # a crash may have left a torn last line: never glue onto it
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            os.write(fd, line)
+            if self.fsync:
+                os.fsync(fd)
+            # indexed by the next refresh (which finds where the line landed among other writers')
 
     def __len__(self) -> int:
         with self._lock:
             self._refresh()
-            return len(self._data)
+            return len(self._where)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __del__(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class EvidenceStore:
@@ -481,9 +510,12 @@ def encode_screen(png: bytes, policy: ImagePolicy, action: Action | None = None,
         if hit is not None:
             _encoded.move_to_end(key)
             return hit
-    drawn = annotate(png, action, screen_size, policy.max_long_side, policy.max_pixels,
-                     getattr(policy, "resample", "bilinear"))
-    enc = encode_image(drawn, policy)
+    # encoded from the drawn pixels and kept only here: a drawn step image is no other caller's, so
+    # it does not go into the process-wide encode cache (offline it would fill it with every step
+    # of the pass, and the pass's memory would grow with the number of episodes)
+    drawn = annotate_pixels(png, action, screen_size, policy.max_long_side, policy.max_pixels,
+                            getattr(policy, "resample", "bilinear"))
+    enc = encode_pixels(drawn, policy)
     with _encoded_lock:
         _encoded[key] = enc
         while len(_encoded) > 64:

@@ -30,6 +30,7 @@ from harness.registry import JUDGES
 from judges.crate import image_policy, need_model, pick_language, shown_action, step_label
 from judges.evidence import Asker, CallLog, JudgeCallError, as_bool, as_text, ask_json, encode_screen
 from judges.prompts import LANGUAGES, load_prompt
+from judges.workers import EpisodeWorkers
 
 SCHEMA = {"title": "holistic", "type": "object", "required": ["reason", "result"],
           "properties": {"reason": {"type": "string"}, "result": {"type": "integer", "enum": [0, 1]}}}
@@ -91,7 +92,7 @@ class HolisticJudge:
         self.client = need_model(f"judge {self.name!r}", config)
         self.screen_text = screen_text
         self._ocr_looked = screen_text is not None
-        self.pool: cf.ThreadPoolExecutor | None = None
+        self.image_workers = EpisodeWorkers(2, "judge-holistic")
 
     def spec(self) -> dict[str, Any]:
         c = self.config
@@ -101,25 +102,22 @@ class HolisticJudge:
                 "image_policy": image_policy(c).to_json()}
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+        self.image_workers.close()
 
     def start(self, ctx: EpisodeContext) -> None:
         self.ctx = ctx
         self.lang = pick_language(self.config.language, ctx.task.language)
         self.log = CallLog()
         self.asker = Asker.for_episode(ctx, self.name)
-        self.close()
-        self.pool = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-holistic")
+        self.image_workers.end_episode()  # what the last episode left queued; the threads stay
+        self.image_workers.use(ctx.workers)
         self.screens: list[tuple[bytes, cf.Future]] = []  # (png, its encoding)
         self.actions: list[str] = []
 
     def _add_screen(self, png: bytes) -> None:
         if self.screens and self.screens[-1][0] == png:
             return  # the screen did not change: one image is enough
-        assert self.pool is not None
-        self.screens.append((png, self.pool.submit(encode_screen, png, image_policy(self.config))))
+        self.screens.append((png, self.image_workers.submit(encode_screen, png, image_policy(self.config))))
 
     def on_step(self, event: StepEvent) -> None:
         if not self.screens:
@@ -151,7 +149,7 @@ class HolisticJudge:
         def done(verdict: Verdict) -> dict[str, tuple[Verdict, dict[str, Any]]]:
             details.update(self.log.to_json())
             details["latency"] = {"finish_wait_s": round(time.monotonic() - t0, 4)}
-            self.close()
+            self.image_workers.end_episode()
             return {self.name: (verdict, details)}
 
         try:

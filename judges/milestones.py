@@ -36,7 +36,6 @@ ATP (fraction completed) and MSR (mean over completed milestones that have a hum
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import threading
 import time
@@ -52,6 +51,7 @@ from judges.crate import (StepCollector, evidence_lines, image_policy, need_mode
 from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,
                              as_bool, as_text, ask_json, disk_cache, encode_screen, shared_memory)
 from judges.prompts import LANGUAGES, load_prompt
+from judges.workers import EpisodeWorkers
 
 SCHEMA = {"title": "milestones", "type": "object", "required": ["milestones"],
           # the evidence before the verdict: structured decoding writes the properties in this order
@@ -130,7 +130,8 @@ class MilestoneJudge:
         self.config = config
         self.client = need_model(f"judge {self.name!r}", config)
         self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
-        self.pool: cf.ThreadPoolExecutor | None = None
+        self.step_workers = EpisodeWorkers(config.workers, "judge-milestones-steps")
+        self.image_workers = EpisodeWorkers(2, "judge-milestones")
         self.collector: StepCollector | None = None
         self.worker: threading.Thread | None = None
 
@@ -146,7 +147,9 @@ class MilestoneJudge:
 
     # --- the step stream -----------------------------------------------------------------------
     def start(self, ctx: EpisodeContext) -> None:
-        self.close()
+        self._end_episode()
+        self.step_workers.use(ctx.workers)
+        self.image_workers.use(ctx.workers)
         self.ctx = ctx
         self.lang = pick_language(self.config.language, ctx.task.language)
         self.log = CallLog()
@@ -163,11 +166,9 @@ class MilestoneJudge:
         if self.config.evidence == "crate":
             call = StepCall(self.client, CRATE_STEP, self.lang, self.store, image_policy(self.config), self.config.draw,
                             self.config.parse_retries, self.log, self.asker)
-            self.collector = StepCollector(call, self.config.workers)
+            self.collector = StepCollector(call, self.step_workers)
             self.collector.start(ctx.task.instruction, ctx.screen_size,
                                  report=lambda finding: ctx.report_evidence(self.name, finding))
-        else:
-            self.pool = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-milestones")
         if self.flat:
             self.worker = threading.Thread(target=self._search, name="judge-milestones-search", daemon=True)
             self.worker.start()
@@ -178,8 +179,7 @@ class MilestoneJudge:
             self.collector.add(event)
         else:
             screen = event.screenshot_after or event.screenshot_before
-            assert self.pool is not None
-            entry["image"] = self.pool.submit(encode_screen, screen, image_policy(self.config))
+            entry["image"] = self.image_workers.submit(encode_screen, screen, image_policy(self.config))
         with self.cond:
             self.steps.append(entry)
             self.cond.notify_all()
@@ -317,16 +317,20 @@ class MilestoneJudge:
                 verdict = bool(details["sr"])
         details.update(self.log.to_json())
         details["latency"] = {"finish_wait_s": round(time.monotonic() - t0, 4)}
-        self.close()
+        self._end_episode()
         return {self.name: (verdict, details)}
 
-    def close(self) -> None:
+    def _end_episode(self) -> None:
+        """What the episode left queued is cancelled; the worker threads stay for the next one."""
         if self.collector is not None:
             self.collector.close()
             self.collector = None
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+        self.image_workers.end_episode()
+
+    def close(self) -> None:
+        self._end_episode()
+        self.step_workers.close()
+        self.image_workers.close()
 
 
 @JUDGES.register("milestones", MilestonesConfig,

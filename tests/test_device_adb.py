@@ -3,7 +3,10 @@ actions, injection-safe and Unicode typing, resets and their verification, and d
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from PIL import Image
 
 from harness.actions import ActionError, Click, Key, OpenApp, Swipe, TypeText
 from harness.device.base import DeviceError, InfraError
@@ -32,7 +35,10 @@ def _focus_name_field(dev, phone):
 def test_screenshot_is_the_phones_png_and_describe(serve_sim):
     s = serve_sim()
     dev = s.device()
-    assert dev.screenshot() == s.phone.screencap_png()
+    shot = dev.screenshot()
+    assert shot == s.phone.screencap_encode()  # `screencap -p` as a phone writes it: RGBA, zlib level 6
+    img = Image.open(io.BytesIO(shot))
+    assert img.mode == "RGBA" and img.convert("RGB").tobytes() == s.phone.screencap_image().tobytes()
     d = dev.describe()
     assert d.healthy and d.simulated and d.size == (1080, 2400) and d.model == "CrateSim"
 

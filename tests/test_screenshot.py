@@ -10,8 +10,8 @@ import struct
 import pytest
 from PIL import Image, ImageDraw
 
-from harness.screenshot import (RawFrameError, Screenshot, encode_png_fast, image_of, parse_raw_screencap,
-                                png_size)
+from harness.screenshot import (PARALLEL_DEFLATE_BYTES, RawFrameError, Screenshot, _adler_join, encode_png_fast,
+                                image_of, parse_raw_screencap, png_size, zlib_stream)
 from harness.sim.phone import SimPhone
 
 
@@ -81,6 +81,36 @@ def test_fast_png_is_lossless_and_a_valid_png(mode):
     assert back.mode == mode and back.size == (1080, 2400) and back.tobytes() == img.tobytes()
     assert png_size(png) == (1080, 2400)
     assert len(png) < len(img.tobytes()) / 20  # a UI screen compresses well without row filters
+
+
+@pytest.mark.parametrize("level", [0, 1, 6, 9])
+@pytest.mark.parametrize("n", [0, 1, PARALLEL_DEFLATE_BYTES - 1, PARALLEL_DEFLATE_BYTES, 3 * PARALLEL_DEFLATE_BYTES + 7])
+def test_the_two_halves_zlib_stream_decompresses_to_its_input(n, level):
+    """Below the threshold it is zlib.compress; above it two raw deflate halves in one stream, with
+    a valid header and the joined Adler-32 (zlib.decompress checks both)."""
+    import random
+    import zlib
+
+    rnd = random.Random(n + level)
+    data = bytes(rnd.getrandbits(8) for _ in range(min(n, 4096))) * (n // 4096 + 1)
+    data = data[:n // 2] + bytes(n - n // 2)  # noisy, then flat, as a screen is
+    out = zlib_stream(data, level)
+    assert zlib.decompress(out) == data
+    assert out == zlib_stream(data, level)  # the same bytes every time (the split does not depend on the machine)
+    if n < PARALLEL_DEFLATE_BYTES:
+        assert out == zlib.compress(data, level)
+
+
+def test_adler_join_is_the_checksum_of_the_concatenation():
+    import random
+    import zlib
+
+    rnd = random.Random(7)
+    for _ in range(300):
+        x = rnd.randbytes(rnd.choice([0, 1, 100, 5552, 70_000]))
+        y = rnd.randbytes(rnd.choice([0, 1, 3, 5553, 140_000]))
+        assert _adler_join(zlib.adler32(x), zlib.adler32(y), len(y)) == zlib.adler32(x + y)
+    assert _adler_join(zlib.adler32(b"\xff" * 10**6), zlib.adler32(b"\xff" * 10**6), 10**6) == zlib.adler32(b"\xff" * 2 * 10**6)
 
 
 def test_a_screenshot_is_its_png_and_carries_its_pixels_decoded_once():

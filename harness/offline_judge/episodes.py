@@ -107,9 +107,10 @@ class JudgeSlot:
         self.judges.clear()
 
 
-def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter) -> dict[str, Any]:
+def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, workers: Any = None) -> dict[str, Any]:
     """Feed one recorded episode to the slot's judges (started afresh); return its judgement line.
-    The judges' calls report to ``meter`` (the episode's context carries it to them)."""
+    The judges' calls report to ``meter`` and go to ``workers`` (the pass's shared threads), both
+    carried to them by the episode's context."""
     t0 = time.monotonic()
     verdicts: Verdicts = {}
     judges: list[tuple[str, Any]] = []
@@ -134,7 +135,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter) -> 
         seed = job.result.seed if isinstance(job.result.seed, int) else 0
         ctx = EpisodeContext(task=job.task, screen_size=size or (0, 0), seed=seed,
                              device_serial=job.result.device or "offline", query_state=lambda: None,
-                             cap=job.result.cap, episode_dir=str(ep_dir), live=False, meter=meter)
+                             cap=job.result.cap, episode_dir=str(ep_dir), live=False, meter=meter, workers=workers)
         for n, j in judges:
             try:
                 j.start(ctx)

@@ -3,6 +3,7 @@ calls in flight, progress, and the pass's report (also written into each set's m
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
 import importlib
@@ -211,6 +212,12 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
 
         warming = [0]
         warm_lock = threading.Lock()
+        # the judges' calls and image work, for every worker: calls beyond K wait for an endpoint
+        # slot anyway, so K threads plus a margin (for image work) keep K in flight, however many
+        # episodes are open (a pool per judge per worker was hundreds of threads, and the memory
+        # of the pass grew with them)
+        calls = cf.ThreadPoolExecutor(max_workers=concurrency + max(2, concurrency // 4),
+                                      thread_name_prefix="judge-calls")
 
         def worker() -> None:
             slot = JudgeSlot(setup.build, fresh=fresh_judges)
@@ -228,7 +235,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                     except queue.Empty:
                         return
                     try:
-                        line = judge_episode(job, setup.names, slot, Meter(parent=total))
+                        line = judge_episode(job, setup.names, slot, Meter(parent=total), calls)
                         if not stop.is_set():
                             job.out.append(line)
                         done_q.put((job, line))
@@ -237,7 +244,8 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
             finally:
                 slot.close()
 
-        with _progress(len(jobs), progress, progress_file) as bar:
+        with _progress(len(jobs), progress, progress_file) as bar, contextlib.ExitStack() as closing:
+            closing.callback(calls.shutdown, wait=False, cancel_futures=True)
             task_id = bar.add_task("judging", total=len(jobs), info="") if bar is not None else None
             threads: list[threading.Thread] = []
             cap = min(in_flight, max(1, len(jobs)))

@@ -422,3 +422,17 @@ def encode_png(img: Image.Image) -> bytes:
     # compress_level 1: a screenshot is encoded on every step; speed matters more than a few KB
     img.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
+
+
+# What a phone's `screencap -p` does (frameworks/base/cmds/screencap/screencap.cpp): the RGBA_8888
+# frame through AndroidBitmap_compress(PNG, quality 100, which a PNG ignores), i.e. Skia's PNG
+# encoder with its default options (SkPngEncoder.h: fZLibLevel = 6 and all five row filters,
+# "matches libpng's default"). Pillow's PNG writer at level 6 filters adaptively as libpng does.
+SCREENCAP_PNG_LEVEL = 6
+
+
+def encode_screencap_png(img: Image.Image, level: int = SCREENCAP_PNG_LEVEL) -> bytes:
+    """The frame as a phone's ``screencap -p`` writes it: RGBA (alpha 255), zlib ``level``."""
+    buf = io.BytesIO()
+    img.convert("RGBA").save(buf, format="PNG", compress_level=level)
+    return buf.getvalue()

@@ -154,6 +154,22 @@ def test_jsonl_cache_survives_instances_and_torn_lines(tmp_path):
     assert a.get("k3") == {"evidence": {"n": 3}}  # a miss re-reads what others appended
 
 
+def test_jsonl_cache_keeps_where_entries_are_not_their_values(tmp_path):
+    """Its memory holds each key's place in the file; a value is read back when asked for, so a
+    pass over thousands of episodes does not hold every answer (issue 18). Its own puts are found
+    at once (a miss re-reads the file)."""
+    c = StepEvidenceCache(tmp_path / "e.jsonl")
+    for i in range(50):
+        c.put(f"k{i}", {"evidence": {"i": i, "text": "é" * i}})
+        assert c.get(f"k{i}") == {"evidence": {"i": i, "text": "é" * i}}
+    assert len(c) == 50 and all(isinstance(v, tuple) for v in c._where.values())
+    assert [k for k, v in vars(c).items() if isinstance(v, dict)] == ["_where"]
+    c.put("k3", {"evidence": {"i": "again"}})  # the first entry for a key wins
+    assert c.get("k3") == {"evidence": {"i": 3, "text": "ééé"}}
+    c.close()
+    assert StepEvidenceCache(tmp_path / "e.jsonl").get("k49")["evidence"]["i"] == 49
+
+
 WRITER = """
 import sys
 sys.path.insert(0, {root!r})

@@ -146,3 +146,27 @@ def test_steps_that_did_not_run_are_known_offline_new_and_old_records(tmp_path):
         d = line["details"]["crate-s"]
         assert d["first_unsafe_step"] is None and d["first_unsafe_step_not_executed"] == 3, line["task_id"]
         assert d["evidence"][2]["synthetic"] and d["evidence"][2]["executed"] is False
+
+
+def test_the_pass_shares_one_bounded_pool_of_call_threads(tmp_path):
+    """Every judge of every worker sends its calls to the pass's one pool of K + a margin threads:
+    the judges start no threads of their own, so a pass's threads (and memory) do not grow with the
+    number of judges or episodes open at once."""
+    import threading
+
+    run = make_run(tmp_path / "run", [(f"e{i}", 3, "finished") for i in range(12)])
+    seen: set[str] = set()
+    counts: dict[str, int] = {}
+    reply = responder(counts)
+
+    def watching(req):
+        seen.update(t.name for t in threading.enumerate())
+        return reply(req)
+
+    with ScriptedModelServer(watching) as s:
+        setup = prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=4)
+        r = judge_runs([run], setup, concurrency=4, fsync=False)
+    assert r.judged == 12 and counts["crate_step"] == 36 and counts["crate_s_step"] == 36
+    calls = {n for n in seen if n.startswith("judge-calls")}
+    assert 1 <= len(calls) <= 4 + 2
+    assert not [n for n in seen if n.startswith(("judge-crate", "judge-milestones", "judge-holistic"))]
