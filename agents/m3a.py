@@ -412,6 +412,7 @@ class _Done:
     elements_text: str
     action_json: str
     reason: str
+    before: "Future[EncodedImage] | None" = None  # its marked screen labelled "before", encoded meanwhile
 
 
 @dataclass
@@ -489,9 +490,12 @@ class M3AAgent(ModelAgent):
         return encode_pixels(screen_image(obs.screenshot, policy), policy)
 
     def _before(self, done: _Done | None) -> EncodedImage | None:
-        """The last step's marked screen labelled "before", for its summary call."""
+        """The last step's marked screen labelled "before", for its summary call (encoded while that
+        step's action ran, see :meth:`model_step`)."""
         if done is None or not self.config.summarize:
             return None
+        if done.before is not None:
+            return done.before.result()
         return encode_pixels(label_image(done.som, "before"), self.policy())
 
     def _screen_work(self, obs: Observation, done: _Done | None) -> list[Callable[[], Any]]:
@@ -504,7 +508,11 @@ class M3AAgent(ModelAgent):
         :meth:`_screen_work` run on the shared image workers, the longest (marks) first."""
         if self.pending:
             return
-        futures = [run_in_background(job) for job in self._screen_work(obs, self.done)]
+        marks, plain, before = self._screen_work(obs, self.done)
+        done = self.done
+        futures = [run_in_background(marks), run_in_background(plain),
+                   done.before if done is not None and done.before is not None and self.config.summarize
+                   else run_in_background(before)]
         self._prepared = (obs.screenshot, self.done, futures)
 
     def model_step(self, obs: Observation) -> AgentOutput:
@@ -560,8 +568,14 @@ class M3AAgent(ModelAgent):
                                 "Answer with one action from the list in the JSON format.")
         elif not isinstance(parsed.action, Finish):
             shown = {k: v for k, v in parsed.raw.items() if k != "element"}
+            policy = self.policy()
+            # the summary call at the next step sends this marked screen as "before": it is encoded
+            # now, while the action runs and the phone settles, not on that step's clock
+            before = run_in_background(lambda: encode_pixels(label_image(som, "before"), policy)) \
+                if c.summarize else None
             self.done = _Done(index=n, som=som, elements_text=elements_text,
-                              action_json=json.dumps(shown, ensure_ascii=False), reason=parsed.thought or "")
+                              action_json=json.dumps(shown, ensure_ascii=False), reason=parsed.thought or "",
+                              before=before)
         return self.output(res.text, parsed, err, trace, obs.step)
 
 

@@ -122,6 +122,31 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
                       model=model)
 
 
+# Every TRIM_EVERY judged episodes the pass hands the C heap's free pages back to the system. Its
+# threads allocate and free request bodies, replies and images of every size, and glibc keeps what
+# they freed in its arenas: the peak memory of a pass crept up with the number of episodes although
+# the live objects did not (bench_judges_scale: 137 MB at 200 episodes, 179 MB at 2,000; with a trim
+# every 100 episodes 140 and 151 MB). malloc_trim(0) (glibc 2.8 on) releases the free pages of every
+# arena, not only the top of the heap (malloc_trim(3)).
+TRIM_EVERY = 100
+_trim: Any = None
+
+
+def give_back_free_memory() -> None:
+    """``malloc_trim(0)`` where the C library is glibc; nothing elsewhere."""
+    global _trim
+    if _trim is None:
+        _trim = False
+        if sys.platform.startswith("linux"):
+            import ctypes
+            import ctypes.util
+
+            with contextlib.suppress(OSError, AttributeError):
+                _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    if _trim:
+        _trim(0)
+
+
 def _progress(total: int, enabled: bool, file: Any = None):
     if not enabled:
         return contextlib.nullcontext(None)
@@ -288,6 +313,8 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                             break
                         continue
                     finished += 1
+                    if finished % TRIM_EVERY == 0:
+                        give_back_free_memory()
                     if isinstance(out, BaseException):
                         report.warnings.append(f"{job.run_dir}: {job.result.task_id}: {type(out).__name__}: {out}")
                         continue
