@@ -522,10 +522,15 @@ class M3AAgent(ModelAgent):
         prepared, self._prepared = self._prepared, None
         if prepared is not None and prepared[0] is obs.screenshot and prepared[1] is self.done:
             # made by prepare(); an InfraError from the hierarchy is raised here, as inline
-            marks, plain, before = (f.result() for f in prepared[2])
+            marks_f, plain_f, before_f = prepared[2]
+            marks, before = marks_f.result(), before_f.result()
             trace.extra["prepared"] = True
         else:
-            marks, plain, before = (job() for job in self._screen_work(obs, self.done))
+            marks_job, plain_job, before_job = self._screen_work(obs, self.done)
+            plain_f = run_in_background(plain_job)
+            marks, before = marks_job(), before_job()
+        # the plain screenshot is first needed by the action call: it may still be encoding while
+        # the summary call (which sends the marked screens) is on the wire
         trace.extra.update(marks.notes)
         elements, elements_text, som = marks.elements, marks.elements_text, marks.som
         trace.lap("screen")
@@ -551,7 +556,7 @@ class M3AAgent(ModelAgent):
         history = "\n".join(self.history) or "None yet: this is the first step."
         text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
         trace.lap("prompt")
-        raw_enc, som_enc = plain, marks.marked
+        raw_enc, som_enc = plain_f.result(), marks.marked
         trace.images += [image_record(raw_enc, "screenshot"), image_record(som_enc, "set-of-mark")]
         trace.lap("encode")
         trace.extra.update({"history_lines": len(self.history), "language": lang})
