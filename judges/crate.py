@@ -249,7 +249,7 @@ class StepCollector:
         return out, errors
 
     def close(self) -> None:
-        """The episode is over: what it left queued is cancelled (the threads stay for the next)."""
+        """The episode is over: what it left queued is cancelled, its own threads let go."""
         if self.started:
             self.started = False
             self.workers.end_episode()
@@ -406,7 +406,7 @@ class CrateJudge:
         try:
             return {self.name: self._finish(end, t0)}
         finally:
-            self.collector.close()  # the episode's work ends; the threads stay for the next one
+            self.collector.close()  # the episode is over: its queued work and own threads go
 
     def close(self) -> None:
         if self.collector is not None:

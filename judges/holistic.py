@@ -109,7 +109,7 @@ class HolisticJudge:
         self.lang = pick_language(self.config.language, ctx.task.language)
         self.log = CallLog()
         self.asker = Asker.for_episode(ctx, self.name)
-        self.image_workers.end_episode()  # what the last episode left queued; the threads stay
+        self.image_workers.end_episode()  # what the last episode left (queued work, its own threads)
         self.image_workers.use(ctx.workers)
         self.screens: list[tuple[bytes, cf.Future]] = []  # (png, its encoding)
         self.actions: list[str] = []

@@ -1,16 +1,11 @@
-"""The worker threads a judge sends its calls and image work to, kept from episode to episode.
+"""The worker threads a judge sends its step calls and image work to.
 
-A judge used to make a thread pool per episode. Offline, over thousands of episodes with dozens of
-judges at work at once, that was thousands of thread starts and hundreds of live threads, each with
-its stack and its malloc arena: the memory of ``harness judge`` grew with the number of episodes
-(issue 18). :class:`EpisodeWorkers` makes the pool on first use and keeps it; the end of an episode
-cancels the work it left queued. A call still running then (a step past the judge's timeout) would
-hold a thread the next episode needs, so in that case the pool is let go (its threads finish what
-they hold and exit) and the next episode gets a new one.
-
-An episode may bring threads of its own to use instead (``EpisodeContext.workers``): an offline pass
-gives every judge of every worker one shared pool sized by its concurrency, so the number of threads
-does not grow with the number of judges at work.
+In a live run each judge has a pool of its own for the episode it is watching, let go when the
+episode ends (queued work cancelled; a call still running finishes on its thread, which then exits).
+An offline pass instead gives every judge of every worker one shared pool sized by its concurrency
+(``EpisodeContext.workers``): a pool per judge per episode, with up to 2K episodes open at once, was
+hundreds of threads, each with its stack and malloc arena, and the memory of ``harness judge`` grew
+with them (issue 18). With a shared pool, the end of an episode cancels what it left queued there.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ class EpisodeWorkers:
         self._shared: Any = None  # the episode's executor, when it brought one
         self._futures: list[cf.Future] = []
         self._lock = threading.Lock()
-        self.pools_made = 0  # for tests: how many pools this judge has needed
+        self.pools_made = 0  # for tests: how many pools of its own this judge has made
 
     def use(self, shared: Any) -> None:
         """Send this episode's work to ``shared`` (an executor), or to threads of our own (None)."""
@@ -44,22 +39,17 @@ class EpisodeWorkers:
             if self._pool is None:
                 self._pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name)
                 self.pools_made += 1
-            fut = self._pool.submit(fn, *args)
-            self._futures.append(fut)
-            return fut
+            return self._pool.submit(fn, *args)
 
     def end_episode(self) -> None:
-        """Cancel what the episode left queued; let the pool go if a call of it is still running."""
+        """Cancel what the episode left queued; let our own pool go (its threads exit when idle)."""
         with self._lock:
             futures, self._futures = self._futures, []
-            busy = [f for f in futures if not f.cancel() and not f.done()]
-            if busy and self._pool is not None:
+            for f in futures:
+                f.cancel()
+            if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
 
     def close(self) -> None:
-        with self._lock:
-            self._futures = []
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+        self.end_episode()

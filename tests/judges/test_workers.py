@@ -1,41 +1,43 @@
-"""judges.workers: a judge's threads are kept from episode to episode; an episode's queued work is
-cancelled at its end, and a call still running then makes the next episode use new threads."""
+"""judges.workers: a judge's own pool lives for one episode; an episode that brings a shared pool
+(an offline pass) has its work run there, and what it left queued is cancelled at its end."""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 
 from judges.workers import EpisodeWorkers
 
 
-def test_threads_are_kept_across_episodes_and_queued_work_is_cancelled():
-    w = EpisodeWorkers(1, "t")
-    names = set()
-    for _ in range(5):  # five episodes, one pool
-        w.submit(lambda: names.add(threading.current_thread().name)).result()
-        w.end_episode()
-    assert w.pools_made == 1 and len(names) == 1
-    gate = threading.Event()
-    first = w.submit(gate.wait, 5)
-    queued = w.submit(lambda: "never")
-    gate.set()
-    first.result()
-    # a call that finished and one that had not started: the first is done, the second cancelled
-    w.end_episode()
-    assert queued.cancelled() or queued.result() == "never"
-    assert w.pools_made == 1
-    w.close()
-
-
-def test_a_call_still_running_at_the_end_of_an_episode_retires_the_pool():
-    w = EpisodeWorkers(1, "t")
-    gate = threading.Event()
-    stuck = w.submit(gate.wait, 5)
+def test_own_pool_per_episode_let_go_at_its_end():
+    w = EpisodeWorkers(1, "t-own")
+    gate, started = threading.Event(), threading.Event()
+    running = w.submit(lambda: started.set() or gate.wait(5))
+    assert started.wait(5)
     queued = w.submit(lambda: "never")
     w.end_episode()
-    assert queued.cancelled() and not stuck.done()
-    assert w.submit(lambda: "next episode").result(timeout=5) == "next episode"  # not behind the stuck call
+    assert queued.cancelled() and not running.done()
+    assert w.submit(lambda: "next episode").result(timeout=5) == "next episode"  # not behind the running call
     assert w.pools_made == 2
     gate.set()
-    assert stuck.result(timeout=5) is True
+    assert running.result(timeout=5) is True
     w.close()
+
+
+def test_a_shared_pool_runs_the_work_and_queued_work_is_cancelled_at_the_end():
+    shared = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="t-shared")
+    try:
+        w = EpisodeWorkers(4, "t-own")
+        w.use(shared)
+        assert w.submit(lambda: threading.current_thread().name).result(timeout=5).startswith("t-shared")
+        gate, started = threading.Event(), threading.Event()
+        running = w.submit(lambda: started.set() or gate.wait(5))
+        assert started.wait(5)  # running on the shared thread, not queued
+        queued = w.submit(lambda: "never")
+        w.end_episode()
+        assert queued.cancelled() and w.pools_made == 0
+        gate.set()
+        assert running.result(timeout=5) is True
+        assert shared.submit(lambda: "the pool goes on").result(timeout=5) == "the pool goes on"
+    finally:
+        shared.shutdown()

@@ -155,12 +155,13 @@ def test_the_pass_shares_one_bounded_pool_of_call_threads(tmp_path):
     import threading
 
     run = make_run(tmp_path / "run", [(f"e{i}", 3, "finished") for i in range(12)])
+    before = set(threading.enumerate())  # other tests' threads in this process are not the pass's
     seen: set[str] = set()
     counts: dict[str, int] = {}
     reply = responder(counts)
 
     def watching(req):
-        seen.update(t.name for t in threading.enumerate())
+        seen.update(t.name for t in threading.enumerate() if t not in before)
         return reply(req)
 
     with ScriptedModelServer(watching) as s:

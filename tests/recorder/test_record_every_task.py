@@ -71,6 +71,8 @@ def test_every_task_recorded_from_raw_touches_replays_to_success(sim_process, ad
     for t in tasks:
         if t.id in recorded:
             write_task(suite_dir / f"{t.id}.yaml", recorded[t.id][0])
+    # a recording that failed leaves its twin's reference dangling: say why it failed first
+    assert not problems, "\n".join(problems)
     replay_tasks = {t.id: t for t in load_checked_suite(suite_dir).tasks}  # the suite's task checks pass
     for t in tasks:
         r = replay_tasks.get(t.id)
