@@ -553,8 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
     ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
-    ss.add_argument("--screencap-png-level", type=int, choices=range(10), default=6, metavar="0-9",
-                    help="zlib level of `screencap -p` (default 6: Skia's default, as a phone's screencap encodes)")
+    ss.add_argument("--screencap-png-level", type=int, choices=range(10), default=1, metavar="0-9",
+                    help="zlib level of `screencap -p` (default 1, fast; 6 costs it as a phone's screencap, "
+                         "which uses Skia's default level)")
     ss.set_defaults(run=cmd_sim_serve)
 
     from harness.record_command import add_record_parser, add_sim_human_parser

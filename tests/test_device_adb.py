@@ -36,7 +36,7 @@ def test_screenshot_is_the_phones_png_and_describe(serve_sim):
     s = serve_sim()
     dev = s.device()
     shot = dev.screenshot()
-    assert shot == s.phone.screencap_encode()  # `screencap -p` as a phone writes it: RGBA, zlib level 6
+    assert shot == s.phone.screencap_encode()  # `screencap -p` as a phone writes it: RGBA
     img = Image.open(io.BytesIO(shot))
     assert img.mode == "RGBA" and img.convert("RGB").tobytes() == s.phone.screencap_image().tobytes()
     d = dev.describe()

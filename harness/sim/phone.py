@@ -383,10 +383,10 @@ class SimPhone:
             return self._png
 
     def screencap_encode(self) -> bytes:
-        """What ``screencap -p`` gets: the frame encoded to PNG for this call as a phone encodes it
-        (Android's screencap is a new process per call that encodes the RGBA frame every time with
-        Skia's default PNG settings, :data:`render.SCREENCAP_PNG_LEVEL`; only the render is kept).
-        ``screencap_png_level`` sets another zlib level (a bench compares the old fast one)."""
+        """What ``screencap -p`` gets: the frame encoded to PNG for this call, as a phone's screencap
+        (a new process per call that encodes the RGBA frame every time; only the render is kept), at
+        zlib level ``screencap_png_level``: the fast 1 by default, a phone's 6
+        (:data:`render.PHONE_SCREENCAP_PNG_LEVEL`) to cost the PNG path as on a phone."""
         return render.encode_screencap_png(self.screencap_image(), self.screencap_png_level)
 
     def screencap_rgba(self) -> bytes:

@@ -428,7 +428,10 @@ def encode_png(img: Image.Image) -> bytes:
 # frame through AndroidBitmap_compress(PNG, quality 100, which a PNG ignores), i.e. Skia's PNG
 # encoder with its default options (SkPngEncoder.h: fZLibLevel = 6 and all five row filters,
 # "matches libpng's default"). Pillow's PNG writer at level 6 filters adaptively as libpng does.
-SCREENCAP_PNG_LEVEL = 6
+# The sim encodes at the fast level 1 unless told (`sim serve --screencap-png-level 6`, as the
+# settle bench does to cost the PNG path as a phone would): its tests and demo grab PNGs often.
+PHONE_SCREENCAP_PNG_LEVEL = 6
+SCREENCAP_PNG_LEVEL = 1
 
 
 def encode_screencap_png(img: Image.Image, level: int = SCREENCAP_PNG_LEVEL) -> bytes:
