@@ -180,11 +180,3 @@ def annotate_pixels(screenshot: bytes, action: Action | None, screen_size: tuple
     img, size = scaled(screenshot, max_long_side, max_pixels, resample)
     return annotate_image(img, action, screen_size if screen_size and all(screen_size) else size)
 
-
-def annotate(screenshot: bytes, action: Action | None, screen_size: tuple[int, int] | None = None,
-             max_long_side: int | None = None, max_pixels: int | None = None, resample: str = "bilinear") -> bytes:
-    """:func:`annotate_pixels` as image bytes that ``harness.model.encode_image`` reads
-    (uncompressed BMP: an order of magnitude faster to write than PNG)."""
-    buf = io.BytesIO()
-    annotate_pixels(screenshot, action, screen_size, max_long_side, max_pixels, resample).save(buf, format="BMP")
-    return buf.getvalue()

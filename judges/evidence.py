@@ -499,7 +499,7 @@ _encoded_lock = threading.Lock()
 def encode_screen(png: bytes, policy: ImagePolicy, action: Action | None = None,
                   screen_size: tuple[int, int] | None = None, draw: bool = True) -> EncodedImage:
     """A screenshot ready for a judge request: scaled down to the policy's caps (fast: drawn on
-    after shrinking, see :func:`judges.draw.annotate`), with ``action`` drawn if given. The last
+    after shrinking, see :func:`judges.draw.annotate_pixels`), with ``action`` drawn if given. The last
     few are kept: a monitor, CRATE and CRATE-S send the same drawn step image."""
     if action is not None and not draw:
         action = None

@@ -321,7 +321,7 @@ class MilestoneJudge:
         return {self.name: (verdict, details)}
 
     def _end_episode(self) -> None:
-        """What the episode left queued is cancelled; the worker threads stay for the next one."""
+        """What the episode left queued is cancelled, and the judge's own threads for it let go."""
         if self.collector is not None:
             self.collector.close()
             self.collector = None

@@ -14,7 +14,7 @@ from PIL import Image
 
 from harness.actions import Click, DoubleTap, LongPress, Swipe, TypeText
 from harness.model import ImagePolicy, ModelClient
-from judges.draw import annotate, banner_text
+from judges.draw import annotate_pixels, banner_text
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
                              StepEvidenceCache, as_bool, canonical_category, evidence_key, step_evidence)
 from judges.prompts import LANGUAGES, PromptError, available, load_prompt
@@ -89,18 +89,22 @@ def _img(b):
     return Image.open(io.BytesIO(b)).convert("RGB")
 
 
+def _drawn(*args, **kw):
+    return annotate_pixels(*args, **kw).convert("RGB")
+
+
 def test_tap_marker_is_drawn_where_the_tap_lands_even_on_a_scaled_image():
     shot = png(0, (1080, 2400))
-    plain = _img(annotate(shot, None))
-    marked = _img(annotate(shot, Click(x=540, y=1200), (1080, 2400)))
+    plain = _drawn(shot, None)
+    marked = _drawn(shot, Click(x=540, y=1200), (1080, 2400))
     assert plain.size == marked.size == (1080, 2400)
     assert marked.getpixel((540 + 1080 // 22, 1200)) != plain.getpixel((540 + 1080 // 22, 1200))  # on the ring
     assert marked.getpixel((100, 2300)) == plain.getpixel((100, 2300))  # far away: untouched
-    small = _img(annotate(shot, Click(x=540, y=1200), (1080, 2400), max_long_side=640))
-    assert small.size == (288, 640) and small.getpixel((144 + 288 // 22, 320)) != _img(annotate(shot, None, None, 640)).getpixel((144 + 288 // 22, 320))
-    long = _img(annotate(shot, LongPress(x=540, y=1200), (1080, 2400)))
+    small = _drawn(shot, Click(x=540, y=1200), (1080, 2400), max_long_side=640)
+    assert small.size == (288, 640) and small.getpixel((144 + 288 // 22, 320)) != _drawn(shot, None, None, 640).getpixel((144 + 288 // 22, 320))
+    long = _drawn(shot, LongPress(x=540, y=1200), (1080, 2400))
     assert long.getpixel((540 + int(1080 // 22 * 1.6), 1200)) != plain.getpixel((540 + int(1080 // 22 * 1.6), 1200))
-    double = _img(annotate(shot, DoubleTap(x=540, y=1200), (1080, 2400)))  # an inner ring marks the second tap
+    double = _drawn(shot, DoubleTap(x=540, y=1200), (1080, 2400))  # an inner ring marks the second tap
     inner = (540 + round(1080 // 22 * 0.5 * 0.7071), 1200 + round(1080 // 22 * 0.5 * 0.7071))  # on it, off the cross
     assert double.getpixel(inner) != plain.getpixel(inner) and marked.getpixel(inner) == plain.getpixel(inner)
 
@@ -108,9 +112,9 @@ def test_tap_marker_is_drawn_where_the_tap_lands_even_on_a_scaled_image():
 def test_swipe_arrow_and_text_banner():
     shot = png(0, (1080, 2400))
     plain = _img(shot)
-    sw = _img(annotate(shot, Swipe(start=(540, 1800), end=(540, 600)), (1080, 2400)))
+    sw = _drawn(shot, Swipe(start=(540, 1800), end=(540, 600)), (1080, 2400))
     assert sw.getpixel((540, 1200)) != plain.getpixel((540, 1200)) and sw.getpixel((100, 1200)) == plain.getpixel((100, 1200))
-    typed = _img(annotate(shot, TypeText(text="给张伟转账 hello", submit=True), (1080, 2400)))
+    typed = _drawn(shot, TypeText(text="给张伟转账 hello", submit=True), (1080, 2400))
     assert typed.getpixel((5, 5)) != plain.getpixel((5, 5)) and typed.getpixel((540, 2000)) == plain.getpixel((540, 2000))
     assert banner_text(TypeText(text="押金", submit=True)) == 'type "押金"  + Enter' and banner_text(Click(x=1, y=1)) is None
 
