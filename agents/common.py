@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actions import Action, action_to_json
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.model import ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch
+from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
+from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
+                           prefetch_pixels)
 from harness.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
@@ -171,9 +172,10 @@ class ModelAgent:
         self.turns: list[tuple[bytes, str]] = []  # (screenshot, the model's output) per earlier model step
 
     # --- episode ------------------------------------------------------------------------------
-    def images_for(self, obs: Observation) -> list[tuple[bytes, ImagePolicy, tuple[int, int] | None]]:
-        """The encodings of the new screenshot a model step will ask :func:`harness.model
-        .encode_image` for, ``(png, policy, size)`` (what :meth:`prepare` starts early)."""
+    def encodings(self, screen: tuple[int, int]) -> list[tuple[ImagePolicy, tuple[int, int] | None]]:
+        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.model
+        .encode_image` for, ``(policy, size)`` (what :meth:`prepare` and :meth:`prepare_pixels`
+        start early)."""
         return []
 
     def prepare(self, obs: Observation) -> None:
@@ -181,8 +183,16 @@ class ModelAgent:
         unless the next step is the queued second half of the last action (no model call)."""
         if self.pending:
             return
-        for png, policy, size in self.images_for(obs):
-            prefetch(png, policy, size)
+        for policy, size in self.encodings(obs.screen_size):
+            prefetch(obs.screenshot, policy, size)
+
+    def prepare_pixels(self, frame: CandidatePixels) -> None:
+        """The same from a raw frame's pixels, before its PNG is encoded
+        (harness.episode.PixelPreparingAgent)."""
+        if self.pending:
+            return
+        for policy, size in self.encodings(frame.screen_size):
+            prefetch_pixels(frame.pixels, policy, size)
 
     def reset(self, ctx: EpisodeContext) -> None:
         self.ctx = ctx

@@ -44,9 +44,10 @@ from harness import hierarchy
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
 from harness.device.base import DeviceError
-from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
 from harness.hierarchy import Element
 from harness.model import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
+from harness import resample
 from harness.screenshot import image_of
 from harness.registry import AGENTS
 
@@ -128,12 +129,13 @@ def _font(px: int) -> Any:
     return _fonts[px]
 
 
-def screen_image(png: bytes, policy: ImagePolicy) -> Image.Image:
-    """The screenshot (its own pixels when it carries them, else decoded) scaled to the size it is
-    sent at (the policy's caps)."""
-    img = image_of(png).convert("RGB")
+def screen_image(screen: bytes | Image.Image, policy: ImagePolicy) -> Image.Image:
+    """The screenshot (a frame's pixels, a PNG's own pixels when it carries them, else decoded)
+    scaled to the size it is sent at (the policy's caps)."""
+    img = screen if isinstance(screen, Image.Image) else image_of(screen)
+    img = img if img.mode == "RGB" else img.convert("RGB")
     target = policy.target(img.size)
-    return img if target == img.size else img.resize(target, Image.Resampling.BILINEAR)
+    return img if target == img.size else resample.resize(img, target, Image.Resampling.BILINEAR)
 
 
 def draw_som(base: Image.Image, elements: list[Element], screen: tuple[int, int]) -> Image.Image:
@@ -397,10 +399,12 @@ class M3AConfig:
     lang: Literal["auto", "en", "zh"] = field(default="auto", metadata={"help": "language of Reason and summaries"})
     summarize: bool = field(default=True, metadata={"help": "the second call that summarises each step"})
     enter_after_input: bool = field(default=True, metadata={"help": "input_text presses Enter after typing (M3A)"})
-    # AndroidWorld's Gpt4Wrapper sends the screenshots at full size as JPEG (infer.py array_to_jpeg_bytes)
+    # AndroidWorld's Gpt4Wrapper sends the screenshots at full size as JPEG (agents/infer.py,
+    # _array_to_jpeg_bytes: Image.save(format='JPEG') with no options, i.e. Pillow's default quality 75)
     max_side: int = field(default=0, metadata={"help": "longest side of the images sent (0: full size, as M3A)"})
     image_format: Literal["png", "jpeg"] = field(default="jpeg", metadata={"help": "image encoding"})
-    jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality when image_format=jpeg"})
+    jpeg_quality: int = field(default=75, metadata={"help": "JPEG quality when image_format=jpeg (75: Pillow's "
+                                                            "default, as AndroidWorld's M3A sends them)"})
 
 
 @dataclass
@@ -423,8 +427,8 @@ class _Marks:
     elements: list[Element]
     elements_text: str
     som: Image.Image
-    marked: EncodedImage
-    after: "Future[EncodedImage] | None"  # encoded on the image workers beside ``marked``
+    marked: "Future[EncodedImage]"  # encoded on the image workers: first needed by the action call
+    after: EncodedImage | None      # needed first (the summary call), so encoded in the job itself
     notes: dict[str, Any]
 
 
@@ -469,25 +473,27 @@ class M3AAgent(ModelAgent):
         self.done = None
         self._prepared = None
 
-    def _marks(self, obs: Observation, summarize: bool) -> _Marks:
+    def _marks(self, shown: CandidatePixels, summarize: bool) -> _Marks:
         """The hierarchy (a device call), the elements, the Set-of-Mark copy and its encodings."""
         notes: dict[str, Any] = {}
         try:
-            elements = select_elements(hierarchy.parse(obs.hierarchy()), obs.screen_size)
+            elements = select_elements(hierarchy.parse(shown.hierarchy()), shown.screen_size)
             notes["elements"] = len(elements)
         except (hierarchy.HierarchyError, DeviceError) as e:  # no dump this time: no marks (InfraError propagates)
             elements = []
             notes["hierarchy_error"] = str(e)
         policy = self.policy()
-        som = draw_som(screen_image(obs.screenshot, policy), elements, obs.screen_size)
-        # the "after" copy is a job of its own, so that its encode runs beside the marked one's
-        after = run_in_background(lambda: encode_pixels(label_image(som, "after"), policy)) if summarize else None
-        # already at the sent size: encode_pixels does not resize it again
-        return _Marks(elements, describe_elements(elements), som, encode_pixels(som, policy), after, notes)
+        som = draw_som(screen_image(shown.pixels, policy), elements, shown.screen_size)
+        # the summary call (the first to go) needs only the "after" copy: it is encoded here, the
+        # marked screen beside it on the other image worker, still encoding while that call is on
+        # the wire if it must (already at the sent size: encode_pixels does not resize them again)
+        marked = run_in_background(encode_pixels, som, policy)
+        after = encode_pixels(label_image(som, "after"), policy) if summarize else None
+        return _Marks(elements, describe_elements(elements), som, marked, after, notes)
 
-    def _plain(self, obs: Observation) -> EncodedImage:
+    def _plain(self, shown: CandidatePixels) -> EncodedImage:
         policy = self.policy()
-        return encode_pixels(screen_image(obs.screenshot, policy), policy)
+        return encode_pixels(screen_image(shown.pixels, policy), policy)
 
     def _before(self, done: _Done | None) -> EncodedImage | None:
         """The last step's marked screen labelled "before", for its summary call (encoded while that
@@ -498,35 +504,62 @@ class M3AAgent(ModelAgent):
             return done.before.result()
         return encode_pixels(label_image(done.som, "before"), self.policy())
 
-    def _screen_work(self, obs: Observation, done: _Done | None) -> list[Callable[[], Any]]:
+    def _screen_work(self, shown: CandidatePixels, done: _Done | None) -> list[Callable[[], Any]]:
         """The step's image work as three independent jobs: marks, the plain screenshot, "before"."""
         summarize = done is not None and self.config.summarize
-        return [lambda: self._marks(obs, summarize), lambda: self._plain(obs), lambda: self._before(done)]
+        return [lambda: self._marks(shown, summarize), lambda: self._plain(shown), lambda: self._before(done)]
 
-    def prepare(self, obs: Observation) -> None:
-        """Start the step's image work as the screenshot arrives: the three jobs of
+    @staticmethod
+    def _shown(obs: Observation) -> CandidatePixels:
+        """The observation as the screen work reads it: its PNG stands for the pixels (decoded by
+        the job that needs them, when the PNG does not carry them)."""
+        return CandidatePixels(step=obs.step, pixels=obs.screenshot, screen_size=obs.screen_size,
+                               hierarchy=obs.hierarchy)
+
+    def prepare_pixels(self, frame: CandidatePixels) -> None:
+        """Start the step's image work as soon as a frame's pixels arrive (harness.episode
+        .PixelPreparingAgent; :meth:`prepare` when the PNG comes first): the three jobs of
         :meth:`_screen_work` run on the shared image workers, the longest (marks) first."""
         if self.pending:
             return
-        marks, plain, before = self._screen_work(obs, self.done)
+        if self._prepared is not None and self._prepared[0] is frame.pixels and self._prepared[1] is self.done:
+            return  # started from this frame's pixels already
+        marks, plain, before = self._screen_work(frame, self.done)
         done = self.done
         futures = [run_in_background(marks), run_in_background(plain),
                    done.before if done is not None and done.before is not None and self.config.summarize
                    else run_in_background(before)]
-        self._prepared = (obs.screenshot, self.done, futures)
+        self._prepared = (frame.pixels, self.done, futures)
+
+    def prepare(self, obs: Observation) -> None:
+        """The same when the screenshot arrives, unless it was started from its pixels already."""
+        pixels = getattr(obs.screenshot, "_image", None)
+        if pixels is not None and self._prepared is not None and self._prepared[0] is pixels:
+            return
+        self.prepare_pixels(self._shown(obs))
+
+    def _prepared_for(self, obs: Observation) -> list[Any] | None:
+        """The jobs :meth:`prepare_pixels` or :meth:`prepare` started for this screenshot, if any."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is None or prepared[1] is not self.done:
+            return None
+        made_from = prepared[0]
+        if made_from is obs.screenshot or made_from is getattr(obs.screenshot, "_image", None):
+            return prepared[2]
+        return None
 
     def model_step(self, obs: Observation) -> AgentOutput:
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         lang = language_name(c.lang, obs.language)
-        prepared, self._prepared = self._prepared, None
-        if prepared is not None and prepared[0] is obs.screenshot and prepared[1] is self.done:
+        prepared = self._prepared_for(obs)
+        if prepared is not None:
             # made by prepare(); an InfraError from the hierarchy is raised here, as inline
-            marks_f, plain_f, before_f = prepared[2]
+            marks_f, plain_f, before_f = prepared
             marks, before = marks_f.result(), before_f.result()
             trace.extra["prepared"] = True
         else:
-            marks_job, plain_job, before_job = self._screen_work(obs, self.done)
+            marks_job, plain_job, before_job = self._screen_work(self._shown(obs), self.done)
             plain_f = run_in_background(plain_job)
             marks, before = marks_job(), before_job()
         # the plain screenshot is first needed by the action call: it may still be encoding while
@@ -538,7 +571,7 @@ class M3AAgent(ModelAgent):
         if self.done is not None:
             d, self.done = self.done, None
             if before is not None and marks.after is not None:
-                after = marks.after.result()
+                after = marks.after
                 trace.images += [image_record(before, "summary before"), image_record(after, "summary after")]
                 text = self.summary_prompt.render(goal=obs.instruction, before_elements=d.elements_text,
                                                   after_elements=elements_text, action=d.action_json,
@@ -556,7 +589,7 @@ class M3AAgent(ModelAgent):
         history = "\n".join(self.history) or "None yet: this is the first step."
         text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
         trace.lap("prompt")
-        raw_enc, som_enc = plain_f.result(), marks.marked
+        raw_enc, som_enc = plain_f.result(), marks.marked.result()
         trace.images += [image_record(raw_enc, "screenshot"), image_record(som_enc, "set-of-mark")]
         trace.lap("encode")
         trace.extra.update({"history_lines": len(self.history), "language": lang})

@@ -397,8 +397,8 @@ class QwenAgent(ModelAgent):
         size = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
         return size, send_size(screen, size, SERVER_RESIZE[c.version], c.send, c.image_format)
 
-    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
-        return [(obs.screenshot, self.policy(), self._sizes(obs.screen_size)[1])]
+    def encodings(self, screen: tuple[int, int]) -> list[tuple[Any, tuple[int, int] | None]]:
+        return [(self.policy(), self._sizes(screen)[1])]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """The progress entry of a ground-truth action: for 2.5 its ``mobile_use`` call as the model

@@ -305,8 +305,8 @@ class UITarsAgent(ModelAgent):
         size = resized_size(screen, c.min_pixels, c.max_pixels)
         return size, send_size(screen, size, self.variant.server, c.send, c.image_format, self.variant.as_captured)
 
-    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
-        return [(obs.screenshot, self.policy(), self._sizes(obs.screen_size)[1])]
+    def encodings(self, screen: tuple[int, int]) -> list[tuple[Any, tuple[int, int] | None]]:
+        return [(self.policy(), self._sizes(screen)[1])]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """A ground-truth action as this variant's model writes it (``set_history``), in its space

@@ -150,8 +150,8 @@ class VLMAgent(ModelAgent):
                 "image_encoding": f"{c.image_format} (quality {c.jpeg_quality}) with the long side capped at "
                                   f"{c.max_side or 'none'}, bicubic; started as the screenshot arrives"}
 
-    def images_for(self, obs: Observation) -> list[tuple[bytes, Any, tuple[int, int] | None]]:
-        return [(obs.screenshot, self.policy(), None)]
+    def encodings(self, screen: tuple[int, int]) -> list[tuple[Any, tuple[int, int] | None]]:
+        return [(self.policy(), None)]
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """A ground-truth action as the vlm prompt asks for it (``set_history``): ``Action: <call>`` with

@@ -93,6 +93,27 @@ class PreparingAgent(Protocol):
         the step decides."""
 
 
+@dataclass(frozen=True)
+class CandidatePixels:
+    """A frame settling may make the next observation, as pixels, before its PNG is encoded (a raw
+    frame's pixels arrive tens of ms before the PNG). The observation that follows carries the same
+    image object (``harness.screenshot.image_of(obs.screenshot) is pixels``) when it is this frame."""
+
+    step: int                             # the step it would be the observation of
+    pixels: Any                           # PIL.Image.Image, RGB; do not modify
+    screen_size: tuple[int, int]
+    hierarchy: Callable[[], str]          # as Observation.hierarchy
+
+
+@runtime_checkable
+class PixelPreparingAgent(Protocol):
+    """An agent that starts work on a frame's pixels before its PNG exists (optional; earlier than
+    :class:`PreparingAgent`'s ``prepare``, under the same rules: best effort, maybe more than once
+    per step, never changing what the step decides)."""
+
+    def prepare_pixels(self, frame: CandidatePixels) -> None: ...
+
+
 @dataclass
 class MonitorVerdict:
     halt: bool

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from PIL import Image
 
+from harness import resample
 from harness.screenshot import encode_png_fast, image_of, png_size
 from harness.usage import Meter
 
@@ -117,6 +118,12 @@ _encode_cache_bytes = 0
 _encode_lock = threading.Lock()
 _encoding: dict[CacheKey, "concurrent.futures.Future[EncodedImage]"] = {}  # being encoded now, by one thread
 _prefetch_pool: concurrent.futures.ThreadPoolExecutor | None = None
+# encodings started from a frame's pixels before its PNG exists (prefetch_pixels), by the image
+# object: the Screenshot made of that frame carries the same object, and encode_image takes the
+# result from here. The last few frames only (a candidate that changed is dropped in turn).
+PIXEL_FRAMES_KEPT = 8  # several phones' candidates at once; one evicted is encoded again, as without
+PixelJobs = dict[tuple[ImagePolicy, "tuple[int, int] | None"], "concurrent.futures.Future[EncodedImage]"]
+_pixel_jobs: collections.OrderedDict[int, tuple[Image.Image, PixelJobs]] = collections.OrderedDict()
 
 
 def _cache_put(key: CacheKey, enc: EncodedImage) -> None:
@@ -140,6 +147,7 @@ def clear_encode_cache() -> None:
     global _encode_cache_bytes
     with _encode_lock:
         _encode_cache.clear()
+        _pixel_jobs.clear()
         _encode_cache_bytes = 0
 
 
@@ -157,10 +165,10 @@ def encode_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: t
     src = img.size
     target = size if size is not None else policy.target(src)
     if target != src:
-        img = img.resize(target, _RESAMPLE[policy.resample])
+        img = resample.resize(img, target, _RESAMPLE[policy.resample])  # two threads where exact
     if policy.format == "jpeg":
         buf = io.BytesIO()
-        img.convert("RGB").save(buf, format="JPEG", quality=policy.jpeg_quality)
+        (img if img.mode == "RGB" else img.convert("RGB")).save(buf, format="JPEG", quality=policy.jpeg_quality)
         data, mime = buf.getvalue(), "image/jpeg"
     else:
         data, mime = encode_png_fast(img, policy.png_level), "image/png"
@@ -185,10 +193,18 @@ def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[in
         if running is None:
             mine: concurrent.futures.Future[EncodedImage] = concurrent.futures.Future()
             _encoding[key] = mine
+            from_pixels = _pixel_job(png, policy, size, take=True)
     if running is not None:
         return running.result()
     try:
-        enc = _encode(png, policy, size)
+        enc = None
+        if from_pixels is not None:  # started from the frame's pixels (prefetch_pixels); redone here if it failed
+            try:
+                enc = from_pixels.result()
+            except Exception:
+                enc = None
+        if enc is None:
+            enc = _encode(png, policy, size)
     except BaseException as e:
         with _encode_lock:
             _encoding.pop(key, None)
@@ -203,7 +219,7 @@ def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[in
 
 def _encode(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None) -> EncodedImage:
     src = png_size(png)
-    if src is not None and policy.format == "png" and (size or policy.target(src)) == src:
+    if src is not None and _passthrough(src, policy, size):
         return EncodedImage(f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}", src[0], src[1], len(png),
                             "png", src, passthrough=True)
     return encode_pixels(image_of(png), policy, size)
@@ -222,8 +238,57 @@ def run_in_background(fn: Any, /, *args: Any) -> "concurrent.futures.Future[Any]
 
 def prefetch(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
     """Start :func:`encode_image` of ``png`` in the background, so that the call that needs it later
-    finds it in the cache or in progress (a failure surfaces in that call's own encode)."""
+    finds it in the cache or in progress (a failure surfaces in that call's own encode). Nothing to
+    start when :func:`prefetch_pixels` already started it from the frame's pixels."""
+    with _encode_lock:
+        if _pixel_job(png, policy, size, take=False) is not None:
+            return
     run_in_background(encode_image, png, policy, size).add_done_callback(lambda f: f.exception())
+
+
+def _passthrough(src: tuple[int, int], policy: ImagePolicy, size: tuple[int, int] | None) -> bool:
+    """The screenshot's own PNG is sent as it is (no encode)."""
+    return policy.format == "png" and (size or policy.target(src)) == tuple(src)
+
+
+def _pixel_job(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None,
+               take: bool) -> "concurrent.futures.Future[EncodedImage] | None":
+    """The encoding :func:`prefetch_pixels` started from the pixels ``png`` carries, if any (removed
+    when ``take``: the caller keeps its result). Caller holds ``_encode_lock``."""
+    img = getattr(png, "_image", None)
+    entry = _pixel_jobs.get(id(img)) if img is not None else None
+    if entry is None or entry[0] is not img:
+        return None
+    jobs = entry[1]
+    if not take:
+        return jobs.get((policy, size))
+    job = jobs.pop((policy, size), None)
+    if not jobs:  # all taken: the frame's pixels need not be kept here
+        del _pixel_jobs[id(img)]
+    return job
+
+
+def prefetch_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
+    """Start encoding a frame's pixels for ``policy`` and ``size`` before the frame's PNG exists
+    (harness.episode.PixelPreparingAgent): :func:`encode_image` of the Screenshot that carries
+    ``img`` then takes this result (the same as encoding it then: :func:`encode_pixels` of the same
+    pixels). Nothing to start when the PNG would be sent as it is."""
+    if _passthrough(img.size, policy, size):
+        return
+    with _encode_lock:
+        entry = _pixel_jobs.get(id(img))
+        if entry is not None and entry[0] is img and (policy, size) in entry[1]:
+            return
+    job = run_in_background(encode_pixels, img, policy, size)
+    job.add_done_callback(lambda f: f.exception())
+    with _encode_lock:
+        entry = _pixel_jobs.get(id(img))
+        if entry is None or entry[0] is not img:  # a new frame (an id may be reused once its image is gone)
+            entry = (img, {})
+            _pixel_jobs[id(img)] = entry
+            while len(_pixel_jobs) > PIXEL_FRAMES_KEPT:
+                _pixel_jobs.popitem(last=False)
+        entry[1].setdefault((policy, size), job)
 
 
 def user_message(text: str, images: list[EncodedImage] = (), images_first: bool = True) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from typing import Any, Callable
 
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError
-from harness.episode import (Agent, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict, Observation,
-                             PreparingAgent, ProposedStep, Status, StepEvent, StepObserver)
+from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict,
+                             Observation, PixelPreparingAgent, PreparingAgent, ProposedStep, Status,
+                             StepEvent, StepObserver)
 from harness.live.operator import Operator, Question, nobody_to_ask
 from harness.live.records import EpisodeLive
 from harness.records import EpisodeWriter, StepRecord, now_iso
@@ -253,8 +254,10 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
 
         # an agent that can start work on a screenshot as it arrives (encoding it) is told at once:
         # during settling, as soon as a candidate frame is ready, while the device confirms it
-        # (best effort: a prepare that fails is the step's to redo, and to report)
+        # (best effort: a prepare that fails is the step's to redo, and to report); a raw frame's
+        # pixels go to an agent that takes them even before the frame's PNG is encoded
         agent_prepare = agent.prepare if isinstance(agent, PreparingAgent) else None
+        agent_pixels = agent.prepare_pixels if isinstance(agent, PixelPreparingAgent) else None
 
         def prepare(obs: Observation) -> None:
             if agent_prepare is not None:
@@ -262,6 +265,12 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     agent_prepare(obs)
                 except Exception:
                     log.debug("agent prepare failed: %s", traceback.format_exc())
+
+        def prepare_pixels(step: int, pixels: Any) -> None:
+            try:
+                agent_pixels(CandidatePixels(step=step, pixels=pixels, screen_size=size, hierarchy=device.hierarchy))
+            except Exception:
+                log.debug("agent prepare_pixels failed: %s", traceback.format_exc())
         before_path = writer.write_screen(0, shot)
         for plug in [*observers, *monitors]:
             plug.start(ctx)
@@ -336,7 +345,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     invalid = f"action failed on the device: {e}"
                 timings["action"] = time.monotonic() - t0
                 if executed and not isinstance(action, (Answer, Finish)):
-                    after_shot, settle = device.settle(shot, on_frame=lambda s, k=i + 1: prepare(observe(k, s)))
+                    after_shot, settle = device.settle(
+                        shot, on_frame=lambda s, k=i + 1: prepare(observe(k, s)),
+                        on_pixels=(lambda p, k=i + 1: prepare_pixels(k, p)) if agent_pixels is not None else None)
                     timings["settle"] = settle.settle
                     timings["screenshot"] = 0.0  # the settled frame is the observation
                 if executed and isinstance(action, Answer):

@@ -21,6 +21,7 @@ from functools import lru_cache
 from PIL import Image, ImageDraw, ImageFont
 
 from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.resample import resize as resample_image
 
 DRAW_VERSION = 1  # bump when the drawing changes: it is part of the step-evidence cache key
 MARK = (255, 32, 48, 255)
@@ -163,7 +164,7 @@ def scaled(screenshot: bytes, max_long_side: int | None = None, max_pixels: int 
     img.load()
     size = img.size
     target = fitted_size(size, max_long_side, max_pixels)
-    img = img.convert("RGB") if target == size else img.convert("RGB").resize(target, _RESAMPLE[resample])
+    img = img.convert("RGB") if target == size else resample_image(img.convert("RGB"), target, _RESAMPLE[resample])
     with _bases_lock:
         _bases[key] = (img, size)
         while len(_bases) > 8:

@@ -5,8 +5,9 @@ runner drives it: the bench taps the phone to a new screen (apps' first pages an
 turn), the device settles on its cheapest frames (harness.device.frame_sources), and the agent is
 asked for its step against a local stub model that answers at once. Two ways, in the same run:
 
-  prepared  as the runner does it: the agent's ``prepare`` gets each candidate observation as soon
-            as settling has it (encoding starts while the device confirms the frame); the step's
+  prepared  as the runner does it: the agent's ``prepare_pixels`` gets each candidate frame's
+            pixels as soon as they arrive (before the frame's PNG is encoded) and ``prepare`` the
+            candidate observation (encoding starts while the device confirms the frame); the step's
             wall time is what remains on the critical path
   inline    no ``prepare``: the step does all of its image work itself
 
@@ -39,7 +40,7 @@ import agents  # noqa: E402,F401
 from bench_all import Lab, row  # noqa: E402
 from harness import model as model_mod  # noqa: E402
 from harness.actions import Key, OpenApp  # noqa: E402
-from harness.episode import EpisodeContext, Observation  # noqa: E402
+from harness.episode import CandidatePixels, EpisodeContext, Observation, PixelPreparingAgent  # noqa: E402
 from harness.model import ModelConfig  # noqa: E402
 from harness.registry import AGENTS  # noqa: E402
 from harness.tasks import parse_task  # noqa: E402
@@ -95,7 +96,9 @@ def bench(lab: Lab, dev, label: str, name: str, opts: dict, steps: int, prepared
             # before settling, and handed to the agent in memory (M3A reads it)
             xml[i + 1] = dev.hierarchy()
             on_frame = (lambda s, k=i + 1: agent.prepare(observe(k, s))) if prepared else None
-            shot, _ = dev.settle(shot, on_frame=on_frame)
+            on_pixels = (lambda p, k=i + 1: agent.prepare_pixels(CandidatePixels(k, p, size, lambda k=k: xml[k])))\
+                if prepared and isinstance(agent, PixelPreparingAgent) else None
+            shot, _ = dev.settle(shot, on_frame=on_frame, on_pixels=on_pixels)
             t0 = time.perf_counter()
             out = agent.step(observe(i + 1, shot))
             wall = (time.perf_counter() - t0) * 1000

@@ -150,3 +150,51 @@ def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tm
     with RunWriter(tmp_path / "run2", fsync=False) as w:
         out = run_episode(task, broken, dev, w.start_episode("t"))
     assert out.status == "finished" and out.steps == 2 and len(broken.prepared) >= 2
+
+
+class _PixelPreparing(_Preparing):
+    """Also takes a raw frame's pixels before its PNG (harness.episode.PixelPreparingAgent)."""
+
+    def __init__(self, actions, fail=False):
+        super().__init__(actions, fail)
+        self.told = []  # ("pixels" | "png", step, object) in the order the runner told them
+
+    def prepare_pixels(self, frame):
+        self.told.append(("pixels", frame.step, frame.pixels))
+        assert frame.screen_size == (540, 1200) and "<hierarchy" in frame.hierarchy()
+        if self.fail:
+            raise RuntimeError("prepare_pixels broke")
+
+    def prepare(self, obs):
+        self.told.append(("png", obs.step, obs.screenshot))
+        super().prepare(obs)
+
+
+@pytest.mark.parametrize("frames", ["raw", "png"])
+def test_raw_frames_pixels_reach_the_agent_before_their_png(serve_sim, tmp_path, frames):
+    from harness.actions import Finish
+    from harness.records import RunWriter
+    from harness.runner import run_episode
+    from harness.tasks import parse_task
+
+    s = serve_sim(width=540, height=1200)
+    dev = s.device(settle=SettleConfig(frames=frames))
+    task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})
+    agent = _PixelPreparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
+    with RunWriter(tmp_path / "run", fsync=False) as w:
+        out = run_episode(task, agent, dev, w.start_episode("t"))
+    assert out.status == "finished" and out.steps == 3
+    pixels = [(k, p) for kind, k, p in agent.told if kind == "pixels"]
+    if frames == "png":  # a PNG frame has no pixels before its PNG
+        assert pixels == []
+        return
+    for step, shot in agent.seen[1:]:  # every settled observation: its very pixels, told first
+        told_at = next(i for i, (kind, k, p) in enumerate(agent.told) if kind == "pixels" and k == step
+                       and p is shot._image)
+        png_at = next(i for i, (kind, k, p) in enumerate(agent.told) if kind == "png" and p is shot)
+        assert told_at < png_at, step
+    # a prepare_pixels that fails changes nothing
+    broken = _PixelPreparing([OpenApp(app="Settings"), Finish()], fail=True)
+    with RunWriter(tmp_path / "run2", fsync=False) as w:
+        out = run_episode(task, broken, dev, w.start_episode("t"))
+    assert out.status == "finished" and out.steps == 2 and any(kind == "pixels" for kind, _, _ in broken.told)

@@ -21,7 +21,8 @@ MAX_LINES = 900
 # everything under it ("harness" only itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
-              "harness.tasks", "harness.screenshot", "harness.episode", "harness.hierarchy", "harness.records", "harness.run_tasks",
+              "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
+              "harness.records", "harness.run_tasks",
               "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.live.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
     ("agents and judges", ("agents", "judges")),

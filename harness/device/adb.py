@@ -333,14 +333,15 @@ class AdbDevice:
                 self._settler = frame_sources.Settler(choice, self.serial)
             return self._settler.choice.report
 
-    def settle(self, previous: bytes | None = None,
-               on_frame: Callable[[bytes], None] | None = None) -> tuple[bytes, ActionTiming]:
+    def settle(self, previous: bytes | None = None, on_frame: Callable[[bytes], None] | None = None,
+               on_pixels: Callable[[Any], None] | None = None) -> tuple[bytes, ActionTiming]:
         """Grab frames from the chosen source until ``stable_frames`` in a row are identical
         (bounded by max_s); the settled frame, as PNG with its pixels, is the observation.
-        ``on_frame`` gets each candidate observation as soon as it is ready."""
+        ``on_frame`` gets each candidate observation as soon as it is ready, ``on_pixels`` a raw
+        candidate's pixels before its PNG is encoded."""
         self.frame_choice()
         t0 = time.monotonic()
-        shot, extra = self._settler.settle(self.settle_cfg, on_frame)
+        shot, extra = self._settler.settle(self.settle_cfg, on_frame, on_pixels)
         return shot, ActionTiming(settle=time.monotonic() - t0, settled=extra.pop("settled"), extra=extra)
 
     # --- reset --------------------------------------------------------------------------------

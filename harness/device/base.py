@@ -95,11 +95,13 @@ class Device(Protocol):
         """Perform one action. Raises ActionError for an action this device cannot do (an unknown
         app, text it cannot type) and InfraError when the device is gone."""
 
-    def settle(self, previous: bytes | None = None,
-               on_frame: Callable[[bytes], None] | None = None) -> tuple[bytes, ActionTiming]:
+    def settle(self, previous: bytes | None = None, on_frame: Callable[[bytes], None] | None = None,
+               on_pixels: Callable[[Any], None] | None = None) -> tuple[bytes, ActionTiming]:
         """Wait (bounded) until the screen stops changing; return the settled screenshot.
         ``on_frame`` is called with each candidate observation as soon as it is ready (the one
-        returned is the last of them), so that work on it can start while settling confirms it."""
+        returned is the last of them), so that work on it can start while settling confirms it;
+        ``on_pixels`` earlier with a candidate's pixels (a PIL image) when they come before its PNG
+        (raw frames), the same image object the observation then carries."""
 
     def current_app(self) -> tuple[str, str]: ...
 

@@ -33,9 +33,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from PIL import Image
+
 from harness.device.base import InfraError
 from harness.screenshot import RawFrame, RawFrameError, Screenshot, encode_png_fast, parse_raw_screencap
 
+OnFrame = Callable[[Screenshot], None] | None
+OnPixels = Callable[[Image.Image], None] | None
 PROBE_GRABS = 3  # per source: the first warms up (a u2 server may be starting), the rest are timed
 
 
@@ -63,7 +67,12 @@ class FrameSource:
     def grab(self) -> Frame:
         raise NotImplementedError
 
-    def observation(self, frame: Frame) -> Screenshot:
+    def pixels(self, frame: Frame) -> Image.Image | None:
+        """The frame's pixels when they come before its PNG (raw frames), else None."""
+        return None
+
+    def observation(self, frame: Frame, pixels: Image.Image | None = None) -> Screenshot:
+        """The frame as the observation (``pixels``: what :meth:`pixels` gave for it)."""
         raise NotImplementedError(f"{self.name} frames cannot be the observation")
 
 
@@ -77,7 +86,7 @@ class PngFrames(FrameSource):
         png = self.screenshot()
         return Frame(png, png=png)
 
-    def observation(self, frame: Frame) -> Screenshot:
+    def observation(self, frame: Frame, pixels: Image.Image | None = None) -> Screenshot:
         assert frame.png is not None
         return frame.png if isinstance(frame.png, Screenshot) else Screenshot(frame.png)
 
@@ -96,9 +105,12 @@ class RawFrames(FrameSource):
             raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a raw frame: {e}") from None
         return Frame(data, raw=raw)
 
-    def observation(self, frame: Frame) -> Screenshot:
+    def pixels(self, frame: Frame) -> Image.Image | None:
         assert frame.raw is not None
-        img = frame.raw.image()
+        return frame.raw.image()
+
+    def observation(self, frame: Frame, pixels: Image.Image | None = None) -> Screenshot:
+        img = pixels if pixels is not None else self.pixels(frame)
         return Screenshot(encode_png_fast(img), image=img)
 
 
@@ -194,37 +206,42 @@ def choose(sources: list[FrameSource], stable_frames: int, forced: str = "auto",
 class Settler:
     """Settling with a :class:`FrameChoice`; the observation of an exact source's frame is started
     on a worker thread as soon as the frame arrives (PNG encoding releases the GIL), so it runs
-    while the next frame is fetched, and is dropped when that frame differs."""
+    while the next frame is fetched, and is dropped when that frame differs. A raw frame's pixels go
+    to ``on_pixels`` before its PNG is encoded, the PNG to ``on_frame`` (each candidate's)."""
 
     def __init__(self, choice: FrameChoice, name: str):
         self.choice = choice
         self.pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"frames-{name}")
 
-    def _start(self, frame: Frame, on_frame: Callable[[Screenshot], None] | None) -> cf.Future:
+    @staticmethod
+    def _observe(src: FrameSource, frame: Frame, on_frame: OnFrame, on_pixels: OnPixels) -> Screenshot:
+        pixels = src.pixels(frame)
+        if pixels is not None and on_pixels is not None:
+            on_pixels(pixels)
+        shot = src.observation(frame, pixels)
+        if on_frame is not None:
+            on_frame(shot)
+        return shot
+
+    def _start(self, frame: Frame, on_frame: OnFrame, on_pixels: OnPixels) -> cf.Future:
         src = self.choice.detector
         if not src.exact:
             return cf.Future()  # never used: the observation comes from the exact source
-
-        def observe() -> Screenshot:
-            shot = src.observation(frame)
-            if on_frame is not None:
-                on_frame(shot)
-            return shot
-
         if not src.encodes:
             f: cf.Future = cf.Future()
-            f.set_result(observe())
+            f.set_result(self._observe(src, frame, on_frame, on_pixels))
             return f
-        return self.pool.submit(observe)
+        return self.pool.submit(self._observe, src, frame, on_frame, on_pixels)
 
-    def settle(self, cfg: Any, on_frame: Callable[[Screenshot], None] | None = None) -> tuple[Screenshot, dict[str, Any]]:
+    def settle(self, cfg: Any, on_frame: OnFrame = None,
+               on_pixels: OnPixels = None) -> tuple[Screenshot, dict[str, Any]]:
         det, obs = self.choice.detector, self.choice.observer
         t0 = time.monotonic()
         if cfg.min_s:
             time.sleep(cfg.min_s)
         frame = det.grab()
         grabs, same = 1, 1
-        pending = self._start(frame, on_frame)
+        pending = self._start(frame, on_frame, on_pixels)
         while True:
             while same < cfg.stable_frames and time.monotonic() - t0 < cfg.max_s:
                 if cfg.interval_s:
@@ -235,13 +252,11 @@ class Settler:
                     same += 1
                     continue
                 pending.cancel()
-                frame, same, pending = nxt, 1, self._start(nxt, on_frame)
+                frame, same, pending = nxt, 1, self._start(nxt, on_frame, on_pixels)
             if det.exact:
                 shot = pending.result()
                 break
-            shot = obs.observation(obs.grab())
-            if on_frame is not None:
-                on_frame(shot)
+            shot = self._observe(obs, obs.grab(), on_frame, on_pixels)
             check = det.grab()
             grabs += 2
             if check.same(frame) or time.monotonic() - t0 >= cfg.max_s:

@@ -153,9 +153,12 @@ def test_m3a_clear_text_clears_the_field_first() -> None:
 @pytest.mark.parametrize("name,opts", [("m3a", {}), ("vlm", {}), ("doubao", {}), ("uitars", {}),
                                        ("qwen", {"version": "3"})])
 def test_prepare_changes_nothing_the_model_is_sent(name: str, opts: dict[str, Any]) -> None:
-    """Three steps over changing screens, once with prepare() called on each screenshot as it
-    arrives (as the runner does) and once without: the requests are identical, images included."""
+    """Three steps over changing screens, with prepare() called on each screenshot as it arrives,
+    with prepare_pixels() on its pixels before that (as the runner does with raw frames), and with
+    neither: the requests are identical, images included."""
     from harness import model as model_mod
+    from harness.episode import CandidatePixels
+    from harness.screenshot import Screenshot, image_of
 
     phone = SimPhone(*SCREEN)
     phone.reset()
@@ -168,20 +171,26 @@ def test_prepare_changes_nothing_the_model_is_sent(name: str, opts: dict[str, An
              Reply('<tool_call>\n{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Home"}}'
                    "\n</tool_call>") if name == "qwen" else Reply("Thought: next\nAction: press_home()"))
     sent = {}
-    for prepared in (True, False):
+    for way in ("pixels", "prepare", "inline"):
         model_mod.clear_encode_cache()
         with ScriptedModelServer([reply]) as srv:
             agent = AGENTS.build(name, {**opts, "model": model(srv.base_url)})
             agent.reset(EpisodeContext(task=Task(id="t", instruction="Look around.", reference_steps=3),
                                        screen_size=SCREEN, seed=0, device_serial="x"))
             for k, (png, xml) in enumerate(shots, start=1):
-                obs = Observation(step=k, screenshot=png, screen_size=SCREEN, hierarchy=lambda xml=xml: xml,
+                shot = png
+                if way == "pixels":  # a raw frame: its pixels first, then the PNG that carries them
+                    pixels = image_of(png).convert("RGB")
+                    agent.prepare_pixels(CandidatePixels(step=k, pixels=pixels, screen_size=SCREEN,
+                                                         hierarchy=lambda xml=xml: xml))
+                    shot = Screenshot(png, image=pixels)
+                obs = Observation(step=k, screenshot=shot, screen_size=SCREEN, hierarchy=lambda xml=xml: xml,
                                   instruction="Look around.", language="en")
-                if prepared:
+                if way != "inline":
                     agent.prepare(obs)
                 out = agent.step(obs)
                 assert out.action is not None
-                if prepared and name == "m3a":
+                if way != "inline" and name == "m3a":
                     assert out.extras["prepared"] is True  # the step used what prepare() made
-        sent[prepared] = [r["messages"] for r in srv.requests]
-    assert sent[True] == sent[False] and len(sent[True]) >= 3
+        sent[way] = [r["messages"] for r in srv.requests]
+    assert sent["pixels"] == sent["prepare"] == sent["inline"] and len(sent["inline"]) >= 3

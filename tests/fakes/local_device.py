@@ -45,7 +45,8 @@ class LocalSimDevice:
         self.actions += 1
         local.execute(self.phone, action)
 
-    def settle(self, previous: bytes | None = None, on_frame: Any = None) -> tuple[bytes, ActionTiming]:
+    def settle(self, previous: bytes | None = None, on_frame: Any = None,
+               on_pixels: Any = None) -> tuple[bytes, ActionTiming]:  # a PNG source: no pixels first
         shot = self.screenshot()
         if on_frame is not None:
             on_frame(shot)

@@ -499,3 +499,48 @@ def test_prefetch_and_the_step_share_one_encode(monkeypatch):
     release.set()
     t.join(10)
     assert len(calls) == 1 and box["enc"] is encode_image(shot, policy)
+
+
+def test_an_encode_started_from_a_frames_pixels_is_the_one_the_step_takes(monkeypatch):
+    """prefetch_pixels starts encoding a raw frame's pixels before its PNG exists; encode_image of
+    the Screenshot that carries those pixels takes that result (equal to encoding it then) and
+    encodes nothing again; a pixel job that failed is redone; a PNG sent as it is needs no job."""
+    import harness.model as model_mod
+    from harness.screenshot import Screenshot, encode_png_fast
+
+    img = Image.new("RGB", (1080, 2400), (40, 50, 60))
+    policy = ImagePolicy(max_long_side=1280, format="jpeg")
+    model_mod.clear_encode_cache()
+    expected = model_mod.encode_pixels(img, policy)
+    calls = []
+    real = model_mod.encode_pixels
+    monkeypatch.setattr(model_mod, "encode_pixels", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    model_mod.prefetch_pixels(img, policy)
+    shot = Screenshot(encode_png_fast(img), image=img)
+    model_mod.prefetch(shot, policy)  # the PNG arrives: nothing more to start
+    enc = encode_image(shot, policy)
+    assert enc == expected and calls == [img]
+    assert encode_image(shot, policy) is enc and calls == [img]  # cached by content from then on
+    # another frame's pixels are not this screenshot's
+    other, mine = Image.new("RGB", (1080, 2400), (1, 2, 3)), Image.new("RGB", (1080, 2400), (7, 8, 9))
+    model_mod.prefetch_pixels(other, policy)
+    assert encode_image(Screenshot(encode_png_fast(mine), image=mine), policy) == real(mine, policy)
+    assert calls[0] is img and [c for c in calls if c is mine] == [mine]  # other's job runs on its own
+
+    # a pixel job that failed: the step encodes itself
+    model_mod.clear_encode_cache()
+    calls.clear()
+    def fails_once(*a, **k):
+        calls.append(a[0])
+        if len(calls) == 1:
+            raise OSError("out of memory")
+        return real(*a, **k)
+
+    monkeypatch.setattr(model_mod, "encode_pixels", fails_once)
+    model_mod.prefetch_pixels(img, policy)
+    assert encode_image(Screenshot(encode_png_fast(img), image=img), policy) == expected and len(calls) == 2
+
+    # a PNG at its own size goes as it is: no job is started
+    model_mod.clear_encode_cache()
+    monkeypatch.setattr(model_mod, "run_in_background", lambda *a: pytest.fail("started a job for a passthrough"))
+    model_mod.prefetch_pixels(img, ImagePolicy(max_long_side=None, format="png"))
