@@ -249,10 +249,15 @@ class StepCollector:
         return out, errors
 
     def close(self) -> None:
-        """The episode is over: what it left queued is cancelled, its own threads let go."""
+        """The episode is over: what it left queued is cancelled, its own threads let go. Its
+        entries go too: a step's future holds a callback into this collector, which holds the
+        future, so a collector left holding them is a reference cycle only the garbage collector
+        frees (one per episode: offline, the pass's memory crept up between its collections)."""
         if self.started:
             self.started = False
             self.workers.end_episode()
+        self.entries, self.latest = [], None
+        self.report = lambda finding: None
 
 
 # --- the two schemes ----------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ again and its encodings are in the cache, which is not the cost of a new screens
 ``counted`` says how many. Per step: the agent step's wall time minus the model round trip its client measured (request
 serialisation, loopback HTTP, the stub's reply: a floor for any endpoint) is the agent layer. The
 hierarchy is fetched by the bench when the new screen shows (device time, not the agent's) and
-handed over in memory. Earlier screenshots sent again as history come from the encode cache, as in a run.
+handed over in memory. ``settle`` is the device's settling wall time that step (the prepared work
+runs inside it: ``settle_and_agent``, settle plus agent layer, says whether it only moved there or
+was hidden behind the device; on the simulated phone device and agent share the same two cores). Earlier screenshots sent again as history come from the encode cache, as in a run.
 
 Writes bench/agents.json: rows ``{"name", "value", "target", "holds"}`` (target: <= 30 ms per step
 at 1080x2400 for every family) and the per-part medians; prints a table.
@@ -66,7 +68,7 @@ CONFIGS = [
     ("m3a (no summary)", "m3a", {"summarize": False}),
 ]
 APPS = ["Settings", "Contacts", "Messages", "Clock", "Notes", "Files", "Wallet", "Shop"]
-PARTS = ("agent_layer", "encode", "screen", "prompt", "parse", "round_trip")
+PARTS = ("agent_layer", "encode", "screen", "prompt", "parse", "round_trip", "settle", "settle_and_agent")
 
 
 def bench(lab: Lab, dev, label: str, name: str, opts: dict, steps: int, prepared: bool) -> dict:
@@ -98,7 +100,9 @@ def bench(lab: Lab, dev, label: str, name: str, opts: dict, steps: int, prepared
             on_frame = (lambda s, k=i + 1: agent.prepare(observe(k, s))) if prepared else None
             on_pixels = (lambda p, k=i + 1: agent.prepare_pixels(CandidatePixels(k, p, size, lambda k=k: xml[k])))\
                 if prepared and isinstance(agent, PixelPreparingAgent) else None
+            t_settle = time.perf_counter()
             shot, _ = dev.settle(shot, on_frame=on_frame, on_pixels=on_pixels)
+            settle = (time.perf_counter() - t_settle) * 1000
             t0 = time.perf_counter()
             out = agent.step(observe(i + 1, shot))
             wall = (time.perf_counter() - t0) * 1000
@@ -108,7 +112,8 @@ def bench(lab: Lab, dev, label: str, name: str, opts: dict, steps: int, prepared
                 continue
             seen.add(digest)
             rt = sum(c["latency_s"] for c in ex["calls"]) * 1000
-            rows.append({"wall": wall, "round_trip": rt, "agent_layer": wall - rt, **ex["overhead_ms"],
+            rows.append({"wall": wall, "round_trip": rt, "agent_layer": wall - rt, "settle": settle,
+                         "settle_and_agent": settle + wall - rt, **ex["overhead_ms"],
                          "bytes_sent": ex["bytes_sent"], "images": len(ex["images"])})
     med = {k: round(statistics.median(r.get(k, 0.0) for r in rows), 1) for k in (*PARTS, "wall")}
     med["bytes_sent_kb"] = round(statistics.median(r["bytes_sent"] for r in rows) / 1024)
@@ -125,7 +130,8 @@ def main() -> int:
     args = ap.parse_args()
     only = set(args.agents.split(",")) if args.agents else None
     results, out_rows = [], []
-    cols = ("agent_layer", "encode", "screen", "prompt", "parse", "round_trip", "bytes_sent_kb", "images", "counted")
+    cols = ("agent_layer", "encode", "screen", "prompt", "parse", "round_trip", "settle", "settle_and_agent",
+            "bytes_sent_kb", "images", "counted")
     print(f"agent layer per step, ms (median of the steps on a new screen, of {args.steps}; model and device time excluded)")
     print(f"  {'agent':<18}{'size':<11}{'mode':<10}" + "".join(f"{c:>14}" for c in cols))
     lab = Lab()

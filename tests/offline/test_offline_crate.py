@@ -171,3 +171,34 @@ def test_the_pass_shares_one_bounded_pool_of_call_threads(tmp_path):
     calls = {n for n in seen if n.startswith("judge-calls")}
     assert 1 <= len(calls) <= 4 + 2
     assert not [n for n in seen if n.startswith(("judge-crate", "judge-milestones", "judge-holistic"))]
+
+
+def test_a_judged_episode_leaves_no_reference_cycle_behind(tmp_path, monkeypatch):
+    """Each episode's step collector is freed by reference counting once the episode is judged: its
+    step futures hold callbacks into it, so a collector still holding them would be a cycle that
+    only the garbage collector frees, and the memory of a long pass crept up between collections."""
+    import gc
+    import weakref
+
+    made: list[weakref.ref] = []
+    real_init = crate.StepCollector.__init__
+
+    def tracked(self, *a, **k):
+        real_init(self, *a, **k)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(crate.StepCollector, "__init__", tracked)
+    run = make_run(tmp_path / "run", [(f"e{i}", 3, "finished") for i in range(8)])
+    counts: dict[str, int] = {}
+    gc.collect()
+    gc.disable()
+    try:
+        with ScriptedModelServer(responder(counts)) as s:
+            setup = prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=2)
+            r = judge_runs([run], setup, concurrency=2, fsync=False)
+            del setup
+        assert r.judged == 8 and len(made) >= 16  # a collector per episode and judge
+        alive = [ref() for ref in made if ref() is not None]
+        assert alive == [], f"{len(alive)} collectors kept alive by reference cycles"
+    finally:
+        gc.enable()
