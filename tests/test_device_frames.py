@@ -128,27 +128,31 @@ class _Preparing:
         return AgentOutput(self.actions.pop(0))
 
 
-@pytest.mark.parametrize("frames", ["raw", "png"])
-def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tmp_path, frames):
-    from harness.actions import Finish
+def _episode(dev, out_dir, agent):
+    """One episode of a 3-step task on ``dev``, recorded under ``out_dir``."""
     from harness.records import RunWriter
     from harness.runner import run_episode
     from harness.tasks import parse_task
 
-    s = serve_sim(width=540, height=1200)
-    dev = s.device(settle=SettleConfig(frames=frames))
     task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})
+    with RunWriter(out_dir, fsync=False) as w:
+        return run_episode(task, agent, dev, w.start_episode("t"))
+
+
+@pytest.mark.parametrize("frames", ["raw", "png"])
+def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tmp_path, frames):
+    from harness.actions import Finish
+
+    dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
     agent = _Preparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
-    with RunWriter(tmp_path / "run", fsync=False) as w:
-        out = run_episode(task, agent, dev, w.start_episode("t"))
+    out = _episode(dev, tmp_path / "run", agent)
     assert out.status == "finished" and out.steps == 3
     # every observation a step saw had been handed to prepare() before the step, the very object
     for step, shot in agent.seen:
         assert any(k == step and p is shot for k, p in agent.prepared), step
     # a prepare that fails changes nothing: the step does the work itself
     broken = _Preparing([OpenApp(app="Settings"), Finish()], fail=True)
-    with RunWriter(tmp_path / "run2", fsync=False) as w:
-        out = run_episode(task, broken, dev, w.start_episode("t"))
+    out = _episode(dev, tmp_path / "run2", broken)
     assert out.status == "finished" and out.steps == 2 and len(broken.prepared) >= 2
 
 
@@ -173,16 +177,10 @@ class _PixelPreparing(_Preparing):
 @pytest.mark.parametrize("frames", ["raw", "png"])
 def test_raw_frames_pixels_reach_the_agent_before_their_png(serve_sim, tmp_path, frames):
     from harness.actions import Finish
-    from harness.records import RunWriter
-    from harness.runner import run_episode
-    from harness.tasks import parse_task
 
-    s = serve_sim(width=540, height=1200)
-    dev = s.device(settle=SettleConfig(frames=frames))
-    task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})
+    dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
     agent = _PixelPreparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
-    with RunWriter(tmp_path / "run", fsync=False) as w:
-        out = run_episode(task, agent, dev, w.start_episode("t"))
+    out = _episode(dev, tmp_path / "run", agent)
     assert out.status == "finished" and out.steps == 3
     pixels = [(k, p) for kind, k, p in agent.told if kind == "pixels"]
     if frames == "png":  # a PNG frame has no pixels before its PNG
@@ -195,6 +193,5 @@ def test_raw_frames_pixels_reach_the_agent_before_their_png(serve_sim, tmp_path,
         assert told_at < png_at, step
     # a prepare_pixels that fails changes nothing
     broken = _PixelPreparing([OpenApp(app="Settings"), Finish()], fail=True)
-    with RunWriter(tmp_path / "run2", fsync=False) as w:
-        out = run_episode(task, broken, dev, w.start_episode("t"))
+    out = _episode(dev, tmp_path / "run2", broken)
     assert out.status == "finished" and out.steps == 2 and any(kind == "pixels" for kind, _, _ in broken.told)
