@@ -139,14 +139,22 @@ def _episode(dev, out_dir, agent):
         return run_episode(task, agent, dev, w.start_episode("t"))
 
 
+def _three_steps(serve_sim, frames, make_agent, out_dir):
+    """A phone settling on ``frames``, and an agent of ``make_agent`` after a finished 3-step episode."""
+    from harness.actions import Finish
+
+    dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
+    agent = make_agent([OpenApp(app="Settings"), Key(key="home"), Finish()])
+    out = _episode(dev, out_dir, agent)
+    assert out.status == "finished" and out.steps == 3
+    return dev, agent
+
+
 @pytest.mark.parametrize("frames", ["raw", "png"])
 def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tmp_path, frames):
     from harness.actions import Finish
 
-    dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
-    agent = _Preparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
-    out = _episode(dev, tmp_path / "run", agent)
-    assert out.status == "finished" and out.steps == 3
+    dev, agent = _three_steps(serve_sim, frames, _Preparing, tmp_path / "run")
     # every observation a step saw had been handed to prepare() before the step, the very object
     for step, shot in agent.seen:
         assert any(k == step and p is shot for k, p in agent.prepared), step
@@ -178,10 +186,7 @@ class _PixelPreparing(_Preparing):
 def test_raw_frames_pixels_reach_the_agent_before_their_png(serve_sim, tmp_path, frames):
     from harness.actions import Finish
 
-    dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
-    agent = _PixelPreparing([OpenApp(app="Settings"), Key(key="home"), Finish()])
-    out = _episode(dev, tmp_path / "run", agent)
-    assert out.status == "finished" and out.steps == 3
+    dev, agent = _three_steps(serve_sim, frames, _PixelPreparing, tmp_path / "run")
     pixels = [(k, p) for kind, k, p in agent.told if kind == "pixels"]
     if frames == "png":  # a PNG frame has no pixels before its PNG
         assert pixels == []
