@@ -526,9 +526,10 @@ class M3AAgent(ModelAgent):
             return  # started from this frame's pixels already
         marks, plain, before = self._screen_work(frame, self.done)
         done = self.done
+        # "before" is already being encoded since the last action (done.before, made only when
+        # summarizing): no worker need wait for it
         futures = [run_in_background(marks), run_in_background(plain),
-                   done.before if done is not None and done.before is not None and self.config.summarize
-                   else run_in_background(before)]
+                   done.before if done is not None and done.before is not None else run_in_background(before)]
         self._prepared = (frame.pixels, self.done, futures)
 
     def prepare(self, obs: Observation) -> None:

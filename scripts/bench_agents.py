@@ -13,12 +13,13 @@ asked for its step against a local stub model that answers at once. Two ways, in
 
 Only steps on a screen the bench has not shown before count (the launcher between apps is seen
 again and its encodings are in the cache, which is not the cost of a new screenshot); the column
-``counted`` says how many. Per step: the agent step's wall time minus the model round trip its client measured (request
-serialisation, loopback HTTP, the stub's reply: a floor for any endpoint) is the agent layer. The
-hierarchy is fetched by the bench when the new screen shows (device time, not the agent's) and
-handed over in memory. ``settle`` is the device's settling wall time that step (the prepared work
-runs inside it: ``settle_and_agent``, settle plus agent layer, says whether it only moved there or
-was hidden behind the device; on the simulated phone device and agent share the same two cores). Earlier screenshots sent again as history come from the encode cache, as in a run.
+``counted`` says how many. Per step: the agent step's wall time minus the model round trip its
+client measured (request serialisation, loopback HTTP, the stub's reply: a floor for any endpoint)
+is the agent layer. The hierarchy is fetched by the bench when the new screen shows (device time,
+not the agent's) and handed over in memory. ``settle`` is the device's settling wall time that step
+(the prepared work runs inside it: ``settle_and_agent``, settle plus agent layer, says whether it
+only moved there or was hidden behind the device; on the simulated phone device and agent share the
+same two cores). Earlier screenshots sent again as history come from the encode cache, as in a run.
 
 Writes bench/agents.json: rows ``{"name", "value", "target", "holds"}`` (target: <= 30 ms per step
 at 1080x2400 for every family) and the per-part medians; prints a table.

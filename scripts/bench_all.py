@@ -281,10 +281,12 @@ def bench_settle(lab: Lab, steps: int) -> list[dict[str, Any]]:
     over a cheaper PNG path is shown too."""
     from harness.actions import Key, OpenApp
     from harness.device.config import SettleConfig
+    from harness.sim.render import PHONE_SCREENCAP_PNG_LEVEL
 
     # the first phone's screencap -p costs what a phone's does (Skia's zlib level 6); the second is the
     # sim's default, the fast level 1
-    phones = {"": lab.phone("1080x2400", "--screencap-png-level", "6"), " (sim PNG at zlib level 1)": lab.phone()}
+    phones = {"": lab.phone("1080x2400", "--screencap-png-level", str(PHONE_SCREENCAP_PNG_LEVEL)),
+              " (sim PNG at zlib level 1)": lab.phone()}
     ways = {}
     for label, serial in phones.items():
         ways["auto" + label] = lab.device(serial)
