@@ -7,8 +7,9 @@ import sys
 from typing import Any
 
 from harness.offline_judge.errors import OfflineJudgeError
+from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
-from harness.offline_judge.targets import check_writable, resolve_targets
+from harness.offline_judge.targets import check_writable, read_episodes, resolve_targets
 from harness.verdicts import JUDGEMENTS_DIR
 
 
@@ -96,6 +97,7 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
 
     if args.concurrency < 1:
         raise OfflineJudgeError("--concurrency must be >= 1")
+    limit_malloc_arenas()  # before any thread of the pass exists (harness.offline_judge.heap)
     args.judge_concurrency = args.concurrency
     try:
         model = model_configs(args)["judge"]
@@ -112,8 +114,9 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
             cache = args.cache
         else:
             cache = str(targets[0].run_dir / JUDGEMENTS_DIR / "evidence-cache.jsonl")
+    read = read_episodes(args.paths, args.suite)  # before the judges' imports: see read_episodes
     setup = prepare_judges(names, opts, model, args.concurrency, cache=cache)
-    report = judge_runs(args.paths, setup, concurrency=args.concurrency, set_id=args.judge_set, suite=args.suite,
+    report = judge_runs(read, setup, concurrency=args.concurrency, set_id=args.judge_set, suite=args.suite,
                         retry_errors=args.retry_errors, episodes_in_flight=args.episodes_in_flight,
                         fresh_judges=args.fresh_judges,
                         progress=not args.no_progress and not args.json, argv=argv)

@@ -30,6 +30,7 @@ import concurrent.futures
 import datetime
 import email.utils
 import hashlib
+import heapq
 import io
 import json
 import os
@@ -409,15 +410,22 @@ class EndpointSlots:
     priority (then in arrival order). Once gate checks or agent calls use the endpoint, the
     background classes (live evidence, offline judging) may fill only ``capacity - reserve`` slots,
     so those find a free slot at once while evidence calls are in flight; an endpoint that only
-    judges use keeps all its slots for them (with one slot there is no reserve)."""
+    judges use keeps all its slots for them (with one slot there is no reserve).
+
+    Each waiter sleeps on its own event and a freed slot is handed to the head of the queue alone:
+    waking every waiter on every release (one condition for all) cost each call ~2 x K wake-ups at
+    K calls in flight, a large part of an offline pass's CPU at K = 64. A slot has a number, the
+    lowest free one is given out, so a client can keep its connections in groups by slot
+    (:class:`ModelClient`): at most ``SLOTS_PER_POOL`` calls share a connection pool."""
 
     def __init__(self, capacity: int) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self.capacity = max(1, capacity)
         self.in_flight = 0
         self.foreground = False  # a gate check or an agent call has used this endpoint
-        self._waiting: list[tuple[int, int]] = []  # (priority, ticket), kept sorted
+        self._waiting: list[tuple[int, int, list[Any]]] = []  # heap of (priority, ticket, [event, slot])
         self._ticket = 0
+        self._free = list(range(self.capacity))  # heap of free slot numbers
 
     @property
     def reserve(self) -> int:
@@ -426,39 +434,59 @@ class EndpointSlots:
         return max(1, self.capacity // 4)
 
     def grow(self, capacity: int) -> None:
-        with self._cond:
+        with self._lock:
             if capacity > self.capacity:
+                for n in range(self.capacity, capacity):
+                    heapq.heappush(self._free, n)
                 self.capacity = capacity
-                self._cond.notify_all()
+                self._hand_out()
 
     def _limit(self, priority: int) -> int:
         return self.capacity if priority <= Priority.AGENT else self.capacity - self.reserve
 
-    @contextmanager
-    def slot(self, priority: int) -> Iterator[None]:
-        with self._cond:
-            self._ticket += 1
-            me = (int(priority), self._ticket)
-            if me[0] <= Priority.AGENT:
-                self.foreground = True
-            self._waiting.append(me)
-            self._waiting.sort()
-            try:
-                # the head of the queue has the best priority, and a worse one has no higher limit:
-                # when the head cannot go, nobody behind it can
-                self._cond.wait_for(lambda: self._waiting[0] == me and self.in_flight < self._limit(me[0]))
-            finally:
-                self._waiting.remove(me)
+    def _hand_out(self) -> None:
+        """Give free slots to the head of the queue while it may have one (lock held). The head has
+        the best priority, and a worse one has no higher limit: when the head cannot go, nobody
+        behind it can."""
+        while self._waiting and self.in_flight < self._limit(self._waiting[0][0]):
+            _, _, waiter = heapq.heappop(self._waiting)
             self.in_flight += 1
-            self._cond.notify_all()
+            waiter[1] = heapq.heappop(self._free)
+            waiter[0].set()
+
+    def _give_back(self, number: int) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            heapq.heappush(self._free, number)
+            self._hand_out()
+
+    @contextmanager
+    def slot(self, priority: int) -> Iterator[int]:
+        """Hold one slot while the block runs; yields the slot's number (0 .. capacity - 1)."""
+        waiter: list[Any] = [threading.Event(), None]
+        with self._lock:
+            self._ticket += 1
+            if int(priority) <= Priority.AGENT:
+                self.foreground = True
+            heapq.heappush(self._waiting, (int(priority), self._ticket, waiter))
+            self._hand_out()
         try:
-            yield
+            waiter[0].wait()
+        except BaseException:  # interrupted while waiting: leave the queue, or give back what came
+            with self._lock:
+                if waiter[1] is None:
+                    self._waiting = [w for w in self._waiting if w[2] is not waiter]
+                    heapq.heapify(self._waiting)
+            if waiter[1] is not None:
+                self._give_back(waiter[1])
+            raise
+        try:
+            yield waiter[1]
         finally:
-            with self._cond:
-                self.in_flight -= 1
-                self._cond.notify_all()
+            self._give_back(waiter[1])
 
 
+SLOTS_PER_POOL = 8  # calls in flight that share one connection pool (ModelClient._pool)
 _slots: dict[str, EndpointSlots] = {}
 _slots_lock = threading.Lock()
 _no_structured: set[str] = set()  # endpoints that refused response_format once
@@ -504,19 +532,39 @@ class ModelClient:
         self._auth = key_for(config)
         self._key = self._auth.key
         self._openai = openai
-        # the SDK needs some api_key even when none is sent: without a key every request omits the
-        # Authorization header (_request), so the placeholder never leaves this process
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._key or "no-key-sent",
-                                     timeout=config.timeout_s, max_retries=0)
+        self._pools: list[Any] = [self._new_pool()]
+        self._pools_lock = threading.Lock()
         from openai.types.chat import ChatCompletion
 
         self._completion = ChatCompletion
         self._rng = random.Random(0)
 
+    def _new_pool(self) -> Any:
+        # the SDK needs some api_key even when none is sent: without a key every request omits the
+        # Authorization header (_request), so the placeholder never leaves this process
+        return self._openai.OpenAI(base_url=self.config.base_url, api_key=self._key or "no-key-sent",
+                                   timeout=self.config.timeout_s, max_retries=0)
+
+    def _pool(self, slot: int) -> Any:
+        """The SDK client (and so the connection pool) of endpoint slot ``slot``: one per
+        ``SLOTS_PER_POOL`` slots, made when first needed. The HTTP library looks through every
+        connection of its pool on each request and each response (which are idle, which expired),
+        under the pool's lock, so one pool for 64 calls in flight spent ~2 x 80 connection checks per
+        call; pools of 8 keep that small whatever the concurrency."""
+        i = slot // SLOTS_PER_POOL
+        pools = self._pools
+        if i < len(pools):
+            return pools[i]
+        with self._pools_lock:
+            while len(self._pools) <= i:
+                self._pools.append(self._new_pool())
+            return self._pools[i]
+
     def spec(self) -> dict[str, Any]:
         return self.config.to_json()
 
-    def _request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, mode: str) -> Any:
+    def _request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, mode: str,
+                 slot: int = 0) -> Any:
         """POST /chat/completions through the SDK's client (its auth, retries off, timeouts, errors
         and response model) with the body as we build it. ``chat.completions.create`` would first
         walk every message part against the SDK's parameter types (``maybe_transform``): ~40 % of a
@@ -541,7 +589,7 @@ class ModelClient:
             options["extra_json"] = extra
         if self._key is None:
             options["headers"] = {"Authorization": self._openai.Omit()}
-        return self._client.post("/chat/completions", body=body, options=options, cast_to=self._completion)
+        return self._pool(slot).post("/chat/completions", body=body, options=options, cast_to=self._completion)
 
     def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
              priority: int = Priority.LIVE, meter: Meter | None = None, role: str = "model") -> ChatResult:
@@ -575,9 +623,9 @@ class ModelClient:
             attempts += 1
             retry_after: float | None = None
             try:
-                with endpoint_slots(c.base_url, c.concurrency).slot(priority):
+                with endpoint_slots(c.base_url, c.concurrency).slot(priority) as slot:
                     t0 = time.monotonic()
-                    resp = self._request(messages, json_schema, mode)
+                    resp = self._request(messages, json_schema, mode, slot)
                     latency = time.monotonic() - t0
                 choice = resp.choices[0] if getattr(resp, "choices", None) else None
                 message = choice.message if choice is not None else None

@@ -92,14 +92,11 @@ def _banner(img: Image.Image, d: ImageDraw.ImageDraw, text: str) -> None:
         d.text((pad, pad + i * int(px * 1.3)), ln, font=f, fill=BANNER_TEXT)
 
 
-def annotate_image(img: Image.Image, action: Action | None, screen_size: tuple[int, int] | None = None) -> Image.Image:
-    """A copy of ``img`` with ``action`` drawn on it (unchanged copy for no action)."""
-    if action is None:
-        return img.convert("RGB")
-    base = img.convert("RGBA")
-    W, H = base.size
+def marks_layer(size: tuple[int, int], action: Action, screen_size: tuple[int, int] | None = None) -> Image.Image:
+    """A transparent RGBA image of ``size`` with ``action``'s marks and banner drawn on it."""
+    W, H = size
     sx, sy = (W / screen_size[0], H / screen_size[1]) if screen_size else (1.0, 1.0)
-    layer = Image.new("RGBA", base.size, (0, 0, 0, 0))
+    layer = Image.new("RGBA", size, (0, 0, 0, 0))
     d = ImageDraw.Draw(layer)
     w = max(3, W // 160)
     r = max(10, W // 22)
@@ -118,8 +115,23 @@ def annotate_image(img: Image.Image, action: Action | None, screen_size: tuple[i
         _arrow(d, a, b, w, head=r * 1.3)
     text = banner_text(action)
     if text:
-        _banner(base, d, text)
-    return Image.alpha_composite(base, layer).convert("RGB")
+        _banner(layer, d, text)
+    return layer
+
+
+def annotate_image(img: Image.Image, action: Action | None, screen_size: tuple[int, int] | None = None) -> Image.Image:
+    """A copy of ``img`` (as RGB) with ``action`` drawn on it (unchanged copy for no action): the
+    marks layer composited over it. Only the layer's drawn box is composited: compositing leaves a
+    pixel under a fully transparent one as it was, so the result is that of compositing the whole
+    frame, without converting every pixel to RGBA and back (most of the drawing's cost)."""
+    out = img.convert("RGB")
+    if action is None:
+        return out
+    layer = marks_layer(img.size, action, screen_size)
+    box = layer.getbbox()
+    if box is not None:
+        out.paste(Image.alpha_composite(img.crop(box).convert("RGBA"), layer.crop(box)).convert("RGB"), box[:2])
+    return out
 
 
 def image_size(data: bytes) -> tuple[int, int]:

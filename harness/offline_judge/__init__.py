@@ -1,8 +1,9 @@
 """``harness judge``: judge recorded episodes after the fact, with any registered judge.
 
-The package's rooms: :mod:`.targets` (what to judge), :mod:`.sets` (judgement sets on disk),
-:mod:`.episodes` (one episode through a worker's judges), :mod:`.passes` (the pass over many runs,
-its worker pool and report); the command line is :mod:`harness.judge_command`.
+The package's rooms: :mod:`.targets` (what to judge, its episodes read and packed), :mod:`.sets`
+(judgement sets on disk), :mod:`.episodes` (one episode through a worker's judges), :mod:`.passes`
+(the pass over many runs, its worker pool and report), :mod:`.heap` (the C heap of a pass: malloc
+arenas, free pages given back); the command line is :mod:`harness.judge_command`.
 
 The judges are the same :class:`~harness.episode.StepObserver` objects the live runner feeds; here
 the step stream comes from disk instead of a phone. For every complete episode of every run folder
@@ -40,8 +41,8 @@ from harness.offline_judge.episodes import JudgeSlot, judge_episode, line_usage,
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.passes import JudgeSetup, OfflineReport, judge_runs, prepare_judges
 from harness.offline_judge.sets import JudgementSet, check_set_id, default_set_id, spec_key
-from harness.offline_judge.targets import Target, minimal_task, resolve_targets
+from harness.offline_judge.targets import EpisodesRead, Target, minimal_task, read_episodes, resolve_targets
 
-__all__ = ["JudgeSetup", "JudgeSlot", "JudgementSet", "OfflineJudgeError", "OfflineReport", "Target", "check_set_id",
-           "default_set_id", "judge_episode", "judge_runs", "line_usage", "minimal_task", "png_size", "prepare_judges",
-           "resolve_targets", "spec_key"]
+__all__ = ["EpisodesRead", "JudgeSetup", "JudgeSlot", "JudgementSet", "OfflineJudgeError", "OfflineReport", "Target",
+           "check_set_id", "default_set_id", "judge_episode", "judge_runs", "line_usage", "minimal_task", "png_size",
+           "prepare_judges", "read_episodes", "resolve_targets", "spec_key"]

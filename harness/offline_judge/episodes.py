@@ -15,10 +15,10 @@ from typing import Any, Callable, Iterable
 from harness.actions import ActionError, Finish, parse_action
 from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
 from harness.offline_judge.sets import JudgementSet
-from harness.records import (EpisodeResult, RecordError, check_relative_path, episode_dir, iter_steps, now_iso,
-                             resolve_screen, to_jsonable)
+from harness.offline_judge.targets import PackedEpisode
+from harness.records import (RecordError, check_relative_path, episode_dir, iter_steps, now_iso, resolve_screen,
+                             to_jsonable)
 from harness.runner import finish_all
-from harness.tasks import Task
 from harness.usage import Meter
 
 
@@ -49,10 +49,12 @@ def png_size(data: bytes) -> tuple[int, int] | None:
 class Job:
     seq: int
     run_dir: Path
-    result: EpisodeResult
-    task: Task | None
-    task_problem: str | None
+    episode: PackedEpisode
     out: JudgementSet
+
+    @property
+    def task_id(self) -> str:
+        return self.episode.task_id
 
 
 Verdicts = dict[str, tuple[Any, dict[str, Any]]]
@@ -122,20 +124,21 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
         except Exception as e:  # an option that only fails at build time, a missing endpoint...
             failed[n] = f"could not build the judge: {type(e).__name__}: {e}"
     steps_fed = 0
+    result, task = job.episode.unpack()
     try:
-        ep_dir = episode_dir(job.run_dir, job.result.task_id)  # refuses a folder that leads out of RUN/episodes
-        if job.task is None:
-            raise _EpisodeProblem(job.task_problem or "the episode's task is unknown")
+        ep_dir = episode_dir(job.run_dir, result.task_id)  # refuses a folder that leads out of RUN/episodes
+        if task is None:
+            raise _EpisodeProblem(job.episode.task_problem or "the episode's task is unknown")
         screens = _ScreenReader(ep_dir)
         first_bytes = screens.load("screens/000.png") if (ep_dir / "screens" / "000.png").is_file() else None
         size = png_size(first_bytes) if first_bytes else None
-        extra = job.result.model_extra or {}
+        extra = result.model_extra or {}
         if size is None and isinstance(extra.get("screen_size"), list) and len(extra["screen_size"]) == 2:
             size = tuple(extra["screen_size"])  # type: ignore[assignment]
-        seed = job.result.seed if isinstance(job.result.seed, int) else 0
-        ctx = EpisodeContext(task=job.task, screen_size=size or (0, 0), seed=seed,
-                             device_serial=job.result.device or "offline", query_state=lambda: None,
-                             cap=job.result.cap, episode_dir=str(ep_dir), live=False, meter=meter, workers=workers)
+        seed = result.seed if isinstance(result.seed, int) else 0
+        ctx = EpisodeContext(task=task, screen_size=size or (0, 0), seed=seed,
+                             device_serial=result.device or "offline", query_state=lambda: None,
+                             cap=result.cap, episode_dir=str(ep_dir), live=False, meter=meter, workers=workers)
         for n, j in judges:
             try:
                 j.start(ctx)
@@ -169,7 +172,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
                 ran.add(step.index)
                 last_action = action
             steps_fed += 1
-        end = EpisodeEnd(status=job.result.status, steps=steps_fed, final_screenshot=final,
+        end = EpisodeEnd(status=result.status, steps=steps_fed, final_screenshot=final,
                          answer=extra.get("answer") if isinstance(extra.get("answer"), str) else None,
                          agent_finished=isinstance(last_action, Finish), executed=frozenset(ran))
         live = [(n, j) for n, j in judges if n not in failed]
@@ -203,10 +206,10 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
     for n, reason in failed.items():
         if n not in verdicts:
             verdicts[n] = ("judge_error", {"error": reason})
-    return {"task_id": job.result.task_id,
+    return {"task_id": result.task_id,
             "verdicts": {k: v for k, (v, _) in verdicts.items()},
             "details": _jsonable({k: d for k, (_, d) in verdicts.items()}),
-            "usage": line_usage(meter), "steps": steps_fed, "status": job.result.status,
+            "usage": line_usage(meter), "steps": steps_fed, "status": result.status,
             "judged_at": now_iso(), "duration_s": round(time.monotonic() - t0, 4)}
 
 

@@ -18,10 +18,10 @@ from typing import Any, Callable, Iterable
 
 from harness.offline_judge.episodes import Job, JudgeSlot, judge_episode, line_usage
 from harness.offline_judge.errors import OfflineJudgeError
+from harness.offline_judge.heap import TRIM_EVERY, give_back_free_memory
 from harness.offline_judge.sets import JudgementSet, check_set_id, default_set_id, spec_key
-from harness.offline_judge.targets import minimal_task, resolve_targets
-from harness.records import RecordError, build_environment_info, now_iso, read_manifest, read_results
-from harness.run_tasks import load_run_tasks
+from harness.offline_judge.targets import EpisodesRead, TargetEpisodes, read_episodes
+from harness.records import build_environment_info, now_iso
 from harness.usage import Meter
 
 
@@ -122,31 +122,6 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
                       model=model)
 
 
-# Every TRIM_EVERY judged episodes the pass hands the C heap's free pages back to the system. Its
-# threads allocate and free request bodies, replies and images of every size, and glibc keeps what
-# they freed in its arenas: the peak memory of a pass crept up with the number of episodes although
-# the live objects did not (bench_judges_scale: 137 MB at 200 episodes, 179 MB at 2,000; with a trim
-# every 100 episodes 140 and 151 MB). malloc_trim(0) (glibc 2.8 on) releases the free pages of every
-# arena, not only the top of the heap (malloc_trim(3)).
-TRIM_EVERY = 100
-_trim: Any = None
-
-
-def give_back_free_memory() -> None:
-    """``malloc_trim(0)`` where the C library is glibc; nothing elsewhere."""
-    global _trim
-    if _trim is None:
-        _trim = False
-        if sys.platform.startswith("linux"):
-            import ctypes
-            import ctypes.util
-
-            with contextlib.suppress(OSError, AttributeError):
-                _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    if _trim:
-        _trim(0)
-
-
 def _progress(total: int, enabled: bool, file: Any = None):
     if not enabled:
         return contextlib.nullcontext(None)
@@ -160,36 +135,50 @@ def _progress(total: int, enabled: bool, file: Any = None):
                     TimeRemainingColumn(), console=console, transient=False)
 
 
-def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: int = 8,
+def _add_jobs(jobs: list[Job], read: TargetEpisodes, js: JudgementSet, report: OfflineReport) -> None:
+    """The jobs of one target: its selected episodes without a line in the set, not infra errors."""
+    t = read.target
+    for m in read.missing:
+        report.not_judged["no result line (episode not finished)"] = \
+            report.not_judged.get("no result line (episode not finished)", 0) + 1
+        report.warnings.append(f"{t.run_dir}: episode {m} has no result line; not judged")
+    for e in read.episodes:
+        report.total += 1
+        if e.task_id in js.done:
+            report.already_judged += 1
+        elif e.status == "infra_error":
+            report.not_judged["infra_error"] = report.not_judged.get("infra_error", 0) + 1
+        else:
+            jobs.append(Job(len(jobs), t.run_dir, e, js))
+
+
+def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *, concurrency: int = 8,
                set_id: str | None = None, suite: str | Path | None = None, retry_errors: bool = False,
                episodes_in_flight: int | None = None, fresh_judges: bool = False, progress: bool = False,
                progress_file: Any = None,
                argv: list[str] | None = None, fsync: bool = True,
                stop: threading.Event | None = None) -> OfflineReport:
-    """Judge every complete episode of the given runs (or episode folders) with ``setup``'s judges."""
+    """Judge every complete episode of the given runs (or episode folders) with ``setup``'s judges.
+    ``paths`` may be what :func:`~harness.offline_judge.targets.read_episodes` read from them (with
+    ``suite``), as ``harness judge`` does before building its judges; its reading time counts in
+    the pass's wall time either way."""
     if concurrency < 1:
         raise OfflineJudgeError("--concurrency must be >= 1")
-    target_warnings: list[str] = []
-    targets = resolve_targets(paths, target_warnings)
+    read = paths if isinstance(paths, EpisodesRead) else read_episodes(paths, suite)
+    targets = [te.target for te in read.targets]
     model_name = getattr(setup.model, "model", None)
     key = spec_key(setup.specs)
     set_id = check_set_id(set_id or default_set_id(setup.names, model_name, [t.run_dir for t in targets], key))
     in_flight = episodes_in_flight or max(2 * concurrency, 4)
     report = OfflineReport(set_id=set_id, runs=[str(t.run_dir) for t in targets], concurrency=concurrency,
-                           episodes_in_flight=in_flight, warnings=target_warnings)
+                           episodes_in_flight=in_flight, warnings=list(read.warnings))
     started = now_iso()
-    t_start = time.monotonic()
+    t_start = time.monotonic() - read.read_s
     sets: list[JudgementSet] = []
     jobs: list[Job] = []
     try:
-        for t in targets:
-            try:
-                results = read_results(t.run_dir)
-                manifest = read_manifest(t.run_dir) if (t.run_dir / "manifest.json").is_file() else {}
-            except RecordError as e:
-                raise OfflineJudgeError(str(e)) from None
-            report.warnings.extend(results.warnings)
-            tasks = load_run_tasks(t.run_dir, manifest, suite, report.warnings)
+        for te in read.targets:
+            t = te.target
             js = JudgementSet(t.run_dir, set_id, key, retry_errors=retry_errors, fsync=fsync)
             sets.append(js)
             report.warnings.extend(js.warnings)
@@ -202,32 +191,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                 "run": str(t.run_dir), "environment": build_environment_info(),
                 "command": argv if argv is not None else sys.argv,
                 "created_at": js.manifest.get("created_at") or started})
-            selected = [r for r in results if t.only is None or r.task_id in t.only]
-            if t.only:
-                missing = sorted(t.only - {r.task_id for r in results})
-                for m in missing:
-                    report.not_judged["no result line (episode not finished)"] = \
-                        report.not_judged.get("no result line (episode not finished)", 0) + 1
-                    report.warnings.append(f"{t.run_dir}: episode {m} has no result line; not judged")
-            for r in selected:
-                report.total += 1
-                if r.task_id in js.done:
-                    report.already_judged += 1
-                    continue
-                if r.status == "infra_error":
-                    report.not_judged["infra_error"] = report.not_judged.get("infra_error", 0) + 1
-                    continue
-                task = tasks.get(r.task_id)
-                problem = None
-                if task is None:
-                    try:
-                        task = minimal_task(r)
-                    except Exception as e:
-                        problem = f"cannot rebuild the task: {e}"
-                    if task is None and problem is None:
-                        problem = (f"task {r.task_id!r} is not in the run's suite files and its result line has no "
-                                   "instruction; pass --suite with the task file")
-                jobs.append(Job(len(jobs), t.run_dir, r, task, problem, js))
+            _add_jobs(jobs, te, js, report)
         total = Meter()
         todo: queue.Queue[Job] = queue.Queue()
         for j in jobs:
@@ -316,7 +280,7 @@ def judge_runs(paths: Iterable[str | Path], setup: JudgeSetup, *, concurrency: i
                     if finished % TRIM_EVERY == 0:
                         give_back_free_memory()
                     if isinstance(out, BaseException):
-                        report.warnings.append(f"{job.run_dir}: {job.result.task_id}: {type(out).__name__}: {out}")
+                        report.warnings.append(f"{job.run_dir}: {job.task_id}: {type(out).__name__}: {out}")
                         continue
                     report.judged += 1
                     report.attributed_calls += out["usage"]["calls"]

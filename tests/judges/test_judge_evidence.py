@@ -12,7 +12,7 @@ import threading
 import pytest
 from PIL import Image
 
-from harness.actions import Click, DoubleTap, LongPress, Swipe, TypeText
+from harness.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
 from harness.model import ImagePolicy, ModelClient
 from judges.draw import annotate_pixels, banner_text
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
@@ -117,6 +117,26 @@ def test_swipe_arrow_and_text_banner():
     typed = _drawn(shot, TypeText(text="给张伟转账 hello", submit=True), (1080, 2400))
     assert typed.getpixel((5, 5)) != plain.getpixel((5, 5)) and typed.getpixel((540, 2000)) == plain.getpixel((540, 2000))
     assert banner_text(TypeText(text="押金", submit=True)) == 'type "押金"  + Enter' and banner_text(Click(x=1, y=1)) is None
+
+
+def test_drawing_composites_only_the_marked_box_and_gives_the_whole_frame_composite():
+    """annotate_image composites the marks over their drawn box only: every pixel equals that of
+    compositing the marks layer over the whole frame, for marks inside, at and past the edges."""
+    import random
+
+    from judges.draw import annotate_image, marks_layer
+
+    rng = random.Random(7)
+    noise = Image.frombytes("RGB", (270, 600), bytes(rng.randrange(256) for _ in range(270 * 600 * 3)))
+    actions = [Click(x=540, y=1200), Click(x=0, y=0), LongPress(x=1079, y=2399), DoubleTap(x=30, y=2390),
+               Swipe(start=(540, 1800), end=(540, 600)), Swipe(start=(0, 10), end=(1079, 2399)),
+               TypeText(text="给张伟转账 hello " * 6, submit=True), Finish(status="complete")]
+    for a in actions:
+        whole = Image.alpha_composite(noise.convert("RGBA"), marks_layer(noise.size, a, (1080, 2400))).convert("RGB")
+        drawn = annotate_image(noise, a, (1080, 2400))
+        assert drawn.tobytes() == whole.tobytes(), a
+        assert drawn.tobytes() != noise.tobytes(), a  # something was drawn
+    assert annotate_image(noise, None).tobytes() == noise.tobytes()
 
 
 # --- reply normalisation ------------------------------------------------------------------------------

@@ -241,6 +241,91 @@ def test_an_endpoint_only_judges_use_keeps_every_slot():
     assert s.max_active == 3
 
 
+def test_slots_are_numbered_lowest_free_first_and_a_release_wakes_only_the_next_waiter():
+    from harness.model import EndpointSlots, Priority
+
+    slots = EndpointSlots(3)
+    with slots.slot(Priority.OFFLINE) as a, slots.slot(Priority.OFFLINE) as b:
+        assert (a, b) == (0, 1)
+        with slots.slot(Priority.OFFLINE) as c:
+            assert c == 2
+        with slots.slot(Priority.OFFLINE) as c:
+            assert c == 2
+    with slots.slot(Priority.OFFLINE) as a:
+        assert a == 0  # the lowest free number again
+    slots.grow(5)
+    held = [slots.slot(Priority.OFFLINE) for _ in range(5)]
+    assert sorted(h.__enter__() for h in held) == [0, 1, 2, 3, 4]
+    woken, kept = [], []
+
+    def wait():
+        cm = slots.slot(Priority.OFFLINE)
+        kept.append(cm)  # kept: a context manager dropped gives its slot back
+        woken.append(cm.__enter__())
+
+    waiters = [threading.Thread(target=wait) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
+    while len(slots._waiting) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    held[1].__exit__(None, None, None)  # frees number 1: one waiter gets it, two still wait
+    while not woken:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    time.sleep(0.05)
+    assert woken == [1] and len(slots._waiting) == 2 and slots.in_flight == 5
+    for h in held[2:4]:
+        h.__exit__(None, None, None)
+    for t in waiters:
+        t.join(10)
+    assert sorted(woken) == [1, 2, 3] and slots._waiting == []
+
+
+def test_a_waiter_interrupted_leaves_the_queue_and_takes_no_slot(monkeypatch):
+    from harness.model import EndpointSlots, Priority
+
+    slots = EndpointSlots(1)
+    holder = slots.slot(Priority.OFFLINE)
+    holder.__enter__()
+
+    class Interrupted(threading.Event):
+        def wait(self, timeout=None):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("harness.model.threading.Event", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with slots.slot(Priority.OFFLINE):
+            pass
+    monkeypatch.undo()
+    assert slots._waiting == [] and slots.in_flight == 1
+    holder.__exit__(None, None, None)
+    with slots.slot(Priority.OFFLINE) as n:
+        assert n == 0 and slots.in_flight == 1
+    assert slots.in_flight == 0
+
+
+def test_calls_in_flight_share_a_connection_pool_by_eights():
+    """20 calls held in the server at once: three connection pools (slots 0-7, 8-15, 16-19)."""
+    from harness.model import SLOTS_PER_POOL
+
+    release = threading.Event()
+    with ScriptedModelServer(lambda req: Reply("ok", hold=release)) as s:
+        c = ModelClient(cfg(s, concurrency=20))
+        threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(20)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
+        while s.active < 20:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        release.set()
+        for t in threads:
+            t.join(10)
+    assert SLOTS_PER_POOL == 8 and len(c._pools) == 3 and s.max_active == 20
+
+
 def test_usage_goes_to_the_callers_meter_by_role():
     from harness.usage import Meter
 

@@ -196,13 +196,16 @@ def test_other_judge_settings_need_another_set(tmp_path):
         assert r2.already_judged == 1
 
 
-def test_cli_judge(tmp_path, capsys):
+def test_cli_judge(tmp_path, capsys, monkeypatch):
     run = make_run(tmp_path / "run", [("a", 2, "finished"), ("b", 1, "finished")])
+    capped = []  # the command caps the C heap's arenas (harness.offline_judge.heap) before its pass
+    monkeypatch.setattr("harness.judge_command.limit_malloc_arenas", lambda: capped.append(True))
     with ScriptedModelServer(responder) as s:
         code = main(["judge", str(run), "--judge", "count-test", "--model-base-url", s.base_url, "--model", "jm",
                      "--concurrency", "2", "--retries", "0", "--no-progress"])
     out, err = capsys.readouterr()
     assert code == 0, err
+    assert len(capped) == 1
     assert "5 model call(s)" in out and "2 judged" in out
     assert (run / "judgements" / "jm" / "results.jsonl").is_file()
     # user mistakes: one line, exit 2
