@@ -153,6 +153,14 @@ def test_parse_json_reply_skips_decoys_and_fails_clearly():
 
 
 # --- priorities on a shared endpoint, and usage metered by the caller ------------------------------
+def _wait_until(state, step_s: float = 0.001) -> None:
+    """Wait for ``state()`` to hold (30 s at most: a bound on waiting for the state, not a speed target)."""
+    deadline = time.monotonic() + 30
+    while not state():
+        assert time.monotonic() < deadline
+        time.sleep(step_s)
+
+
 def _queue_and_release(slots, arrivals):
     """Hold every slot, queue one waiter per priority of ``arrivals`` (in that order), release:
     the order in which the waiters got a slot."""
@@ -182,10 +190,7 @@ def _queue_and_release(slots, arrivals):
         t = threading.Thread(target=wait_for, args=(p,))
         t.start()
         ws.append(t)
-        deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
-        while len(slots._waiting) < k + 1:  # this waiter is queued before the next one arrives
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        _wait_until(lambda: len(slots._waiting) >= k + 1)  # this waiter is queued before the next one arrives
     for e in holders:
         e.set()
     for t in hs + ws:
@@ -218,10 +223,7 @@ def test_a_gate_check_finds_a_slot_while_evidence_calls_fill_the_rest():
                 for _ in range(5)]
         for t in live:
             t.start()
-        deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
-        while s.active < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        _wait_until(lambda: s.active >= 3, 0.005)
         assert c.chat([user_message("gate")], priority=Priority.GATE).text == "ok"
         assert s.active == 3  # the evidence calls were still in flight, two more still waiting
         release.set()
@@ -266,14 +268,9 @@ def test_slots_are_numbered_lowest_free_first_and_a_release_wakes_only_the_next_
     waiters = [threading.Thread(target=wait) for _ in range(3)]
     for t in waiters:
         t.start()
-    deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
-    while len(slots._waiting) < 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    _wait_until(lambda: len(slots._waiting) == 3)
     held[1].__exit__(None, None, None)  # frees number 1: one waiter gets it, two still wait
-    while not woken:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    _wait_until(lambda: woken)
     time.sleep(0.05)
     assert woken == [1] and len(slots._waiting) == 2 and slots.in_flight == 5
     for h in held[2:4]:
@@ -316,10 +313,7 @@ def test_calls_in_flight_share_a_connection_pool_by_eights():
         threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(20)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 30  # a bound on waiting for the state, not a speed target
-        while s.active < 20:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        _wait_until(lambda: s.active >= 20, 0.005)
         release.set()
         for t in threads:
             t.join(10)
