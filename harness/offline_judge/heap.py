@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import threading
 from typing import Any
 
 # Every TRIM_EVERY judged episodes the pass hands the free pages of every arena back to the system
@@ -54,9 +55,11 @@ def default_arena_cap() -> int:
 def limit_malloc_arenas(cap: int | None = None) -> int | None:
     """Let this process's threads use at most ``cap`` malloc arenas (default
     :func:`default_arena_cap`); call it before the pass starts its threads (a thread keeps the arena
-    it was given). Returns the cap set, or None: not glibc, or ``MALLOC_ARENA_MAX`` is set in the
-    environment (glibc applied the user's choice at start-up; it stands)."""
-    if "MALLOC_ARENA_MAX" in os.environ:
+    it was given). Returns the cap set, or None, changing nothing: not glibc; ``MALLOC_ARENA_MAX`` is
+    set in the environment (glibc applied the user's choice at start-up; it stands); or the process
+    already runs other threads (a program that calls the command in-process, a test runner: its
+    allocator is its own business)."""
+    if "MALLOC_ARENA_MAX" in os.environ or threading.active_count() > 1:
         return None
     lib = _glibc()
     if not lib:

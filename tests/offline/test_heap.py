@@ -1,6 +1,6 @@
 """The C heap of a judging pass (harness.offline_judge.heap): the arena cap holds for threads that
-allocate at the same moment, and a user's MALLOC_ARENA_MAX stands (that `harness judge` sets the cap
-is in tests/offline/test_offline_judge.py::test_cli_judge)."""
+allocate at the same moment, a user's MALLOC_ARENA_MAX stands, a process that already runs threads
+keeps its allocator, and `harness judge` in a process of its own sets the cap."""
 
 from __future__ import annotations
 
@@ -64,6 +64,39 @@ def test_the_cap_holds_for_threads_that_allocate_at_once():
 def test_a_users_malloc_arena_max_stands():
     cap, arenas = _arenas("2", {"MALLOC_ARENA_MAX": "3"})
     assert cap == "None" and 2 < arenas <= 3  # the user's 3, not our 2
+
+
+def test_a_process_that_already_runs_threads_keeps_its_allocator():
+    """In-process callers (a test runner, a program embedding the CLI) have threads of their own:
+    the cap is left alone there (this test runs inside pytest, with a thread of its own started)."""
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert heap.limit_malloc_arenas(2) is None
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_harness_judge_caps_the_arenas_in_its_own_process(tmp_path):
+    """`harness judge` as a process of its own (only its main thread when the command starts)."""
+    probe = (
+        "import sys\n"
+        "import harness.judge_command as jc\n"
+        "real = jc.limit_malloc_arenas\n"
+        "jc.limit_malloc_arenas = lambda: print('cap', real(), flush=True)\n"
+        "from harness.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    out = subprocess.run([sys.executable, "-c", probe, "judge", str(tmp_path), "--judge", "crate", "--model-base-url",
+                          "http://127.0.0.1:9/v1", "--model", "m"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and "not a run folder" in out.stderr  # the command went on after the cap
+    expected = str(heap.default_arena_cap()) if heap._glibc() else "None"
+    assert out.stdout.splitlines() == [f"cap {expected}"]
 
 
 def test_the_default_cap_is_one_arena_per_core_at_least_two(monkeypatch):
