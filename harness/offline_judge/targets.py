@@ -87,7 +87,7 @@ def _pack(obj: object) -> bytes:
 
 @dataclass(frozen=True)
 class PackedEpisode:
-    """One finished episode of a run, its result line and task packed (pickled: the same objects
+    """One finished episode of a run, its result line and task packed (pickled: equal objects
     back, nothing validated again) until a worker judges it. A pass reads every episode before it
     starts; as pydantic objects they were ~4 KB an episode (task 2.4 KB, result 1.5 KB), packed
     ~1 KB (a run has one result line per task id)."""
