@@ -9,7 +9,7 @@ from typing import Any
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
-from harness.offline_judge.targets import check_writable, read_episodes, resolve_targets
+from harness.offline_judge.targets import check_writable, read_episodes
 from harness.verdicts import JUDGEMENTS_DIR
 
 
@@ -105,7 +105,8 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
     except (RunError, RegistryError) as e:
         raise OfflineJudgeError(str(e)) from None
     names = split_list(args.judge)
-    targets = resolve_targets(args.paths)
+    read = read_episodes(args.paths, args.suite)  # before the judges' imports: see read_episodes
+    targets = [te.target for te in read.targets]
     for t in targets:  # before any judge is built or model called: the verdicts must have somewhere to go
         check_writable(t.run_dir)
     cache = None
@@ -114,9 +115,8 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
             cache = args.cache
         else:
             cache = str(targets[0].run_dir / JUDGEMENTS_DIR / "evidence-cache.jsonl")
-    read = read_episodes(args.paths, args.suite)  # before the judges' imports: see read_episodes
     setup = prepare_judges(names, opts, model, args.concurrency, cache=cache)
-    report = judge_runs(read, setup, concurrency=args.concurrency, set_id=args.judge_set, suite=args.suite,
+    report = judge_runs(read, setup, concurrency=args.concurrency, set_id=args.judge_set,
                         retry_errors=args.retry_errors, episodes_in_flight=args.episodes_in_flight,
                         fresh_judges=args.fresh_judges,
                         progress=not args.no_progress and not args.json, argv=argv)

@@ -131,8 +131,7 @@ def main() -> int:
     args = ap.parse_args()
     only = set(args.agents.split(",")) if args.agents else None
     results, out_rows = [], []
-    cols = ("agent_layer", "encode", "screen", "prompt", "parse", "round_trip", "settle", "settle_and_agent",
-            "bytes_sent_kb", "images", "counted")
+    cols = (*PARTS, "bytes_sent_kb", "images", "counted")
     print(f"agent layer per step, ms (median of the steps on a new screen, of {args.steps}; model and device time excluded)")
     print(f"  {'agent':<18}{'size':<11}{'mode':<10}" + "".join(f"{c:>14}" for c in cols))
     lab = Lab()

@@ -46,8 +46,12 @@ with tempfile.TemporaryFile() as f:
 glibc_only = pytest.mark.skipif(not heap._glibc(), reason="the arena cap and malloc_info are glibc's")
 
 
+def _env_without_arena_max() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+
+
 def _arenas(cap: str, env: dict[str, str] | None = None) -> tuple[str, int]:
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | (env or {})
+    env = _env_without_arena_max() | (env or {})
     out = subprocess.run([sys.executable, "-c", COUNT_ARENAS, cap], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120, check=True).stdout.split("\n")
     return out[0].split()[1], int(out[1].split()[1])
@@ -90,10 +94,9 @@ def test_harness_judge_caps_the_arenas_in_its_own_process(tmp_path):
         "jc.limit_malloc_arenas = lambda: print('cap', real(), flush=True)\n"
         "from harness.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     out = subprocess.run([sys.executable, "-c", probe, "judge", str(tmp_path), "--judge", "crate", "--model-base-url",
-                          "http://127.0.0.1:9/v1", "--model", "m"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120)
+                          "http://127.0.0.1:9/v1", "--model", "m"], cwd=ROOT, env=_env_without_arena_max(),
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "not a run folder" in out.stderr  # the command went on after the cap
     expected = str(heap.default_arena_cap()) if heap._glibc() else "None"
     assert out.stdout.splitlines() == [f"cap {expected}"]
