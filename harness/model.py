@@ -504,6 +504,17 @@ def endpoint_slots(base_url: str, n: int) -> EndpointSlots:
         return slots
 
 
+def forget_endpoint(base_url: str) -> None:
+    """Forget what this process learned about ``base_url``: its slots (the largest ``concurrency``
+    asked for so far) and whether it refused structured output. For a server replaced at the same
+    address: a local port is given out again soon after it is closed (137 of 2,000 successive
+    binds to port 0 here reused one), and a later server there is not the earlier one. Calls in
+    flight keep the slots they hold; later calls get fresh ones."""
+    with _slots_lock:
+        _slots.pop(base_url, None)
+        _no_structured.discard(base_url)
+
+
 _LIMIT_HINTS = (
     (re.compile(r"limit_mm_per_prompt|at most \d+ image|too many images|image.*limit", re.I),
      "the server refused the number of images in one request: raise vLLM's --limit-mm-per-prompt "

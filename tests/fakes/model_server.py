@@ -37,7 +37,8 @@ Responder = Callable[[dict[str, Any]], Reply]
 
 
 class ScriptedModelServer:
-    def __init__(self, responder: Responder | list[Reply] | None = None, model: str = "test-model"):
+    def __init__(self, responder: Responder | list[Reply] | None = None, model: str = "test-model",
+                 port: int = 0):
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -123,7 +124,7 @@ class ScriptedModelServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -151,8 +152,14 @@ class ScriptedModelServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        from harness.model import forget_endpoint
+
+        url = self.base_url
         self.httpd.shutdown()
         self.httpd.server_close()
+        # the port is free again and another test's server may get it: what this process learned
+        # about this one (its slots' capacity, a refused response_format) must not apply to that one
+        forget_endpoint(url)
 
 
 def request_text(req: dict[str, Any]) -> str:

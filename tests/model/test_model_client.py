@@ -87,6 +87,27 @@ def test_structured_output_falls_back_when_unsupported():
     assert "response_format" not in s.requests[2]  # remembered for the endpoint
 
 
+def test_what_was_learned_about_an_endpoint_is_forgotten_with_its_server():
+    """A port is given out again soon after it is closed: a later server there must not inherit an
+    earlier one's slots (the largest concurrency asked for) or its refusal of response_format."""
+    from harness.model import endpoint_slots, forget_endpoint
+
+    schema = {"title": "t", "type": "object", "properties": {"a": {"type": "integer"}}}
+    with ScriptedModelServer([Reply(status=400, error="response_format is not supported"), Reply('{"a": 1}')]) as s:
+        url = s.base_url
+        ModelClient(cfg(s, concurrency=8)).chat([user_message("x")], json_schema=schema)
+        assert endpoint_slots(url, 1).capacity == 8
+    # a later server at the same address: fresh slots, and structured output asked for again
+    assert endpoint_slots(url, 3).capacity == 3
+    with ScriptedModelServer([Reply('{"a": 1}')], port=s.httpd.server_address[1]) as s2:
+        assert s2.base_url == url
+        r = ModelClient(cfg(s2)).chat([user_message("x")], json_schema=schema)
+    assert r.structured == "json_schema" and "response_format" in s2.requests[0]
+    forget_endpoint(url)
+    forget_endpoint(url)  # forgetting an endpoint twice, or one never used, is harmless
+    assert endpoint_slots(url, 2).capacity == 2
+
+
 def test_guided_json_goes_in_extra_body():
     with ScriptedModelServer([Reply("{}")]) as s:
         ModelClient(cfg(s, structured="guided")).chat([user_message("x")], json_schema={"type": "object"})
@@ -95,9 +116,7 @@ def test_guided_json_goes_in_extra_body():
 
 def test_concurrency_is_bounded_per_endpoint():
     with ScriptedModelServer([Reply("x", delay_s=0.1)]) as s:
-        # slots are shared by base URL: a path of its own, so that an earlier test's client of a
-        # server that had this port (asking for more slots) is not the same endpoint
-        c = ModelClient(cfg(s, concurrency=2, base_url=s.base_url + "/bounded-test"))
+        c = ModelClient(cfg(s, concurrency=2))
         threads = [threading.Thread(target=c.chat, args=([user_message("x")],)) for _ in range(6)]
         for t in threads:
             t.start()
