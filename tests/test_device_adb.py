@@ -56,6 +56,32 @@ def test_actions_reach_the_phone(serve_sim):
         dev.execute(OpenApp(app="No Such App"))
 
 
+def test_two_users_of_one_phone_each_read_their_own_hierarchy(serve_sim):
+    """A dump file per call: B's dump, taken after the phone changed, lands between A's dump and
+    A's read; A still reads the tree of its own moment (with one shared path it read B's), and no
+    dump file is left behind."""
+    from harness.device.adb import DUMP_PREFIX
+
+    s = serve_sim(width=540, height=1200)
+    a, b = s.device(), s.device()
+    a.execute(OpenApp(app="Settings"))
+    shell = a.shell
+
+    def b_in_between(argv, timeout=None):
+        out = shell(argv, timeout)
+        if argv[:2] == ["uiautomator", "dump"]:  # A's dump is written; before A reads it:
+            b.execute(Key(key="home"))
+            assert "com.android.launcher3" in b.hierarchy()
+        return out
+
+    a.shell = b_in_between
+    seen = a.hierarchy()
+    assert "com.android.settings" in seen and "com.android.launcher3" not in seen
+    a.shell = shell
+    left = a.shell(["ls", "/data/local/tmp"]).split()
+    assert not [f for f in left if ("/data/local/tmp/" + f).startswith(DUMP_PREFIX)], left
+
+
 def test_injection_text_is_typed_not_run(serve_sim):
     s = serve_sim(adbkeyboard=False)
     dev = s.device()

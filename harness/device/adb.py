@@ -10,8 +10,10 @@ shell as syntax.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import secrets
 import shlex
 import socket
 import threading
@@ -56,6 +58,9 @@ COMMON_APPS: dict[str, tuple[str, ...]] = {
     "gmail": ("com.google.android.gm",), "maps": ("com.google.android.apps.maps",),
     "youtube": ("com.google.android.youtube",), "play store": ("com.android.vending",),
 }
+DUMP_PREFIX = "/data/local/tmp/crate_uidump-"  # + this process's token and the call's number
+_DUMP_TOKEN = secrets.token_hex(4)
+_dump_numbers = itertools.count()
 _PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC close every whole PNG
 _PROP_LINE = re.compile(r"^\[([^\]]+)\]: \[(.*)\]\r?$", re.M)
 _NET_ERRORS = (adbutils.AdbError, adbutils.AdbTimeout, ConnectionError, socket.timeout, OSError, EOFError)
@@ -196,7 +201,10 @@ class AdbDevice:
         return data
 
     def hierarchy(self) -> str:
-        path = "/data/local/tmp/crate_uidump.xml"
+        # a file of this call's own, removed after it is read: callers sharing one path (a recorder
+        # and the person's stand-in, a run and a live view, two threads) read each other's dumps,
+        # an older tree among them when one dump is written after another that began later
+        path = f"{DUMP_PREFIX}{_DUMP_TOKEN}-{next(_dump_numbers)}.xml"
         out = self.shell(["uiautomator", "dump", path])
         if not out.strip():  # uiautomator always says something: a stream cut short (a dropped connection)
             raise InfraError(f"{self.serial}: uiautomator dump returned nothing (the connection to the device dropped)")
@@ -206,6 +214,11 @@ class AdbDevice:
             data = self._guard("pull hierarchy", self.dev.sync.read_bytes, path)
         except adbutils.AdbError as e:  # pragma: no cover - guarded above
             raise DeviceError(str(e)) from None
+        finally:
+            try:
+                self.shell(["rm", "-f", path], timeout=5)
+            except (InfraError, DeviceError):
+                pass  # the phone went away: the pull's error (or the next call's) says so
         return data.decode("utf-8", errors="replace")
 
     def current_app(self) -> tuple[str, str]:
