@@ -12,7 +12,10 @@ unified actions with node targets:
 * taps on the keyboard become typing: one ``type`` with the text the focused field gained (read
   from the screen, never guessed from key positions), ``submit: true`` when Enter ended it, and a
   ``key delete`` for each character of the field's earlier text that was deleted. Enter alone is
-  ``key enter``. Typing ends at Enter or at the first gesture off the keyboard.
+  ``key enter``. Typing ends at Enter or at the first gesture off the keyboard. An empty field
+  shows its hint as its text, so earlier text counts as deleted only when Delete taps could reach
+  it: tapped while the field showed a prefix of it, not after letters that left the field as it
+  was (a pinyin syllable being composed, whose Delete taps remove letters of the syllable).
 
 The keyboard is found in the screen's accessibility tree: the nodes of the current input method's
 package. Its keys are identified by their names when the keyboard exposes them (the simulated one
@@ -79,6 +82,10 @@ class Step:
     warnings: list[str] = field(default_factory=list)
 
 
+# keys that change the keyboard and type nothing (the simulated keyboard's names for them)
+LAYOUT_KEYS = {"Shift", "Language", "Symbols", "Letters", "More symbols"}
+
+
 @dataclass
 class _Typing:
     before: Screen
@@ -89,6 +96,11 @@ class _Typing:
     identified: bool = True
     start: float = 0.0
     end: float = 0.0
+    # Delete taps that can have removed a character of ``initial``: tapped while the field showed
+    # a prefix of it with no key that may type tapped since the field was last seen to change
+    initial_deletes: int = 0
+    seen: str = ""      # the field's text when last seen changed (by a key's screen)
+    pending: int = 0    # keys that may type (or compose) tapped since then
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -190,12 +202,24 @@ class StepBuilder:
             f = before.focused_field()
             # a keyboard that names its keys in the tree lets Delete and Enter be told apart
             named = any(e.package in self.ime and e.desc for e in before.elements)
-            self.typing = _Typing(before, f, f.text if f is not None else "", identified=named, start=g.start)
+            initial = f.text if f is not None else ""
+            self.typing = _Typing(before, f, initial, identified=named, start=g.start, seen=initial)
         t = self.typing
         t.keys += 1
         t.end = g.end
+        f = before.focused_field()
+        shown = f.text if f is not None else t.seen
+        if shown != t.seen:  # the field changed since it was last seen: every key before is in it
+            t.seen, t.pending = shown, 0
         if name == "Delete":
             t.deletes += 1
+            # a Delete reaches the field's earlier text only once what was typed after it is gone;
+            # a Delete after letters that did not change the field (a pinyin syllable being
+            # composed) or after keys not yet seen to land removes those, not the earlier text
+            if t.pending == 0 and t.initial.startswith(shown):
+                t.initial_deletes += 1
+        elif name is not None and name not in LAYOUT_KEYS:
+            t.pending += 1
         if name == "Enter":
             self._end_typing(before, submit=True)
 
@@ -215,8 +239,12 @@ class StepBuilder:
             notes.append(f"focus moved from {t.field.short_rid} to {f.short_rid} while typing")
         keep = _common_prefix(t.initial, text)
         removed = len(t.initial) - keep
-        if removed and t.identified and t.deletes < removed:
-            # fewer Delete taps than characters gone: what the field showed first was its hint
+        # the earlier text was deleted from when enough Delete taps could reach it, or when part
+        # of it stayed (a hint goes whole) and there were Delete taps enough (keys tapped faster
+        # than the field was looked at leave ``initial_deletes`` short)
+        deleted = removed <= t.initial_deletes or (keep > 0 and removed <= t.deletes)
+        if removed and t.identified and not deleted:
+            # what the field showed first was its hint (an empty field shows its hint as its text)
             keep, removed = 0, 0
         elif removed and not t.identified:
             if t.initial:

@@ -89,6 +89,50 @@ def test_typing_is_read_from_the_field_hint_delete_and_enter():
     assert b.steps[0].gesture["keys"] == 3 and b.steps[2].gesture["text_before"] == "1"
 
 
+A, B, DELETE = (100, 1750), (300, 1750), (500, 1750)
+
+
+def typed_in(initial: str, *keys_then_looks) -> list[dict]:
+    """Typing from a field showing ``initial``: a tuple of key positions is one batch of taps
+    (the keys the recorder read before it looked again), a string the field seen after them."""
+    b = builder()
+    b.start(screen(field_text=initial, keyboard=True))
+    for item in keys_then_looks:
+        if isinstance(item, str):
+            b.glimpse(screen(field_text=item, keyboard=True))
+        else:
+            for xy in item:
+                b.gesture(tap(*xy))
+    b.gesture(tap(100, 2350))  # Back ends typing
+    return [s.ref for s in b.steps][:-1]
+
+
+def test_corrections_while_typing_over_a_short_hint_delete_nothing_of_it():
+    # the hint "To" is two characters; two corrections are two Delete taps, none of which could
+    # reach it (the field showed typed text each time)
+    assert typed_in("To", (A,), "a", (B,), "ab", (DELETE,), "a", (B,), "ab", (DELETE,), "a", (B,), "ab") == [
+        {"type": "type", "text": "ab"}]
+    # letters composing a syllable leave the field as it was (still the hint): the Delete taps
+    # after them remove letters of the syllable, not the hint's characters
+    assert typed_in("To", (A, A), "To", (DELETE, DELETE), "To", (A, B), "ab") == [{"type": "type", "text": "ab"}]
+    # keys read in one batch from a look at the hint: the Deletes follow letters not yet seen to land
+    assert typed_in("To", (A, B, DELETE, DELETE, A, B), "ab") == [{"type": "type", "text": "ab"}]
+
+
+def test_deleting_earlier_text_is_still_recorded_as_deletes():
+    delete = {"type": "key", "key": "delete"}
+    # one Delete at a time, each look showing the field shorter
+    assert typed_in("Milk", (DELETE,), "Mil", (DELETE,), "Mi", (A,), "Mia") == [delete, delete, {"type": "type", "text": "a"}]
+    # both Deletes read before the recorder looked again
+    assert typed_in("Milk", (DELETE, DELETE), "Mi") == [delete, delete]
+    # a letter typed and taken back, then one character of the earlier text
+    assert typed_in("Milk", (A,), "Milka", (DELETE,), "Milk", (DELETE,), "Mil") == [delete]
+    # a letter and the Deletes faster than any look: part of the earlier text stayed, so it was text
+    assert typed_in("Milk", (A, DELETE, DELETE), "Mil") == [delete]
+    # the whole earlier text deleted, then new text
+    assert typed_in("ab", (DELETE,), "a", (DELETE,), "Name", (B,), "b") == [delete, delete, {"type": "type", "text": "b"}]
+
+
 def test_enter_alone_is_a_key_and_taps_that_change_nothing_are_not_steps():
     b = builder()
     b.start(screen(field_text="Milk", keyboard=True))
