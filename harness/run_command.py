@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
@@ -403,13 +403,18 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         else:
             writer.write_manifest(manifest)
         if farm is not None:  # a node that joins mid-run: its phones go into the manifest as they join
-            farm.on_change = lambda: writer.update_manifest(devices=farm.descriptions, cluster=farm.manifest())
+            def joined() -> None:
+                writer.update_manifest(devices=farm.descriptions, cluster=farm.manifest())
+                _choose_frames(farm.frame_choices(), writer, True)
+
+            farm.on_change = joined
         joining = farm.joining if farm is not None else None
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         terminal = plugins.operator.terminal if plugins.operator is not None else None
         with _PreparedDevices(args, devices, writer), watching(args):  # (farm nodes' devices are not prepared)
-            _choose_frames(devices, writer, args.quiet)
+            _choose_frames(farm.frame_choices() if farm is not None else {d.serial: d.frame_choice for d in devices},
+                           writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
                 with LiveProgress([s.name for s in stations], len(tasks)) as live:
                     if terminal is not None:
@@ -477,23 +482,23 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     return farm
 
 
-def _choose_frames(devices: list[Any], writer: RunWriter, quiet: bool) -> None:
-    """Measure each device's frame sources on its idle, prepared screen (harness.device
-    .frame_sources) and record the choice in the manifest's ``frames``. A device that fails here is
-    noted, not refused: its episodes meet the failure (infra_error, retried elsewhere) as before."""
+def _choose_frames(choices: dict[str, Callable[[], dict[str, Any]]], writer: RunWriter, quiet: bool) -> None:
+    """Each phone's frame sources measured on its idle screen (harness.device.frame_sources), by the
+    name the run knows it by (its serial; ``node/serial`` on a farm, whose actors measured them on
+    their nodes), recorded in the manifest's ``frames``. A phone that fails here is noted, not
+    refused: its episodes meet the failure (infra_error, retried elsewhere) as before."""
     from harness.device.base import DeviceError, InfraError
 
     frames = dict(writer.manifest.get("frames") or {})
-    for dev in devices:
+    for name, choose in choices.items():
         try:
-            rep = dev.frame_choice()
+            rep = choose()
         except (InfraError, DeviceError) as e:
-            frames[dev.serial] = {"error": str(e)}
-            continue
-        frames[dev.serial] = rep
-        if not quiet:
+            rep = {"error": str(e)}
+        frames[name] = rep
+        if not quiet and "chosen" in rep:
             costs = ", ".join(f"{k} {v:.0f} ms" for k, v in sorted(rep["per_step_ms"].items(), key=lambda kv: kv[1]))
-            print(f"{dev.serial}: settling on {rep['chosen']} frames (estimated per step: {costs})",
+            print(f"{name}: settling on {rep['chosen']} frames (estimated per step: {costs})",
                   file=sys.stderr, flush=True)
     writer.update_manifest(frames=frames)
 

@@ -64,7 +64,17 @@ class DeviceActor:
         self._busy = threading.Lock()
 
     def hello(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+        """Who the actor is, and the phone's frame sources measured on the node before any episode
+        (the choice every episode then settles with; a local run records the same per device)."""
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(), "frames": self._frames()}
+
+    def _frames(self) -> dict[str, Any]:
+        from harness.device.base import DeviceError, InfraError
+
+        try:
+            return self.device.frame_choice()
+        except (InfraError, DeviceError) as e:  # noted; its episodes meet the failure as a local run's do
+            return {"error": str(e)}
 
     def halt(self) -> None:
         self._stop.set()

@@ -15,7 +15,6 @@ Faults, as the driver sees them:
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -49,6 +48,11 @@ class FarmStation:
         self.actor, self.node, self.description = actor, node, description
         self.serial = description["serial"]
         self.name = f"{node.label}/{self.serial}"
+        self.frames: dict[str, Any] = {"error": "not measured: the actor has not started"}
+
+    def frame_choice(self) -> dict[str, Any]:
+        """The frame sources' choice and timings, measured on the node when the actor started."""
+        return self.frames
 
     def run(self, job: Job, writer: RunWriter, cfg: SuiteConfig, should_stop: Callable[[], bool],
             emit: Callable[[str, dict[str, Any]], None], meter: Meter) -> Attempt:
@@ -153,6 +157,11 @@ class Farm:
             nodes = [n.to_json() for n in self.nodes.values()]
         return {"address": self.address, "ray": ray.__version__, "nodes": nodes}
 
+    def frame_choices(self) -> dict[str, Callable[[], dict[str, Any]]]:
+        """Each station's frame choice (measured on its node when its actor started), by name."""
+        with self._lock:
+            return {st.name: st.frame_choice for st in self.stations}
+
     def joining(self) -> list[FarmStation]:
         """Stations of nodes that joined since the last call (for ``run_stations``)."""
         out = []
@@ -206,7 +215,7 @@ class Farm:
             try:
                 if ref not in ready:
                     raise FarmError(f"did not start within {START_TIMEOUT_S:g}s")
-                ray.get(ref)
+                st.frames = ray.get(ref).get("frames") or st.frames
             except (ray.exceptions.RayError, FarmError) as e:
                 self.say(f"{st.name}: left out, its actor did not start: {_first_line(e)}")
                 ray.kill(st.actor, no_restart=True)
