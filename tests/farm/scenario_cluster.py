@@ -144,13 +144,14 @@ def test_farm_run_writes_the_run_folder_a_local_run_writes(lab: FarmLab, farm_ru
     assert {(d["node"], d["serial"]) for d in m["devices"]} == phones
     assert all(set(ld) <= set(d) for d in m["devices"] for ld in lm["devices"])
     assert {n["node"] for n in m["cluster"]["nodes"]} == {"head", "hostB", "hostX"}
-    # each phone's frame sources, measured on its node as a local run measures its own: the same choice
-    # (the sim serves raw frames as a phone does) with every source's timings, by node/serial
+    # each phone's frame sources, measured on its node as a local run measures its own, by node/serial:
+    # the same sources timed, the cheapest per step chosen (which one is a measurement: on a loaded
+    # machine a local run here has chosen png for a phone whose neighbour chose raw)
     used = {f"{d['node']}/{d['serial']}" for d in m["devices"]}
     assert set(m["frames"]) == used, m["frames"]
-    assert {f["chosen"] for f in m["frames"].values()} == {f["chosen"] for f in lm["frames"].values()}
-    assert all(set(f["per_step_ms"]) == set(lf["per_step_ms"]) for f in m["frames"].values()
-               for lf in lm["frames"].values())
+    for f in m["frames"].values():
+        assert set(f["per_step_ms"]) == {s for lf in lm["frames"].values() for s in lf["per_step_ms"]}, f
+        assert f["chosen"] == min(f["per_step_ms"], key=f["per_step_ms"].get) and not f["forced"], f
     said = {line.split(": settling on ")[0] for line in p.stderr.splitlines() if ": settling on " in line}
     assert said == used, p.stderr
     assert m["cluster"]["address"] == lab.address and m["cluster"]["ray"]
