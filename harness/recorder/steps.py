@@ -198,8 +198,8 @@ class StepBuilder:
     def _key_tap(self, before: Screen, x: int, y: int, g: Touch) -> None:
         key = element_at(before.elements, x, y)
         name = (key.desc or key.text) if key is not None and key.package in self.ime else None
+        f = before.focused_field()
         if self.typing is None:
-            f = before.focused_field()
             # a keyboard that names its keys in the tree lets Delete and Enter be told apart
             named = any(e.package in self.ime and e.desc for e in before.elements)
             initial = f.text if f is not None else ""
@@ -207,7 +207,6 @@ class StepBuilder:
         t = self.typing
         t.keys += 1
         t.end = g.end
-        f = before.focused_field()
         shown = f.text if f is not None else t.seen
         if shown != t.seen:  # the field changed since it was last seen: every key before is in it
             t.seen, t.pending = shown, 0
