@@ -112,3 +112,19 @@ def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how many tests were skipped because ../shared/reference is not beside the repository
+    (tests/shared_data.py: one rule for missing shared data), so a missing folder is never silent."""
+    from tests.shared_data import SKIP_REASON
+
+    n = 0
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        if SKIP_REASON in reason:
+            n += 1
+    if n:
+        terminalreporter.write_line(f"{n} test(s) skipped: {SKIP_REASON} (lay ../shared out beside the repository, "
+                                    "as CI does, to run them)", yellow=True)
