@@ -1,6 +1,8 @@
 """System properties as ``getprop`` lists them: ``[name]: [value]`` one a line (AOSP toolbox
 getprop). An ``adb shell`` pty ends the lines with CRLF (the Asus TF201's Android 3.2 listing);
-a pasted excerpt may start in the middle (redroid-modules issue 5), so every line is read alone.
+a pasted excerpt may start in the middle (redroid-modules issue 5). A value may hold newlines and
+then runs on to the line that ends in ``]`` (``persist.sys.boot.reason.history`` on the motorola edge 20
+and the MediaTek tablet: one boot reason a line).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import re
 GETPROP = ("getprop",)
 COMMANDS = (GETPROP,)
 
-_PROP_LINE = re.compile(r"^\[([^\]]+)\]: \[(.*)\]\r*$", re.M)
+_PROP_LINE = re.compile(r"^\[([^\]\r\n]+)\]: \[(.*?)\]\r*$", re.M | re.S)
 
 
 def parse_props(text: str) -> dict[str, str]:
