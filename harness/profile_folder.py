@@ -25,8 +25,11 @@ phone meet only over ADB); this module is the format they share::
                   "origin": "captured", "image": {"format": "png", "width": 1080, "height": 2400,
                                                    "bytes": 2345678}}, ...],
      "not_captured": [{"command": "getevent -lt", "why": "..."}],
-     "redactions": [{"file": "getprop.txt", "prop": "ro.serialno", "kind": "serial"},
+     "redactions": [{"file": "getprop.txt", "prop": "ro.serialno", "kind": "serial number"},
                     {"file": "dumpsys-input.txt", "what": "MAC address", "count": 2}],
+     "foreground": {"package": "com.android.settings", "activity": "com.android.settings.Settings",
+                    "components": ["com.android.settings/.Settings", "com.android.settings/com.android.settings.Settings"],
+                    "windows": []},
      "notes": ["..."]}
 
 ``command`` is the command line as the harness sends it (``shell:`` + the words joined with
@@ -64,6 +67,7 @@ class Answer:
     origin: str = "captured"
     image: dict[str, Any] | None = None     # an image's format, width, height and size (its head is the file)
     error: str | None = None                # the command could not be asked (the connection failed)
+    pulled: str | None = None               # the file holding what the command wrote on the phone (UI dump)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -79,6 +83,9 @@ class Manifest:
     not_captured: list[dict[str, str]] = field(default_factory=list)
     redactions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # the app in front when the phone was asked: its package, activity and the ways the answers
+    # spell it (``pkg/.Act``, ``pkg/pkg.Act``); the simulated phone puts its own app there
+    foreground: dict[str, Any] = field(default_factory=dict)
 
     def answer(self, command: str) -> Answer | None:
         return next((a for a in self.answers if a.command == command), None)
@@ -87,13 +94,13 @@ class Manifest:
         return {"format": FORMAT, "kind": KIND, "name": self.name, "captured_at": self.captured_at,
                 "harness_version": self.harness_version, "device": self.device,
                 "answers": [a.to_json() for a in self.answers], "not_captured": self.not_captured,
-                "redactions": self.redactions, "notes": self.notes}
+                "redactions": self.redactions, "notes": self.notes, "foreground": self.foreground}
 
 
 def file_for(command: str, suffix: str = ".txt") -> str:
     """The file a command's answer is kept in: its words joined by '-', other characters dropped
-    (``dumpsys SurfaceFlinger --display-id`` -> ``dumpsys-SurfaceFlinger--display-id.txt``)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", command).strip("-")
+    (``dumpsys SurfaceFlinger --display-id`` -> ``dumpsys-SurfaceFlinger-display-id.txt``)."""
+    slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._]+", "-", command)).strip("-")
     return (slug or "answer") + suffix
 
 
@@ -144,14 +151,27 @@ def read_manifest(folder: Path) -> Manifest:
         image = a.get("image")
         if image is not None and not isinstance(image, dict):
             raise ProfileError(f"{where}: 'image' must be an object")
+        pulled = a.get("pulled")
+        if pulled is not None and (not isinstance(pulled, str) or "/" in pulled or pulled.startswith(".")):
+            raise ProfileError(f"{where}: 'pulled' {pulled!r} is not a plain file name in the folder")
         answers.append(Answer(command=_need(a, "command", str, where), service=service, file=file,
                               bytes=int(a.get("bytes") or 0), origin=str(a.get("origin") or "captured"),
-                              image=image, error=a.get("error")))
+                              image=image, error=a.get("error"), pulled=pulled))
     return Manifest(name=str(data.get("name") or Path(folder).name), captured_at=str(data.get("captured_at") or ""),
                     harness_version=str(data.get("harness_version") or ""),
                     device=dict(_need(data, "device", dict, str(path))), answers=answers,
                     not_captured=list(data.get("not_captured") or []), redactions=list(data.get("redactions") or []),
-                    notes=[str(n) for n in data.get("notes") or []])
+                    notes=[str(n) for n in data.get("notes") or []], foreground=_foreground(data, path))
+
+
+def _foreground(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    fg = data.get("foreground") or {}
+    if not isinstance(fg, dict):
+        raise ProfileError(f"{path}: 'foreground' must be an object")
+    for key in ("components", "windows"):
+        if not isinstance(fg.get(key, []), list) or not all(isinstance(x, str) and x for x in fg.get(key, [])):
+            raise ProfileError(f"{path}: 'foreground.{key}' must be a list of non-empty strings")
+    return fg
 
 
 def read_answer(folder: Path, answer: Answer) -> bytes:
