@@ -102,7 +102,7 @@ def _ui_dump(device: Any, cmd: ReadCommand, out: Path, red: Redactor) -> Answer:
     return answer
 
 
-def _device(props: dict[str, str], answers: dict[str, bytes]) -> dict[str, Any]:
+def device_of(props: dict[str, str], answers: dict[str, bytes]) -> dict[str, Any]:
     from harness.device import wm
 
     info: dict[str, Any] = {k: props.get(p, "") for k, p in DEVICE_PROPS.items()}
@@ -113,7 +113,7 @@ def _device(props: dict[str, str], answers: dict[str, bytes]) -> dict[str, Any]:
     return info
 
 
-def _foreground(answers: dict[str, bytes], sdk: int | None) -> dict[str, Any]:
+def foreground_of(answers: dict[str, bytes], sdk: int | None) -> dict[str, Any]:
     """The app in front per the captured answers (read as the harness reads them), and how the
     answers spell it."""
     def shell(argv: list[str]) -> str:
@@ -177,9 +177,9 @@ def capture(device: Any, out: Path, *, name: str | None = None,
             answer = Answer(cmd.line, cmd.service, file_for(cmd.line), 0, error=str(e))
             say(f"  failed: {e}")
         manifest.answers.append(answer)
-        manifest.device = _device(props, answers)
+        manifest.device = device_of(props, answers)
         write_manifest(out, manifest)
-    manifest.foreground = _foreground(answers, manifest.device.get("sdk"))
+    manifest.foreground = foreground_of(answers, manifest.device.get("sdk"))
     write_manifest(out, manifest)
     return manifest
 

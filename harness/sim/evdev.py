@@ -63,6 +63,18 @@ TOUCH_MAX = 4095          # the simulated touchscreen's axis range, 0..TOUCH_MAX
 SLOTS = 10
 BOOT_UPTIME_S = 3.0e4      # the phone "booted" this long before the process started (timestamps)
 
+# names getevent prints that harness.input_codes does not list (linux input-event-codes.h): what
+# phones' sensors, headset jacks and keyboards' LEDs report
+MORE_NAMES = {
+    C.EV_REL: {"REL_X": 0, "REL_Y": 1, "REL_Z": 2, "REL_RX": 3, "REL_RY": 4, "REL_RZ": 5, "REL_HWHEEL": 6,
+               "REL_DIAL": 7, "REL_WHEEL": 8, "REL_MISC": 9},
+    C.EV_SW: {"SW_LID": 0, "SW_TABLET_MODE": 1, "SW_HEADPHONE_INSERT": 2, "SW_RFKILL_ALL": 3,
+              "SW_MICROPHONE_INSERT": 4, "SW_DOCK": 5, "SW_LINEOUT_INSERT": 6, "SW_JACK_PHYSICAL_INSERT": 7,
+              "SW_VIDEOOUT_INSERT": 8, "SW_CAMERA_LENS_COVER": 9, "SW_KEYPAD_SLIDE": 10},
+    0x11: {"LED_NUML": 0, "LED_CAPSL": 1, "LED_SCROLLL": 2},
+}
+_MORE_LABELS = {t: {code: name for name, code in names.items()} for t, names in MORE_NAMES.items()}
+
 # Linux key code -> the Android key the phone acts on (see the module docstring)
 ANDROID_KEYS = {
     C.KEY_BACK: "BACK", C.KEY_HOMEPAGE: "HOME", 102: "HOME", C.KEY_MENU: "MENU", C.KEY_APPSELECT: "APP_SWITCH",
@@ -103,7 +115,10 @@ class InputDevice:
     vendor: int = 0x0001
     product: int = 0x0001
     version: int = 0x0100
-    labels: dict[tuple[int, int], str] = field(default_factory=dict)  # what this phone's getevent calls a code
+    # what this phone's getevent calls a code ("" for none: it prints the code) and the spaces it
+    # prints after the label (a profile's listing; otherwise getevent.c's 20 - strlen(label))
+    labels: dict[tuple[int, int], str] = field(default_factory=dict)
+    pads: dict[tuple[int, int], int] = field(default_factory=dict)
     # input core state
     keys_down: set[int] = field(default_factory=set)
     slot: int = 0
@@ -131,20 +146,25 @@ class InputDevice:
         return not self.multitouch and C.BTN_TOUCH in self.keys and C.ABS_X in self.abs and C.ABS_Y in self.abs
 
     def capabilities(self) -> dict[int, list[int]]:
+        """Codes by event type, in code order (a profile's device: in its listing's order, which is
+        the kernel's code order with any code the tables here do not name in its place)."""
+        order = list if self.labels else sorted
         caps: dict[int, list[int]] = {}
         if self.keys:
-            caps[C.EV_KEY] = sorted(self.keys)
+            caps[C.EV_KEY] = order(self.keys)
         if self.abs:
-            caps[C.EV_ABS] = sorted(self.abs)
+            caps[C.EV_ABS] = order(self.abs)
         if self.msc:
-            caps[C.EV_MSC] = sorted(self.msc)
+            caps[C.EV_MSC] = order(self.msc)
         for t, codes in self.other.items():
             if codes:
-                caps[t] = sorted(codes)
+                caps[t] = order(codes)
         return dict(sorted(caps.items()))
 
     def label(self, ev_type: int, code: int) -> str | None:
-        return self.labels.get((ev_type, code)) or C.code_name(ev_type, code)
+        if (ev_type, code) in self.labels:
+            return self.labels[(ev_type, code)] or None
+        return C.code_name(ev_type, code) or _MORE_LABELS.get(ev_type, {}).get(code)
 
     def abs_value(self, code: int) -> int:
         """An axis's value as ``EVIOCGABS`` reports it: the slot last reported for ``ABS_MT_SLOT``,
@@ -381,7 +401,8 @@ def format_capabilities(dev: InputDevice, *, labels: bool) -> list[str]:
             if name:
                 # getevent.c: " %.20s%c%*s" with 20 - strlen(label): a longer label's negative
                 # width pads it on the left-justified side all the same
-                text += f" {name[:20]}{down}{'':{abs(20 - len(name))}}"
+                pad = dev.pads.get((ev_type, code), abs(20 - len(name)))
+                text += f" {name[:20]}{down}{'':{pad}}"
             elif labels:
                 text += f" {code:04x}{down}                "
             else:

@@ -38,6 +38,13 @@ def screencap(c: Ctx) -> int:
     phone = c.shell.phone
     flags, paths = split_flags(c.argv[1:], with_value={"d"})
     png = "p" in flags or (paths and paths[0].endswith(".png"))
+    profile = c.shell.profile
+    if profile is not None and "d" not in flags:
+        # what the profile's phone wrote before its image (to stderr: `exec:` mixes it in first),
+        # "[Warning] Multiple displays were found..." on one with several displays
+        head = profile.image_head("screencap -p" if png else "screencap")
+        if head:
+            c.err(head)
     data = phone.screencap_encode() if png else _raw_screencap(phone)
     if paths:
         p = paths[0]
@@ -57,6 +64,10 @@ def screencap(c: Ctx) -> int:
 def wm(c: Ctx) -> int:
     shell = c.shell
     sub = c.argv[1] if len(c.argv) > 1 else ""
+    if sub in ("size", "density") and len(c.argv) == 2 and shell.profile is not None \
+            and shell.profile.answer(f"wm {sub}") is not None:
+        c.write(shell.profile.answer(f"wm {sub}"))
+        return 0
     if sub == "size":
         if len(c.argv) > 2 and c.argv[2] != "reset":
             raise CommandError("wm size: overriding the display size is not supported" + shell.sim_note(" by the simulated phone"))
