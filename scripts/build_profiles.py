@@ -373,14 +373,15 @@ def main() -> int:
         a.origin = "captured: `harness devices capture` of `harness sim serve --as-phone` (the Pixel 8 persona)"
     pm.notes.append("the simulated phone's retail Pixel 8 (harness/sim/persona.py: its sources) at 1080x2400")
     write_manifest(target, pm)
-    (target / "SOURCES").write_text(
-        "pixel8: the simulated phone's retail Pixel 8 (`harness sim serve --as-phone`), captured by `harness devices "
-        "capture`\n\nIts properties' sources are in harness/sim/persona.py (RETAIL); the formats are the simulated "
-        "phone's (Android 14). Built by scripts/build_profiles.py.\n", encoding="utf-8")
     (target / "uiautomator-dump.xml").unlink(missing_ok=True)  # the screen's tree: not a format the profile serves
     pm.answers = [a for a in pm.answers if not a.command.startswith("uiautomator")]
     (target / file_for("uiautomator dump")).unlink(missing_ok=True)
     write_manifest(target, pm)
+    lines = ["pixel8: the simulated phone's retail Pixel 8 (`harness sim serve --as-phone`, 1080x2400), captured by "
+             "`harness devices capture`", "", "Its properties' sources are in harness/sim/persona.py (RETAIL); the "
+             "formats are the simulated phone's (Android 14). Built by scripts/build_profiles.py.", "",
+             "Each answer's origin (manifest.json):"] + [f"- {a.command} -> {a.file}: {a.origin}" for a in pm.answers]
+    (target / "SOURCES").write_text("\n".join(lines) + "\n", encoding="utf-8")
     pixel8 = pixel8_answers(pm, target)
     for build in (mtk_tablet, emulator_a11, type_a, vivo_pad, z_flip4):
         b = build(ref, pixel8)

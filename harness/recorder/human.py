@@ -80,12 +80,19 @@ class Cues:
 
 
 class Finger:
-    """Contacts on a multi-touch (type B) touchscreen, written with sendevent."""
+    """Contacts on a multi-touch touchscreen, written with sendevent in the protocol it speaks
+    (the kernel's ``Documentation/input/multi-touch-protocol.rst``): type B (``ABS_MT_SLOT``) puts
+    the contact in slot 0 with a new tracking id and lifts it with tracking id -1; type A (no slots)
+    reports the whole contact in every frame, each contact closed by ``SYN_MT_REPORT``, and the lift
+    is a frame without contacts (``BTN_TOUCH`` up, or an empty ``SYN_MT_REPORT`` where the device
+    has no ``BTN_TOUCH``), as Cartucho's recording of a type A phone shows. Codes the device does not
+    list are left out."""
 
     def __init__(self, device: AdbDevice, screen: Touchscreen):
         self.device = device
         self.screen = screen
         self.path = screen.device.path
+        self.type_a = screen.device.multitouch and not screen.device.slotted
         self.tracking = 0
         self.touches = 0
 
@@ -94,7 +101,17 @@ class Finger:
             return None
         return f"sendevent {shlex.quote(self.path)} {ev_type} {code} {value}"
 
+    def _contact(self, x: int, y: int) -> list[str | None]:
+        """A type A frame's report of the one contact."""
+        rx, ry = self.screen.to_raw(x, y)
+        return [self._ev(C.EV_ABS, C.ABS_MT_POSITION_X, rx), self._ev(C.EV_ABS, C.ABS_MT_POSITION_Y, ry),
+                self._ev(C.EV_ABS, C.ABS_MT_TOUCH_MAJOR, 6), self._ev(C.EV_ABS, C.ABS_MT_WIDTH_MAJOR, 6),
+                self._ev(C.EV_ABS, C.ABS_MT_PRESSURE, 48), self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, 0),
+                self._ev(C.EV_SYN, C.SYN_MT_REPORT, 0)]
+
     def _down(self, x: int, y: int) -> list[str | None]:
+        if self.type_a:
+            return [self._ev(C.EV_KEY, C.BTN_TOUCH, 1), *self._contact(x, y), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
         rx, ry = self.screen.to_raw(x, y)
         self.tracking = (self.tracking + 1) % 65536
         return [self._ev(C.EV_ABS, C.ABS_MT_SLOT, 0), self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, self.tracking),
@@ -104,11 +121,17 @@ class Finger:
                 self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 
     def _move(self, x: int, y: int) -> list[str | None]:
+        if self.type_a:
+            return [*self._contact(x, y), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
         rx, ry = self.screen.to_raw(x, y)
         return [self._ev(C.EV_ABS, C.ABS_MT_POSITION_X, rx), self._ev(C.EV_ABS, C.ABS_MT_POSITION_Y, ry),
                 self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 
     def _up(self) -> list[str | None]:
+        if self.type_a:
+            lift = (self._ev(C.EV_KEY, C.BTN_TOUCH, 0) if self.screen.device.has(C.EV_KEY, C.BTN_TOUCH)
+                    else self._ev(C.EV_SYN, C.SYN_MT_REPORT, 0))
+            return [lift, self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
         return [self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, -1), self._ev(C.EV_KEY, C.BTN_TOUCH, 0),
                 self._ev(C.EV_KEY, C.BTN_TOOL_FINGER, 0), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 
