@@ -29,14 +29,11 @@ from harness.profile_folder import ProfileError, read_manifest
 from harness.sim import profile as P
 from harness.sim.command_log import read_command_log
 from harness.sim.evdev import format_capabilities
+from tests.phone_commands import changes
 from tests.shared_data import reference, reference_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = P.shipped_names()
-# commands that change a phone: a capture never sends one
-CHANGES = (("settings", "put"), ("settings", "delete"), ("input",), ("am",), ("pm", "clear"), ("pm", "install"),
-           ("ime", "set"), ("ime", "enable"), ("ime", "disable"), ("wm", "dismiss-keyguard"), ("monkey",),
-           ("sendevent",), ("setprop",), ("svc",), ("cmd",), ("sh",), ("reboot",))
 
 
 def test_the_shipped_profiles_are_what_their_sources_say():
@@ -137,7 +134,7 @@ def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile
     cmds = read_command_log(tmp_path / "log1.jsonl")
     argvs = [argv for rec in cmds for argv in rec["argv"]]
     assert argvs and all(listed(a) for a in argvs), [a for a in argvs if not listed(a)]
-    assert not [a for a in argvs if any(tuple(a[:len(c)]) == c for c in CHANGES)]
+    assert not [a for a in argvs if changes(a)]
     assert {tuple(a) for a in argvs} >= {c.argv for c in to_capture()}
     m = read_manifest(tmp_path / "first")
     assert m.captured_at and m.harness_version and m.device["sdk"] == 33 and m.device["size"] == [480, 800]
@@ -161,6 +158,17 @@ def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile
         if a.command.startswith(("uiautomator", "dumpsys power", "dumpsys window policy", "pm list")):
             continue  # the simulated phone's own state, not the profile's
         assert (tmp_path / "second" / b.file).read_bytes() == (tmp_path / "first" / a.file).read_bytes(), a.command
+
+
+def test_a_command_neither_read_only_nor_changing_is_found():
+    from tests.phone_commands import not_on_the_list
+
+    records = [{"line": "dumpsys battery", "argv": [["dumpsys", "battery"]]},
+               {"line": "settings put global x 1", "argv": [["settings", "put", "global", "x", "1"]]},
+               {"line": "input tap 1 2 & sleep 0.1; wait", "argv": [["input", "tap", "1", "2"], ["sleep", "0.1"], ["wait"]]},
+               {"line": "screencap -p -d 4619827259835644672", "argv": [["screencap", "-p", "-d", "4619827259835644672"]]},
+               {"line": "echo 'x", "argv": None}]
+    assert not_on_the_list(records) == ["dumpsys battery", "echo 'x"]
 
 
 def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path):
