@@ -246,10 +246,20 @@ def type_a(ref: Reference, pixel8: dict[str, bytes]) -> Built:
         "('touchscreen', 720x1280 with 16 contacts: minitouch prints the X/Y maxima and tracking id max + 1); "
         "the major axes' 0-255 and gpio-keys are the Pixel 8's"))
     b.answers["wm size"] = (b"Physical size: 720x1280\n", "derived: the Honor's 720x1280 (minitouch issue 25)")
+    ime = ref.read("issue_excerpts/adbkeyboard_66_android14_ime_list_s_and_unknown_ime.txt").decode()
+    ids = [line.strip() for line in ime.split("$ adb shell ime list -s", 1)[1].split("$ ")[0].splitlines() if line.strip()]
+    b.answers["ime list -s"] = ("".join(i + "\n" for i in ids).encode(),
+                                "derived: the lines `ime list -s` printed in ADBKeyboard issue 66 (an Android 14 phone)")
+    b.answers["settings get secure enabled_input_methods"] = ((":".join(ids) + "\n").encode(),
+                                                              "derived: the same input methods, as the setting holds them")
+    b.answers["settings get secure default_input_method"] = ((ids[0] + "\n").encode(),
+                                                             "derived: the first of them (the issue does not say which)")
     b.sources = [ref.cite("getevent/cartucho_recorded_touch_events_typeA.txt"),
-                 ref.cite("issue_excerpts/minitouch_25_minitouch_logs_htc_honor.txt")]
-    b.notes = ["Everything but the input devices and the screen's size is the Pixel 8's (the transcripts of this "
-               "touchscreen say nothing else); `wm density` is the simulated phone's own."]
+                 ref.cite("issue_excerpts/minitouch_25_minitouch_logs_htc_honor.txt"),
+                 ref.cite("issue_excerpts/adbkeyboard_66_android14_ime_list_s_and_unknown_ime.txt")]
+    b.notes = ["The input devices are a type A phone's; the enabled input methods (LatinIME and WiFiInputMethod) "
+               "another Android 14 phone's; the rest is the Pixel 8's (the transcripts say nothing else), and "
+               "`wm density` the simulated phone's own."]
     fill(b, pixel8)
     return b
 
