@@ -99,8 +99,12 @@ class ProfiledPhone(ServedSim):
 
     def fresh(self, command_log: str | Path | None = None) -> "ProfiledPhone":
         from harness.sim.command_log import CommandLog
+        from harness.sim.evdev import InputSubsystem
 
         phone, shell = self.phone, self.handle.shell
+        # the kernel's devices as listed (slots, keys held), as after a boot
+        shell.evdev = InputSubsystem(phone, touchscreen=phone.info.touchscreen, on_gesture=shell.touch.gesture,
+                                     devices=self.profile.input_devices())
         phone.reset()
         phone.set_lock("none")
         st = self.start or {}

@@ -182,6 +182,10 @@ def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness.cli", "sim", "serve", "--profile", str(tmp_path / "p")],
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2 and "answers[0]" in r.stderr
+    for extra, said in ((["--size", "1080x2400"], "has a 480x800 screen"), (["--no-touchscreen"], "lists its input")):
+        r = subprocess.run([sys.executable, "-m", "harness.cli", "sim", "serve", "--profile", "mtk-tablet-android13",
+                            *extra], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert r.returncode == 2 and said in r.stderr, r.stderr
 
 
 def test_the_app_in_front_is_put_where_the_captured_one_was(profile_phone):
