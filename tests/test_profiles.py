@@ -146,12 +146,15 @@ def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile
     shot = m.answer("screencap -p")
     assert shot.image == {"format": "png", "width": 480, "height": 800, "bytes": shot.image["bytes"]}
     assert (tmp_path / "first" / "uiautomator-dump.xml").read_text().count('text="REDACTED"') > 0
-    assert _capture_cli(adb, phone.serial, tmp_path / "first").returncode == 2  # never mixed with another
+    from harness.device.capture import CaptureError, capture
+
+    with pytest.raises(CaptureError, match="not empty"):  # never mixed with another capture
+        capture(phone.device(), tmp_path / "first")
 
     # the capture served as a profile answers a second capture as the phone answered the first
     again = serve_sim(as_phone=True, profile=P.load(tmp_path / "first"))
     again.phone.launch("com.android.settings")
-    assert _capture_cli(adb, again.serial, tmp_path / "second").returncode == 0
+    capture(again.device(), tmp_path / "second")
     first, second = read_manifest(tmp_path / "first"), read_manifest(tmp_path / "second")
     for a in first.answers:
         b = second.answer(a.command)
@@ -171,7 +174,7 @@ def test_a_command_neither_read_only_nor_changing_is_found():
     assert not_on_the_list(records) == ["dumpsys battery", "echo 'x"]
 
 
-def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path):
+def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path, capsys):
     with pytest.raises(ProfileError, match="no such profile folder.*pixel8"):
         P.load("no-such-profile")
     (tmp_path / "p").mkdir()
@@ -179,13 +182,13 @@ def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path):
                                                   '"device": {}, "answers": [{"command": "getprop"}]}')
     with pytest.raises(ProfileError, match=r"manifest.json: answers\[0\]: 'service' is missing"):
         P.load(tmp_path / "p")
-    r = subprocess.run([sys.executable, "-m", "harness.cli", "sim", "serve", "--profile", str(tmp_path / "p")],
-                       capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert r.returncode == 2 and "answers[0]" in r.stderr
-    for extra, said in ((["--size", "1080x2400"], "has a 480x800 screen"), (["--no-touchscreen"], "lists its input")):
-        r = subprocess.run([sys.executable, "-m", "harness.cli", "sim", "serve", "--profile", "mtk-tablet-android13",
-                            *extra], capture_output=True, text=True, timeout=60, cwd=ROOT)
-        assert r.returncode == 2 and said in r.stderr, r.stderr
+    from harness.cli import main
+
+    for args, said in (([str(tmp_path / "p")], "answers[0]"), (["mtk-tablet-android13", "--size", "1080x2400"],
+                                                               "has a 480x800 screen"),
+                       (["mtk-tablet-android13", "--no-touchscreen"], "lists its input devices")):
+        assert main(["sim", "serve", "--profile", *args]) == 2  # refused before anything is served
+        assert said in capsys.readouterr().err
 
 
 def test_the_app_in_front_is_put_where_the_captured_one_was(profile_phone):
