@@ -567,11 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "no reset broadcast; ADBKeyboard installed but not enabled)")
     ss.add_argument("--lock", choices=["none", "swipe", "pin"], default="none",
                     help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
+    shipped = sorted(p.name for p in (Path(__file__).parent / "sim" / "profiles").glob("*") if p.is_dir())
     ss.add_argument("--profile", metavar="DIR|NAME",
                     help="answer in a real phone's formats: a folder `harness devices capture` wrote, or a shipped "
-                         "profile (pixel8, mtk-tablet-android13, emulator-android11, type-a-touchscreen, "
-                         "vivo-pad-two-touch, galaxy-z-flip4-multi-display); its screen size, input devices and "
-                         "input methods too")
+                         f"profile ({', '.join(shipped)}: harness/sim/profiles); its screen size, input devices "
+                         "and input methods too")
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
     ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")

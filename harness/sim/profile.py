@@ -92,6 +92,7 @@ class Profile:
     folder: Path
     manifest: Manifest
     _cache: dict[str, bytes | None] = field(default_factory=dict)
+    _props: list[Prop] | None = None
 
     @property
     def name(self) -> str:
@@ -110,9 +111,12 @@ class Profile:
 
     # --- identity ---------------------------------------------------------------------------------
     def props(self) -> list[Prop]:
-        text = self.text("getprop") or ""
-        return [Prop(m.group(1), m.group(2), m.group(3) if m.group(3).endswith("\n") else "")
-                for m in _PROP_LINE.finditer(text)]
+        """The captured properties in their order (read once)."""
+        if self._props is None:
+            text = self.text("getprop") or ""
+            self._props = [Prop(m.group(1), m.group(2), m.group(3) if m.group(3).endswith("\n") else "")
+                           for m in _PROP_LINE.finditer(text)]
+        return self._props
 
     def prop(self, name: str, default: str = "") -> str:
         return next((p.value for p in self.props() if p.name == name), default)
@@ -168,13 +172,17 @@ class Profile:
         props = {p.name: p for p in self.props()}
         ends = [p.end for p in props.values() if p.end]
         end = ends[0] if ends else "\n"
-        for name, value in extra.items():
-            props[name] = Prop(name, value, end)
+        order = list(props)  # as captured (getprop sorts by name; an old phone's may not)
+        for name, value in sorted(extra.items()):
+            if name not in props:
+                at = next((i for i, n in enumerate(order) if n > name), len(order))
+                order.insert(at, name)
+            props[name] = Prop(name, value, props[name].end if name in props else end)
         out = []
-        for name in sorted(props):
+        for name in order:
             p = props[name]
             value = serial if p.value == REDACTED and "serial" in name.lower() else p.value
-            out.append(f"[{name}]: [{value}]{p.end or end}")
+            out.append(f"[{name}]: [{value}]{p.end or end if name != order[-1] else p.end}")
         return _encode("".join(out))
 
     def getprop_value(self, name: str, serial: str, extra: dict[str, str]) -> str | None:
