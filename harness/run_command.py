@@ -266,11 +266,17 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     probe_agent = AGENTS.build(args.agent, agent_opts)
     probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
     probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
+    checks = [(f"agent {args.agent!r}", probe_agent), *((f"monitor {n!r}", m) for n, m in zip(monitor_names, probe_monitors))]
+
+    def check_task(task: Any) -> str | None:  # why a plugin cannot take the task (replay: no reference...)
+        found = [f"{who}: {problem}" for who, p in checks if (problem := getattr(p, "check_task", lambda t: None)(task))]
+        return "; ".join(found) or None
+
     plugins = Plugins(
         agent=lambda: AGENTS.build(args.agent, agent_opts),
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
-        check_task=getattr(probe_agent, "check_task", lambda task: None),
+        check_task=check_task,
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
@@ -342,7 +348,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
-        raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
+        raise RunError(f"cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
     farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
     if farm is not None:
