@@ -122,7 +122,7 @@ def plot_png(risky: Sequence[float], safe: Sequence[float], threshold: float, al
     d.text((x1 - 6, py(alpha) - 4), f"alpha = {alpha:g}", fill=(90, 90, 90), font=small, anchor="rb")
     d.line([(px(threshold), y0), (px(threshold), y1)], fill=THRESHOLD, width=2)
     right = threshold < 0.6
-    d.text((px(threshold) + (6 if right else -6), y1 + 6), f"threshold {threshold:g}", fill=THRESHOLD, font=small,
+    d.text((px(threshold) + (6 if right else -6), y1 + 6), f"threshold {threshold:.4g}", fill=THRESHOLD, font=small,
            anchor="la" if right else "ra")
     d.text((WIDTH / 2, 16), title, fill=INK, font=f, anchor="ma")
     lx = x0
