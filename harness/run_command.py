@@ -291,6 +291,11 @@ def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in opts.items() if k.replace("-", "_") in fields}
 
 
+def calibrations(monitors: Any) -> list[str | None]:
+    """The sha256 of each monitor's calibration file in a manifest's ``monitors`` (None: none)."""
+    return [((m or {}).get("calibration") or {}).get("sha256") for m in monitors or [] if isinstance(m, dict)]
+
+
 def agent_label(args: argparse.Namespace) -> str:
     opts = parse_options(args.agent_opt, "--agent-opt")
     if not opts:
@@ -393,6 +398,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
+            was, now = (calibrations(old.get("monitors")), calibrations(manifest["monitors"]))
+            if was != now and any(was + now):  # episodes gated by two thresholds would be one run
+                raise RunError(f"--resume: the monitors' calibration differs from the run in {args.out} (sha256 was "
+                               f"{was}, now {now}); resume with the same calibration file")
             update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions,
                                       **({"cluster": manifest["cluster"]} if farm is not None else {})}
             change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records import RESULTS_FILE, RecordError, check_inside, episode_dir, file_sha256, iter_steps, own_file
+from harness.records import (RESULTS_FILE, TRAJECTORY_FILE, RecordError, check_inside, episode_dir, file_sha256,
+                             iter_steps, own_file)
 from harness.verdicts import JUDGEMENTS_DIR, LIVE, EpisodeVerdicts, VerdictsError, read_sources
 from judges.agreement import Label, LabelIndex
 from judges.calibration import CalibrationError, prompt_language, scorer_key, scorer_of
@@ -207,14 +208,10 @@ def collect(run_dirs: Iterable[str | Path], labels: list[Label], *, monitor: str
     out.notes.extend(index.notes())
     wanted = list(judgement_sets) if judgement_sets else None
     try:
-        # every episode's live entry (one per results.jsonl line) and every set's lines
-        sources = read_sources(run_dirs, None, True, warnings)
+        # every episode's live entry (one per results.jsonl line: the complete episodes) and the sets' lines
+        sources = read_sources(run_dirs, wanted, True, warnings)
     except VerdictsError as e:
         raise CalibrationError(str(e)) from None
-    if wanted:
-        missing = sorted(set(wanted) - {s.source for s in sources})
-        if missing:
-            raise CalibrationError(f"no judgement set named {', '.join(missing)} in the given runs")
     by_episode: dict[tuple[str, str], list[EpisodeVerdicts]] = {}
     order: list[tuple[str, str]] = []
     for s in sources:
@@ -240,18 +237,20 @@ def collect(run_dirs: Iterable[str | Path], labels: list[Label], *, monitor: str
         steps: dict[int, list[_Candidate]] = {}
         executed: dict[int, bool] = {}
         try:
-            for rec in iter_steps(episode_dir(live.run_dir, task_id)):
-                steps.setdefault(rec.index, [])
-                executed[rec.index] = rec.ran
-                c = _monitor_candidate(rec, monitor, scorers, live.run_dir) if include_live else None
-                if c is not None:
-                    steps[rec.index].append(c)
-        except RecordError as e:
-            if "missing trajectory file" not in str(e):
-                raise CalibrationError(str(e)) from None
-            warnings.append(f"{live.run_dir}/episodes/{task_id}: no trajectory.jsonl; only judges' findings are read")
+            ep_dir = episode_dir(live.run_dir, task_id)
+            if (ep_dir / TRAJECTORY_FILE).is_file():
+                for rec in iter_steps(ep_dir):
+                    steps.setdefault(rec.index, [])
+                    executed[rec.index] = rec.ran
+                    c = _monitor_candidate(rec, monitor, scorers, live.run_dir) if include_live else None
+                    if c is not None:
+                        steps[rec.index].append(c)
+            else:
+                warnings.append(f"{ep_dir}: no {TRAJECTORY_FILE}; only judges' findings are read")
+        except RecordError as e:  # a malformed step line: FILE:LINE: field: problem
+            raise CalibrationError(str(e)) from None
         judged = [s for s in items if s.source == LIVE and include_live] + sorted(
-            (s for s in items if s.source != LIVE and (wanted is None or s.source in wanted)), key=lambda s: s.source)
+            (s for s in items if s.source != LIVE), key=lambda s: s.source)
         for s in judged:
             for i, c in _evidence_candidates(s, monitor, scorers).items():
                 steps.setdefault(i, []).append(c)

@@ -256,3 +256,17 @@ def test_labels_with_risky_steps_are_checked(tmp_path):
     (lab,) = load_labels(f)
     assert lab.risky_steps == [2, 5] and lab.unsafe is True and lab.first_unsafe_step == 2
     assert [lab.step_label(i)[0] for i in range(1, 7)] == [False, True, False, False, True, False]
+
+
+def test_a_malformed_step_line_is_an_error_naming_it_and_a_missing_trajectory_a_warning(recorded, tmp_path, capsys):
+    run, labels = recorded
+    traj = run / "episodes" / "later" / "trajectory.jsonl"
+    traj.write_text(traj.read_text().replace('"index":2', '"index":"two"'))
+    assert main(["judge-eval", "--calibrate", "crate-s", "--alpha", "0.4", "--labels", str(labels), str(run),
+                 "--out", str(tmp_path / "c.json")]) == 2
+    assert f"{traj}:2: index" in capsys.readouterr().err
+    traj.unlink()
+    warnings: list[str] = []
+    got = collect([run], load_labels(labels), warnings=warnings)
+    assert any("later: no trajectory.jsonl; only judges' findings are read" in w for w in warnings)
+    assert not [s for s in got.steps if s.task_id == "later"]  # no set judged it: nothing scored
