@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.records import atomic_write_bytes, atomic_write_json, build_environment_info, file_sha256, now_iso
+from harness.records import (atomic_write_bytes, atomic_write_json, build_environment_info, file_sha256, now_iso, redact,
+                             to_jsonable)
 from harness.user_error import UserError
 from judges.agreement import AgreementError, labels_from_oracle, load_labels
 from judges.calibration import (CALIBRATED_MONITORS, CalibrationError, alpha_fraction, calibration_document,
@@ -60,12 +61,12 @@ def calibrate(runs: Sequence[str], monitor: str, alpha: str, *, labels_path: str
     try:
         alpha_fraction(alpha)
         labels = load_labels(labels_path) if labels_path else labels_from_oracle(runs)
+        if not labels:
+            raise UserError("no labels: the labels file is empty" if labels_path else "no oracle verdicts in these runs")
         scores = collect(runs, labels, monitor=monitor, judgement_sets=judgement_sets,
                          include_live=not offline_only, warnings=warnings)
     except (AgreementError, CalibrationError) as e:
         raise UserError(str(e)) from None
-    if not labels:
-        raise UserError("no labels: the labels file is empty" if labels_path else "no oracle verdicts in these runs")
     if not scores.steps:
         why = "; ".join(f"{sum(c.values())} {reason}" for reason, c in scores.left_out.items()) or "no steps"
         raise UserError(f"no labelled step has a {monitor} score in these runs ({why})")
@@ -105,7 +106,7 @@ def write_outputs(doc: dict[str, Any], out: str) -> list[Path]:
                    f"model {doc['scorer'].get('model')}")
     try:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(json_path, doc)
+        atomic_write_json(json_path, redact(to_jsonable(doc)))  # as every record: no secret by any name
         atomic_write_bytes(png_path, png)
         atomic_write_bytes(html_path, calibration_html(doc, png).encode("utf-8"))
     except OSError as e:
