@@ -131,14 +131,11 @@ class CrateSMonitor:
 
     def spec(self) -> dict[str, Any]:
         c = self.config
-        out = {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
-               "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
-               "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
-               "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
-               "cache": c.cache}
-        if self.calibration is not None:
-            out["calibration"] = self.calibration.summary()
-        return out
+        return {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
+                "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
+                "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
+                "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
+                "cache": c.cache, **({"calibration": self.calibration.summary()} if self.calibration else {})}
 
     def start(self, ctx: EpisodeContext) -> None:
         self.screen_size = ctx.screen_size
