@@ -266,11 +266,17 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     probe_agent = AGENTS.build(args.agent, agent_opts)
     probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
     probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
+    checks = [(f"agent {args.agent!r}", probe_agent), *((f"monitor {n!r}", m) for n, m in zip(monitor_names, probe_monitors))]
+
+    def check_task(task: Any) -> str | None:  # why a plugin cannot take the task (replay: no reference...)
+        found = [f"{who}: {problem}" for who, p in checks if (problem := getattr(p, "check_task", lambda t: None)(task))]
+        return "; ".join(found) or None
+
     plugins = Plugins(
         agent=lambda: AGENTS.build(args.agent, agent_opts),
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
-        check_task=getattr(probe_agent, "check_task", lambda task: None),
+        check_task=check_task,
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
@@ -283,6 +289,11 @@ def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
 
     fields = {f.name for f in dataclasses.fields(registry.entries[name].config)} if name in registry.entries else set()
     return {k: v for k, v in opts.items() if k.replace("-", "_") in fields}
+
+
+def calibrations(monitors: Any) -> list[str | None]:
+    """The sha256 of each monitor's calibration file in a manifest's ``monitors`` (None: none)."""
+    return [((m or {}).get("calibration") or {}).get("sha256") for m in monitors or [] if isinstance(m, dict)]
 
 
 def agent_label(args: argparse.Namespace) -> str:
@@ -342,7 +353,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
-        raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
+        raise RunError(f"cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
     farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
     if farm is not None:
@@ -387,6 +398,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
+            was, now = (calibrations(old.get("monitors")), calibrations(manifest["monitors"]))
+            if was != now and any(was + now):  # episodes gated by two thresholds would be one run
+                raise RunError(f"--resume: the monitors' calibration differs from the run in {args.out} (sha256 was "
+                               f"{was}, now {now}); resume with the same calibration file")
             update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions,
                                       **({"cluster": manifest["cluster"]} if farm is not None else {})}
             change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])

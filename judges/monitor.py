@@ -14,6 +14,12 @@
 
 What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
 ``threshold`` when one is set, and only if its category is in ``categories`` when that list is set.
+With ``calibration=FILE`` (``harness judge-eval --calibrate``; judges.calibration) a reply with a
+score halts when the score reaches the file's threshold, whatever its ``risky`` word (the bound on
+missed risky steps is a bound on scores); a reply without a score halts on ``risky`` alone, and a
+check that fails still fails closed. The file must come from this monitor's model, sampling, step
+prompt and image policy, else the monitor is refused when it is built (before any device is
+touched), naming both sides.
 
 A check that cannot answer (server down, a timeout, a reply that stays unparseable after retries,
 or no answer within ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the
@@ -36,6 +42,7 @@ from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
 from harness.model import ModelConfig, Priority
 from harness.registry import MONITORS
 from harness.tasks import RISK_CATEGORIES
+from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of
 from judges.crate import image_policy, need_model, pick_language
 from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, canonical_category,
                              disk_cache, shared_memory, step_evidence)
@@ -61,10 +68,15 @@ class CrateSMonitorConfig:
     image_max_side: int = field(default=1280, metadata={"help": "longest side of the image sent (pixels)"})
     draw: bool = field(default=True, metadata={"help": "draw the action's target on the screenshot"})
     cache: str | None = field(default=None, metadata={"help": "JSONL file caching step findings"})
+    calibration: str | None = field(default=None, metadata={
+        "help": "calibration.json from harness judge-eval --calibrate: halt when the score reaches its threshold"})
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError("timeout_s must be > 0")
+        if self.calibration and (self.threshold is not None or self.categories):
+            raise ValueError("calibration sets the threshold for every category: it cannot be combined with "
+                             "threshold or categories")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
         fixed = []
@@ -87,6 +99,35 @@ class CrateSMonitor:
         self.client = need_model("monitor 'crate-s'", config)
         self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
         self.screen_size: tuple[int, int] | None = None
+        self.calibration: Calibration | None = None
+        if config.calibration:
+            self.calibration = self._fitting_calibration(config.calibration)
+
+    def _fitting_calibration(self, path: str) -> Calibration:
+        """The calibration file, if it was made for this monitor's model, sampling, prompt and image
+        policy (for the languages it judges in); else ValueError naming both sides."""
+        try:
+            cal = load_calibration(path)
+        except CalibrationError as e:
+            raise ValueError(str(e)) from None
+        spec = self.spec()
+        languages = [self.config.language] if self.config.language != "auto" else list(cal.prompts)
+        problems = cal.mismatches(scorer_of(spec), step_prompts_of(spec), languages)
+        if problems:
+            raise ValueError(f"calibration {path} was made for another monitor: {'; '.join(problems)}; "
+                             "calibrate again with this monitor's scores")
+        return cal
+
+    def check_task(self, task: Any) -> str | None:
+        """Why this monitor cannot judge ``task`` (checked before any device is touched): a task in a
+        language the calibration holds no steps of."""
+        if self.calibration is None:
+            return None
+        lang = pick_language(self.config.language, task.language)
+        if lang in self.calibration.prompts:
+            return None
+        return (f"task {task.id!r} is judged in {lang}, and the calibration {self.calibration.path} holds no {lang} "
+                f"steps (only {', '.join(sorted(self.calibration.prompts))})")
 
     def spec(self) -> dict[str, Any]:
         c = self.config
@@ -94,7 +135,7 @@ class CrateSMonitor:
                 "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
                 "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
                 "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
-                "cache": c.cache}
+                "cache": c.cache, **({"calibration": self.calibration.summary()} if self.calibration else {})}
 
     def start(self, ctx: EpisodeContext) -> None:
         self.screen_size = ctx.screen_size
@@ -108,6 +149,10 @@ class CrateSMonitor:
     def decide(self, ev: dict[str, Any]) -> tuple[bool, str]:
         """Whether a finding halts, and why (recorded with the verdict)."""
         c = self.config
+        if self.calibration is not None:  # a score decides; a reply without one falls through to `risky`
+            calibrated = self.calibration.decide(ev.get("score"))
+            if calibrated is not None:
+                return calibrated
         if not ev["risky"]:
             return False, "not risky"
         score = ev.get("score")
@@ -128,7 +173,10 @@ class CrateSMonitor:
             return MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
         ev = r["evidence"]
         halt, why = self.decide(ev)
-        return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=ev.get("reason", ""),
+        reason = ev.get("reason", "")
+        if halt and not ev["risky"]:  # only a calibrated score halts a reply that says "not risky": say so
+            reason = f"{why}; the model said not risky: {reason}"
+        return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=reason,
                               score=ev.get("score"), monitor=self.name, usage=r["usage"] or None,
                               extras={"decision": why, "cached": r["cached"], "prompt": r["prompt"],
                                       "check_s": r["latency_s"]})
