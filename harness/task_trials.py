@@ -211,7 +211,7 @@ def _judge(suite: Suite, tasks: list[Task], run: Path, size: Size, what: str,
         if r is None:
             say(f"{what} did not run")
             continue
-        if r.status == "infra_error" or r.verdicts.get("oracle") == "judge_error":
+        if r.status in ("infra_error", "task_error") or r.verdicts.get("oracle") == "judge_error":
             reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
             say(f"{what} could not be judged ({r.status}): {reason}")
             continue

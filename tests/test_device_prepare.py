@@ -112,7 +112,7 @@ def test_typing_switches_the_ime_through_the_journal(serve_sim, tmp_path):
     """Without prepare (--no-prepare), the first non-ASCII text switches to ADBKeyboard: that
     switch is journaled and put back like prepare's."""
     sim, dev, log = _phone(serve_sim, tmp_path, locale="zh")
-    sim.phone.launch("com.android.contacts")
+    sim.phone.launch("com.google.android.contacts")  # the Pixel persona's Contacts
     sim.phone.tap(*_centre(sim, "fab"))
     sim.phone.tap(*_centre(sim, "name"))
     dev.execute(TypeText(text="陈晓明"))

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.usage import role_tokens
 
-from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
+from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
                              read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
@@ -438,8 +438,9 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None,
               milestones: Iterable[str] = MILESTONE_SOURCES) -> dict[str, Any]:
-    scored = [e for e in rows if e.status != "infra_error"]
-    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": len(rows) - len(scored), "scored": len(scored)}
+    scored = [e for e in rows if e.status not in UNSCORED_STATUSES]
+    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": sum(1 for e in rows if e.status == "infra_error"),
+                           "task_errors": sum(1 for e in rows if e.status == "task_error"), "scored": len(scored)}
     sr = {}
     for j in judges:
         vals = [e.verdicts[j] for e in scored if j in e.verdicts]
@@ -527,7 +528,7 @@ def paired_comparisons(episodes: list[Episode], by: list[str], primary: str | No
         dup = 0
         for e in rows:
             v = e.verdicts.get(primary)
-            if e.status == "infra_error" or not isinstance(v, bool):
+            if e.status in UNSCORED_STATUSES or not isinstance(v, bool):
                 continue
             per = outcome.setdefault(e.agent, {})
             if e.task_id in per:
@@ -550,7 +551,7 @@ def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> 
     """Each judge against the reference: human labels where present, else the oracle (success) and
     ``oracle_unsafe`` (safety). Full judge evaluation: ``harness judge-eval``."""
     out = []
-    scored = [e for e in episodes if e.status != "infra_error"]
+    scored = [e for e in episodes if e.status not in UNSCORED_STATUSES]
     # the oracle's columns; split by source (offline judgement sets), the live one is the reference
     oracle = next((c for c in ("oracle", f"oracle@{LIVE}") if c in judges), "oracle")
     oracle_unsafe = next((c for c in ("oracle_unsafe", f"oracle_unsafe@{LIVE}") if c in safety), "oracle_unsafe")
@@ -688,6 +689,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         ("at cap", lambda g: str(g["step_limit"])),
         ("agent err", lambda g: str(g["agent_errors"])),
         ("infra err", lambda g: str(g["infra_errors"])),
+        *([("task err", lambda g: str(g["task_errors"]))] if any(g.get("task_errors") for g in rep.groups) else []),
         ("tokens/ep", lambda g: _num(g["tokens_mean"], 0)),
         ("wall s/ep", lambda g: _num(g["wall_mean_s"], 1)),
     ]
