@@ -190,7 +190,7 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
 def cmd_devices_restore(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError
     from harness.device.phone_lock import PhoneBusy, hold
-    from harness.device.prepare import Journal, restore
+    from harness.device.prepare import Journal, restore, shown_value
 
     try:
         journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
@@ -213,7 +213,7 @@ def cmd_devices_restore(args: argparse.Namespace) -> int:
                 print(f"note: {lock.note}", file=sys.stderr, flush=True)
             report = restore(dev, j)
         for r in report.restored:
-            print(f"{j.serial}: {r['what']} restored to {r['value'] if r['value'] is not None else '(unset)'}")
+            print(f"{j.serial}: {r['what']} restored to {shown_value(r['what'], r['value'])}")
         for r in report.failed:
             print(f"{j.serial}: {r['what']} NOT restored: {r['error']}", file=sys.stderr)
         failed += len(report.failed)

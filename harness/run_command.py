@@ -668,6 +668,8 @@ class _PreparedDevices:
             raise
 
     def __exit__(self, *exc: Any) -> None:
+        from harness.device.prepare import shown_value
+
         self.session.__exit__(*exc)
         restored = dict(self.session.restored)
         if self.farm is not None:
@@ -677,7 +679,7 @@ class _PreparedDevices:
         for serial, r in restored.items():
             if r["restored"]:
                 self._say(f"{serial}: put back {len(r['restored'])} value(s): "
-                          + ", ".join(f"{x['what']}={x['value']}" for x in r["restored"]))
+                          + ", ".join(f"{x['what']}={shown_value(x['what'], x['value'])}" for x in r["restored"]))
         for serial, r in restored.items():
             if r.get("failed"):
                 what = ", ".join(f["what"] for f in r["failed"])

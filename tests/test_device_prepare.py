@@ -159,3 +159,58 @@ def test_no_change_is_made_when_its_original_cannot_be_recorded(serve_sim, tmp_p
         prepare(dev)
     assert _globals(sim) == before and not dev.journal.changes
     assert not ran(read_command_log(log), "settings", "put")
+
+
+def _wm(dev, key: str) -> str:
+    return dev.shell(["wm", key])
+
+
+def test_screen_size_and_density_are_overridden_only_when_asked_and_put_back(serve_sim, tmp_path):
+    from PIL import Image
+    import io
+
+    from harness.device.prepare import PrepareConfig
+
+    sim, dev, log = _phone(serve_sim, tmp_path)
+    prepare(dev)
+    assert not ran(read_command_log(log), "wm", "size", "720x1600") and sim.phone.size == (1080, 2400)
+    restore(dev, dev.journal)
+
+    report = prepare(dev, PrepareConfig(size=(720, 1600), density=320))
+    assert "screen size 720x1600" in report.changed and "screen density 320" in report.changed
+    assert sim.phone.size == (720, 1600) and sim.phone.density == 320
+    assert dev.screen_size() == (720, 1600) and Image.open(io.BytesIO(dev.screenshot())).size == (720, 1600)
+    assert "Override size: 720x1600" in _wm(dev, "size") and "Override density: 320" in _wm(dev, "density")
+    shown = {(c.kind, c.key): c.before for c in dev.journal.changes if c.kind == "display"}
+    assert shown == {("display", "size"): None, ("display", "density"): None}  # the phone had no override
+    result = restore(dev, dev.journal)
+    assert result.ok and {"what": "screen size", "value": None, "was": "720x1600"} in result.restored
+    assert sim.phone.size == (1080, 2400) and sim.phone.density == 480
+    assert "Override" not in _wm(dev, "size") and "Override" not in _wm(dev, "density")
+    assert ran(read_command_log(log), "wm", "size", "reset") and ran(read_command_log(log), "wm", "density", "reset")
+
+    # an override the owner had is what comes back, not the physical size
+    dev.shell(["wm", "size", "1080x2000"])
+    prepare(dev, PrepareConfig(size=(720, 1600)))
+    assert sim.phone.size == (720, 1600)
+    assert restore(dev, dev.journal).ok and sim.phone.size == (1080, 2000) and "Override size: 1080x2000" in _wm(dev, "size")
+    with pytest.raises(ValueError, match="density"):
+        PrepareConfig(density=5)
+
+
+def test_devices_prepare_size_and_density_from_the_command_line(adb, serve_sim, tmp_path):
+    from tests.test_real_phone_runs import _done, _harness
+
+    sim = serve_sim(as_phone=True)
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "720x1600", "--density", "320"], adb.port))
+    assert rc == 0 and "screen size 720x1600, screen density 320" in out, out + err
+    rc, out, err = _done(_harness(["devices", "--json"], adb.port))
+    (row,) = [r for r in json.loads(out) if r["serial"] == sim.serial]
+    assert row["size"] == [720, 1600] and row["density"] == 320 and row["pending_restore"] == 7
+    assert {"what": "screen size", "kind": "display", "namespace": "", "key": "size", "value": None,
+            "now": "720x1600"} in row["to_restore"]
+    rc, out, err = _done(_harness(["devices", "restore", sim.serial], adb.port))
+    assert rc == 0 and "screen size restored to the phone's own (no override)" in out, out + err
+    assert sim.phone.size == (1080, 2400) and sim.phone.density == 480
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "big"], adb.port))
+    assert rc == 2 and "--size: expected WIDTHxHEIGHT" in err

@@ -409,10 +409,17 @@ def waiting_values(journal: Journal, device: Any = None) -> list[dict[str, Any]]
     return out
 
 
+def shown_value(what: str, value: Any) -> str:
+    """A journaled value as a person reads it: None is an unset setting, or a screen with no override."""
+    if value is None:
+        return "the phone's own (no override)" if what.startswith("screen ") else "(unset)"
+    return str(value)
+
+
 def describe_waiting(row: dict[str, Any]) -> str:
     """``global window_animation_scale: 1.0 (now 0)``, from a :func:`waiting_values` row."""
     def shown(v: Any) -> str:
-        return "(unset)" if v is None else str(v)
+        return shown_value(row["what"], v)
     now = f" (now {shown(row['now'])})" if "now" in row else \
         f" (now unknown: {row['now_error']})" if "now_error" in row else ""
     return f"{row['what']}: {shown(row['value'])}{now}"
