@@ -32,6 +32,39 @@ def add_devices_parser(sub: argparse._SubParsersAction) -> None:
     dr.set_defaults(run=cmd_devices_restore)
 
 
+def add_adb_parser(sub: argparse._SubParsersAction) -> None:
+    """``harness adb ARGS``: the adb the harness uses (PATH's, else the one in the adbutils wheel)."""
+    ad = sub.add_parser("adb", prefix_chars="+", help="run the adb the harness uses (bundled in the adbutils wheel "
+                                                     "when adb is not on PATH): harness adb connect HOST:PORT; "
+                                                     "harness adb --path prints where it is")
+    ad.add_argument("adb_args", nargs=argparse.REMAINDER, metavar="ARGS", help="adb's own arguments")
+    ad.set_defaults(run=cmd_adb, adb_parser=ad)
+
+
+def cmd_adb(args: argparse.Namespace) -> int:
+    """adb with these arguments, as adb picks its server (``-H``/``-P``, ``ANDROID_ADB_SERVER_PORT``...,
+    the same rules :func:`harness.device.adb_server.adb_endpoint` follows); its exit code."""
+    import subprocess
+
+    from harness.device.adb_server import AdbNotFound, adb_path
+
+    try:
+        adb = adb_path()
+    except AdbNotFound as e:
+        raise UserError(str(e)) from None
+    if args.adb_args == ["--path"]:
+        print(adb)
+        return 0
+    if args.adb_args in (["-h"], ["--help"]):
+        args.adb_parser.print_help()
+        print(f"\nadb: {adb} (adb's own help: harness adb help)")
+        raise SystemExit(0)
+    try:
+        return subprocess.run([adb, *args.adb_args]).returncode
+    except KeyboardInterrupt:
+        return 130
+
+
 def _device_config(args: argparse.Namespace, host: str | None = None, port: int | None = None):
     from harness.device.adb_server import AdbEndpointError
     from harness.device.config import DeviceConfig

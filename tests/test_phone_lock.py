@@ -137,3 +137,37 @@ def test_a_second_run_on_a_phone_in_use_is_refused_naming_the_first_whose_settin
     assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and not Journal.pending()
     rc, out, err = _done(_harness([*base, "--out", str(tmp_path / "b")], adb.port))  # free again
     assert rc == 0 and "taking the phone over" not in err, out + err
+
+
+def test_tasks_check_on_a_phone_in_use_is_refused_and_its_own_trial_runs_go_on_under_its_lock(serve_sim, tmp_path):
+    import yaml
+
+    from harness.task_checks import load_checked_suite
+    from harness.task_trials import TrialError, run_trials
+    from tests.test_tasks_check_live import WIFI
+
+    sim = serve_sim(720, 1280)
+    suite_file = tmp_path / "t.yaml"
+    suite_file.write_text(yaml.safe_dump([WIFI]), encoding="utf-8")
+    suite = load_checked_suite(suite_file)
+    other = hold(sim.serial, "127.0.0.1", sim.adb.port, command="harness record --device X")
+    try:
+        with pytest.raises(TrialError, match="in use by another harness command: pid .*harness record"):
+            run_trials(str(suite_file), suite, suite.tasks, devices=[sim.serial], sizes=[], adb_port=sim.adb.port, out=None)
+    finally:
+        other.release()
+    report = run_trials(str(suite_file), suite, suite.tasks, devices=[sim.serial], sizes=[], adb_port=sim.adb.port,
+                        out=str(tmp_path / "runs"))
+    assert not report.problems, report.problems  # its `harness run` children were not refused by its own lock
+    assert hold(sim.serial, "127.0.0.1", sim.adb.port).release() is None  # and it let go at the end
+
+
+def test_record_on_a_phone_in_use_is_refused(adb, serve_sim, tmp_path):
+    sim = serve_sim(as_phone=True)
+    other = hold(sim.serial, "127.0.0.1", adb.port, command="harness run --out runs/busy")
+    try:
+        rc, out, err = _done(_harness(["record", "--device", sim.serial, "--id", "t", "--instruction", "Do it.",
+                                       "--out", str(tmp_path / "t.yaml"), "--until-idle", "1"], adb.port))
+    finally:
+        other.release()
+    assert rc == 2 and "`harness run --out runs/busy`" in err and not (tmp_path / "t.yaml").exists(), out + err

@@ -741,8 +741,8 @@ def format_md(rep: Report) -> str:
     cols = _columns(rep)
     lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
     if rep.primary:
-        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors are excluded "
-                     "from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
+        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors (and task "
+                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
         lines.append("")
     note = _sources_note(rep)
     if note:
@@ -832,7 +832,8 @@ def format_html(rep: Report) -> str:
              "th,td{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f3f3f3}</style></head><body>",
              f"<h1>{e('Report: ' + ', '.join(rep.runs))}</h1>"]
     if rep.primary:
-        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors are excluded from every rate; "
+        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors (and task errors: an app "
+                     "missing on the phone) are excluded from every rate; "
                      "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
     note = _sources_note(rep)
     if note:
