@@ -131,6 +131,19 @@ class PhoneLock:
         self.release()
 
 
+def flock_within(fd: int, seconds: float, poll_s: float = POLL_S) -> bool:
+    """An exclusive ``flock`` of ``fd``, waited for up to ``seconds``; False when another holds it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+
+
 def _held_by_parent(key: str, path: Path) -> bool:
     if key not in (os.environ.get(HELD_ENV) or "").split("\n"):
         return False
@@ -158,25 +171,20 @@ def hold(serial: str, host: str, port: int, *, command: str | None = None, wait_
     except OSError as e:
         raise PhoneBusy(f"{serial}: cannot make its lock {path} ({e.strerror or e}): set {LOCKS_ENV} to a writable "
                         "folder", {}) from None
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                holder = _read(fd)
-                os.close(fd)
-                pid = holder.get("pid")
-                stop = f"stop it (kill {pid})" if isinstance(pid, int) else "stop it"
-                raise PhoneBusy(
-                    f"{serial} (adb server {host}:{port}) is in use by another harness command: {_holder_text(holder)}. "
-                    f"One phone takes one run at a time: wait for that one to end, or {stop}, then start again. "
-                    "Nothing was changed on the phone", holder) from None
-            time.sleep(POLL_S)
-        except OSError as e:
-            os.close(fd)
-            raise PhoneBusy(f"{serial}: cannot lock {path} ({e.strerror or e})", {}) from None
+    try:
+        got = flock_within(fd, wait_s)
+    except OSError as e:
+        os.close(fd)
+        raise PhoneBusy(f"{serial}: cannot lock {path} ({e.strerror or e})", {}) from None
+    if not got:
+        holder = _read(fd)
+        os.close(fd)
+        pid = holder.get("pid")
+        stop = f"stop it (kill {pid})" if isinstance(pid, int) else "stop it"
+        raise PhoneBusy(
+            f"{serial} (adb server {host}:{port}) is in use by another harness command: {_holder_text(holder)}. "
+            f"One phone takes one run at a time: wait for that one to end, or {stop}, then start again. "
+            "Nothing was changed on the phone", holder)
     left = _read(fd)
     note = None
     if left.get("pid") and left.get("pid") != os.getpid():

@@ -36,17 +36,16 @@ phone lock's job, harness/device/phone_lock.py.)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from harness.device.base import DeviceError, InfraError
+from harness.device.phone_lock import flock_within
 from harness.device.text_input import ADB_IME
 
 STAY_ON_ALL_SOURCES = "7"
@@ -191,17 +190,10 @@ class Journal:
             raise DeviceError(f"cannot record the device's original settings in {self.path}: its lock {lock_path} "
                               f"cannot be made ({e.strerror or e}); set CRATE_HARNESS_STATE to a writable folder") from None
         try:
-            deadline = time.monotonic() + JOURNAL_LOCK_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise DeviceError(f"{self.path}: another harness process has been writing this record of "
-                                          f"{self.serial}'s original settings for over {JOURNAL_LOCK_S:g} s; nothing "
-                                          f"was changed on the device (try again; the lock is {lock_path})") from None
-                    time.sleep(0.05)
+            if not flock_within(fd, JOURNAL_LOCK_S, poll_s=0.05):
+                raise DeviceError(f"{self.path}: another harness process has been writing this record of "
+                                  f"{self.serial}'s original settings for over {JOURNAL_LOCK_S:g} s; nothing "
+                                  f"was changed on the device (try again; the lock is {lock_path})")
             self._locked = True
             try:
                 yield
