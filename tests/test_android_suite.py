@@ -140,3 +140,12 @@ def test_an_app_missing_at_reset_ends_the_episode_task_error_in_one_line_never_r
     (ep,) = load_episodes([tmp_path / "run"])  # counted apart, and left out of every rate
     got = summarise([ep], [], [], None)
     assert (got["episodes"], got["task_errors"], got["infra_errors"], got["scored"]) == (1, 1, 0, 0)
+    import csv
+    import io
+
+    from harness.report.tables import build_report, format_csv, format_md
+
+    rep = build_report([str(tmp_path / "run")], ["agent"], resamples=10)
+    (line,) = csv.DictReader(io.StringIO(format_csv(rep)))
+    assert (line["episodes"], line["task_errors"], line["infra_errors"], line["scored"]) == ("1", "1", "0", "0")
+    assert "| task err |" in format_md(rep)

@@ -214,3 +214,22 @@ def test_devices_prepare_size_and_density_from_the_command_line(adb, serve_sim, 
     assert sim.phone.size == (1080, 2400) and sim.phone.density == 480
     rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "big"], adb.port))
     assert rc == 2 and "--size: expected WIDTHxHEIGHT" in err
+
+
+def test_an_override_is_read_as_a_phone_prints_it():
+    """The override prepare journals and puts back, read from a real phone's words (awesome-adb's
+    README, in ../shared/reference/real_device/doc_examples) and from one without an override."""
+    import re
+
+    from harness.device.wm import parse_override
+    from tests.shared_data import reference
+
+    page = reference("real_device", "doc_examples",
+                     "awesome-adb_README_wm_size_density_devices_pm_list_resumed.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)\n\s*```", page, flags=re.S)
+    size = next(b for b in blocks if "Override size" in b)
+    density = next(b for b in blocks if "Override density" in b)
+    assert parse_override(size, "size") == "480x1024" and parse_override(density, "density") == "160"
+    assert parse_override(size.replace("\n", "\r\n"), "size") == "480x1024"  # an `adb shell` pty's line ends
+    assert parse_override("Physical size: 1080x1920", "size") is None  # no override: the phone's own
+    assert parse_override("Physical density: 480\n", "density") is None

@@ -27,10 +27,12 @@ prepare adds to it and never mistakes the harness's own values for the user's.
 
 Every change to a journal's file is made under an exclusive ``flock(2)`` of ``devices/<serial>.lock``
 (waited for up to :data:`JOURNAL_LOCK_S`, then a clear error and no change to the phone), and
-starts from what the file holds then: two processes recording changes of one phone (a run and
-``harness devices prepare``, say) add to one list, neither overwriting the other's entries nor
-removing the file under the other. (That two commands never *drive* one phone at once is the
-phone lock's job, harness/device/phone_lock.py.)
+starts from what the file holds then: two processes recording changes of one phone add to one
+list, neither overwriting the other's entries nor removing the file under the other. (That two
+commands never *drive* one phone at once is the phone lock's job, harness/device/phone_lock.py;
+it is keyed by adb server and serial, the journal by serial alone, so one phone reached through
+two servers' addresses is two phones to the lock and one journal, whose lock keeps both writers'
+entries.)
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.usage import role_tokens
 
-from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
-                             read_results)
+from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
+                             read_manifest, read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
 from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
@@ -742,7 +742,8 @@ def format_md(rep: Report) -> str:
     lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
     if rep.primary:
         lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors (and task "
-                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
+                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate "
+                     "[95% Wilson CI] (successes/judged).")
         lines.append("")
     note = _sources_note(rep)
     if note:
@@ -760,7 +761,7 @@ def format_md(rep: Report) -> str:
 
 
 def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
-    head = [*rep.by, "episodes", "infra_errors", "scored"]
+    head = [*rep.by, "episodes", "infra_errors", "task_errors", "scored"]
     for j in rep.judges:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
     for src in rep.milestone_sources:
@@ -771,7 +772,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "operator_denied", "operator_timed_out", "operator_wait_s"]
     rows = []
     for g in rep.groups:
-        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
+        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
         for j in rep.judges:
             s = g["sr"][j]
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
