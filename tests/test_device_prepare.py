@@ -233,3 +233,20 @@ def test_an_override_is_read_as_a_phone_prints_it():
     assert parse_override(size.replace("\n", "\r\n"), "size") == "480x1024"  # an `adb shell` pty's line ends
     assert parse_override("Physical size: 1080x1920", "size") is None  # no override: the phone's own
     assert parse_override("Physical density: 480\n", "density") is None
+
+
+def test_a_run_that_finds_a_crashed_runs_journal_names_each_value_and_puts_back_the_owners(adb, serve_sim, tmp_path):
+    from tests.test_real_phone_runs import CONTACTS_TASK, _done, _harness, _suite
+
+    sim, dev, _ = _phone(serve_sim, tmp_path)
+    owners = _globals(sim)
+    prepare(dev)  # ... and the process dies here, its journal left on disk
+    rc, out, err = _done(_harness(["run", "--suite", str(_suite(tmp_path, [CONTACTS_TASK])), "--device", sim.serial,
+                                   "--agent", "random", "--max-steps", "1", "--out", str(tmp_path / "run")], adb.port))
+    assert rc == 0, out + err
+    said = next(line for line in err.splitlines() if "an earlier run changed and never put back" in line)
+    assert said.startswith(f"{sim.serial}: 5 value(s) an earlier run changed and never put back (global "
+                           f"stay_on_while_plugged_in: {owners['stay_on_while_plugged_in']}; "), said
+    assert f"global window_animation_scale: {owners['window_animation_scale']}" in said and \
+        f"input method: {LATIN_IME}) will be restored to the owner's originals" in said, said
+    assert _globals(sim) == owners and sim.phone.ime == LATIN_IME and not Journal.pending()
