@@ -171,3 +171,26 @@ def test_record_on_a_phone_in_use_is_refused(adb, serve_sim, tmp_path):
     finally:
         other.release()
     assert rc == 2 and "`harness run --out runs/busy`" in err and not (tmp_path / "t.yaml").exists(), out + err
+
+
+def test_a_journal_held_too_long_by_another_writer_is_a_clear_error_and_no_change(monkeypatch):
+    import fcntl
+
+    from harness.device import prepare as prep
+    from harness.device.base import DeviceError
+    from harness.device.prepare import Change
+
+    journal = Journal.open("phone-2", {"host": "127.0.0.1", "port": 5037})
+    lock_path = journal.path.with_name("phone-2.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another writer, as the kernel sees it (another open file)
+    monkeypatch.setattr(prep, "JOURNAL_LOCK_S", 0.3)
+    try:
+        with pytest.raises(DeviceError, match=r"another harness process has been writing .* nothing was changed"):
+            journal.remember(Change("setting", "1.0", "0", namespace="global", key="window_animation_scale"))
+    finally:
+        os.close(fd)
+    assert not journal.changes and not journal.path.exists()  # not recorded, so never made (change_setting)
+    journal.remember(Change("setting", "1.0", "0", namespace="global", key="window_animation_scale"))
+    assert [c.key for c in Journal.pending()[0].changes] == ["window_animation_scale"]
