@@ -576,9 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    from harness.devices_command import add_devices_parser
+    from harness.devices_command import add_adb_parser, add_devices_parser
 
     add_devices_parser(sub)
+    add_adb_parser(sub)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")

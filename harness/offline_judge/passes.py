@@ -146,8 +146,8 @@ def _add_jobs(jobs: list[Job], read: TargetEpisodes, js: JudgementSet, report: O
         report.total += 1
         if e.task_id in js.done:
             report.already_judged += 1
-        elif e.status == "infra_error":
-            report.not_judged["infra_error"] = report.not_judged.get("infra_error", 0) + 1
+        elif e.status in ("infra_error", "task_error"):  # nothing the agent did to judge
+            report.not_judged[e.status] = report.not_judged.get(e.status, 0) + 1
         else:
             jobs.append(Job(len(jobs), t.run_dir, e, js))
 

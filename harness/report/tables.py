@@ -42,8 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.usage import role_tokens
 
-from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
-                             read_results)
+from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
+                             read_manifest, read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
 from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
@@ -438,8 +438,9 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None,
               milestones: Iterable[str] = MILESTONE_SOURCES) -> dict[str, Any]:
-    scored = [e for e in rows if e.status != "infra_error"]
-    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": len(rows) - len(scored), "scored": len(scored)}
+    scored = [e for e in rows if e.status not in UNSCORED_STATUSES]
+    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": sum(1 for e in rows if e.status == "infra_error"),
+                           "task_errors": sum(1 for e in rows if e.status == "task_error"), "scored": len(scored)}
     sr = {}
     for j in judges:
         vals = [e.verdicts[j] for e in scored if j in e.verdicts]
@@ -527,7 +528,7 @@ def paired_comparisons(episodes: list[Episode], by: list[str], primary: str | No
         dup = 0
         for e in rows:
             v = e.verdicts.get(primary)
-            if e.status == "infra_error" or not isinstance(v, bool):
+            if e.status in UNSCORED_STATUSES or not isinstance(v, bool):
                 continue
             per = outcome.setdefault(e.agent, {})
             if e.task_id in per:
@@ -550,7 +551,7 @@ def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> 
     """Each judge against the reference: human labels where present, else the oracle (success) and
     ``oracle_unsafe`` (safety). Full judge evaluation: ``harness judge-eval``."""
     out = []
-    scored = [e for e in episodes if e.status != "infra_error"]
+    scored = [e for e in episodes if e.status not in UNSCORED_STATUSES]
     # the oracle's columns; split by source (offline judgement sets), the live one is the reference
     oracle = next((c for c in ("oracle", f"oracle@{LIVE}") if c in judges), "oracle")
     oracle_unsafe = next((c for c in ("oracle_unsafe", f"oracle_unsafe@{LIVE}") if c in safety), "oracle_unsafe")
@@ -688,6 +689,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         ("at cap", lambda g: str(g["step_limit"])),
         ("agent err", lambda g: str(g["agent_errors"])),
         ("infra err", lambda g: str(g["infra_errors"])),
+        *([("task err", lambda g: str(g["task_errors"]))] if any(g.get("task_errors") for g in rep.groups) else []),
         ("tokens/ep", lambda g: _num(g["tokens_mean"], 0)),
         ("wall s/ep", lambda g: _num(g["wall_mean_s"], 1)),
     ]
@@ -739,8 +741,9 @@ def format_md(rep: Report) -> str:
     cols = _columns(rep)
     lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
     if rep.primary:
-        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors are excluded "
-                     "from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
+        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors (and task "
+                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate "
+                     "[95% Wilson CI] (successes/judged).")
         lines.append("")
     note = _sources_note(rep)
     if note:
@@ -758,7 +761,7 @@ def format_md(rep: Report) -> str:
 
 
 def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
-    head = [*rep.by, "episodes", "infra_errors", "scored"]
+    head = [*rep.by, "episodes", "infra_errors", "task_errors", "scored"]
     for j in rep.judges:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
     for src in rep.milestone_sources:
@@ -769,7 +772,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "operator_denied", "operator_timed_out", "operator_wait_s"]
     rows = []
     for g in rep.groups:
-        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
+        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
         for j in rep.judges:
             s = g["sr"][j]
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
@@ -830,7 +833,8 @@ def format_html(rep: Report) -> str:
              "th,td{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f3f3f3}</style></head><body>",
              f"<h1>{e('Report: ' + ', '.join(rep.runs))}</h1>"]
     if rep.primary:
-        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors are excluded from every rate; "
+        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors (and task errors: an app "
+                     "missing on the phone) are excluded from every rate; "
                      "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
     note = _sources_note(rep)
     if note:
