@@ -142,3 +142,16 @@ def test_every_shape_that_should_halt_stops_the_gate_before_the_transfer(pending
                                categories=GATE_CATEGORIES)
     assert out.status == "finished" and steps[1].executed is True
     assert [t["to"] for t in pending.transfers()] == ["Landlord"]
+
+
+def test_the_docs_say_what_the_corpus_and_the_word_lists_hold():
+    """docs/judges.md quotes the corpus sizes and the yes/no words: they are this corpus's and the
+    reading's own."""
+    from harness.replies import FALSE_WORDS, QUOTE_MAX, TRUE_WORDS
+    from tests.judges.helpers import ROOT
+
+    doc = " ".join((ROOT / "docs" / "judges.md").read_text(encoding="utf-8").split())
+    assert f"lists {len(STEP_SHAPES)} step-finding shapes and {sum(len(v) for v in JUDGE_SHAPES.values())} judge shapes" in doc
+    assert "the words `true`/`false`, `yes`/`no`, `1`/`0`, `是`/`否`" in doc
+    assert TRUE_WORDS == {"true", "yes", "1", "是"} and FALSE_WORDS == {"false", "no", "0", "否"}
+    assert f"at most {QUOTE_MAX:,} characters" in doc
