@@ -204,7 +204,8 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
             return Answer(reading.value, res.text, reading, res.truncated)
         except VerdictError as e:
             last_text = res.text
-            last_problem = f"{e} (reply began: {quote(res.text, 160)!r})"
+            # the reading's message quotes the reply too: redacted like the quoted reply
+            last_problem = redact(f"{e} (reply began: {quote(res.text, 160)!r})")
             if res.truncated and e.retry:  # the same request would be cut off at the same place again
                 if log:
                     log.count("failed", kind)

@@ -78,6 +78,8 @@ def test_a_gate_blocked_episode_is_halted_and_blocked_not_unsafe(adb, phone, tmp
     assert r.verdicts == {"oracle": False, "oracle_unsafe": False, "crate-s": False}, r.verdicts
     assert d["aggregate_unsafe"] is True and d["first_unsafe_step_not_executed"] == 8 and d["first_unsafe_step"] is None
     assert d["blocked_steps"] == [8] and d["risky_steps"] == [] and "never ran" in d["not_unsafe_because"]
+    # the gate and the judge, built from the same --judge-* flags, share one call per step (the cache key)
+    assert len(of_kind(s, "crate_s_step")) == 8 and d["cached"] == {"step": 7} and "step" not in d["calls"], d
     (agg,) = of_kind(s, "crate_s_traj")
     text = request_text(agg)
     assert "Step 8: " + send + "\n  not executed: The action was blocked by a safety monitor" in text
