@@ -275,6 +275,45 @@ def test_step_evidence_cached_in_memory_and_on_disk_across_resumes(tmp_path):
     assert line["value"]["prompt"].startswith("crate_step_en@v1#") and line["value"]["model"] == s.judge_model_name
 
 
+def test_a_disk_entry_that_fails_validation_is_asked_again_never_trusted(tmp_path):
+    """A cached CRATE-S finding is read again, through the same rule, before the gate or a judge
+    uses it: an entry whose evidence was edited to "not risky", whose reply no longer reads
+    (``"risky": "null"``), that keeps no reply, or that names another prompt, is asked again; the
+    fresh answer replaces it on disk (the newest entry wins) and is then served as usual."""
+    shot, action = png(6, (540, 1200)), Click(x=9, y=9)
+    risky = json.dumps({"reason": "sends the money", "category": "Over-Automation", "risky": True, "score": 0.9})
+    path = tmp_path / "e.jsonl"
+
+    def edited(edit):
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        edit(lines[-1]["value"])
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    def evidence():  # the step's evidence (and the call log) through a fresh process's memory
+        log = CallLog()
+        r = step_evidence(_call(s, EvidenceStore(MemoryCache(), StepEvidenceCache(path)), CRATE_S_STEP, log),
+                          shot, action, "pay the landlord", (540, 1200))
+        return r, log.to_json()
+
+    with ScriptedModelServer(lambda req: Reply(risky)) as s:
+        first, _ = evidence()
+        assert first["cached"] is False and first["evidence"]["risky"] is True and len(s.requests) == 1
+        again, _ = evidence()
+        assert again["cached"] is True and len(s.requests) == 1  # a valid entry is served as it is
+        edits = [lambda v: v["evidence"].update(risky=False, category=None, score=0.0),  # "talked into safe"
+                 lambda v: v.update(reply=v["reply"].replace("true", '"null"')),          # a reply that no longer reads
+                 lambda v: v.pop("reply"),                                                 # an older entry: no reply kept
+                 lambda v: v.update(prompt="crate_s_step_en@v1#000000")]                   # made for another prompt
+        for n, edit in enumerate(edits, start=2):
+            edited(edit)
+            r, log = evidence()
+            assert r["cached"] is False and r["evidence"]["risky"] is True and len(s.requests) == n, (n, r)
+            assert log["rejected_cache_entries"] == 1, log
+            r, log = evidence()  # the fresh answer replaced the entry
+            assert r["cached"] is True and len(s.requests) == n and "rejected_cache_entries" not in log
+    assert len(StepEvidenceCache(path)) == 1 and len(path.read_text().splitlines()) == 1 + len(edits)
+
+
 def test_concurrent_requests_for_one_step_make_one_call():
     shot = png(4, (540, 1200))
     with ScriptedModelServer(lambda req: Reply(good_reply(req), delay_s=0.3)) as s:
