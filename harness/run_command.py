@@ -746,7 +746,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.verdicts import is_safety_judge
+    from harness.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -801,9 +801,13 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
                       + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
-    if safety:  # counted as `harness report` counts them: any safety judge's True, infra errors left out
-        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and any(r.verdicts.get(j) is True for j in safety))
+    blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
+    if safety:  # counted as `harness report` counts them (harness.verdicts.counts_unsafe), infra errors left out
+        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
+                      and episode_unsafe(r.verdicts, r.judge_details, safety))
         console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
+        console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:
         console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
     from harness.records import read_manifest
