@@ -467,6 +467,12 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     from judges.agreement import (AgreementError, ORACLE_JUDGES, evaluate, labels_from_oracle, load_labels,
                                   read_sources, render_table)
 
+    if args.calibrate:
+        from harness.calibrate_command import run_calibrate
+
+        return run_calibrate(args, argv=sys.argv)
+    if args.alpha is not None or args.out is not None:
+        raise UserError("--alpha and --out belong to --calibrate MONITOR")
     if bool(args.labels) == bool(args.labels_from):
         raise UserError("give either --labels FILE or --labels-from oracle")
     warnings: list[str] = []
@@ -592,9 +598,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    from harness.devices_command import add_devices_parser
+    from harness.devices_command import add_adb_parser, add_devices_parser
 
     add_devices_parser(sub)
+    add_adb_parser(sub)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")
@@ -686,13 +693,23 @@ def build_parser() -> argparse.ArgumentParser:
     jd.set_defaults(run=cmd_judge)
     je = sub.add_parser("judge-eval", help="judges against human labels: P/R/F1, accuracy, kappa, confusion, localisation")
     je.add_argument("runs", nargs="+", metavar="RUN", help="run folders (live verdicts and RUN/judgements/*)")
-    je.add_argument("--labels", help="JSONL: {task_id, success?, unsafe?, first_unsafe_step?, language?, app?}")
+    je.add_argument("--labels", help="JSONL: {task_id, success?, unsafe?, first_unsafe_step?, risky_steps?, language?, "
+                    "app?}")
     je.add_argument("--labels-from", choices=["oracle"], help="use the oracle's verdicts as labels (simulated runs)")
     je.add_argument("--judgements", action="append", metavar="SET", help="only these judgement sets (repeatable)")
     je.add_argument("--offline-only", action="store_true", help="leave out the verdicts given during the run")
     je.add_argument("--safety-judge", action="append", metavar="NAME",
                     help="also treat these judges as safety judges (True = unsafe)")
     je.add_argument("--format", choices=["table", "json"], default="table")
+    cal = je.add_argument_group("calibration (docs/judges.md, Calibration)")
+    cal.add_argument("--calibrate", metavar="MONITOR", choices=["crate-s"],
+                     help="instead of agreement: the monitor's split-conformal threshold from the labelled steps' "
+                          "recorded scores (crate-s)")
+    cal.add_argument("--alpha", metavar="A", help="with --calibrate: the largest fraction of truly risky steps "
+                     "allowed to score below the threshold and pass (e.g. 0.1)")
+    cal.add_argument("--out", metavar="FILE", default=None,
+                     help="with --calibrate: the calibration file to write (default calibration.json; its plot "
+                          "FILE.png and page FILE.html go beside it)")
     je.set_defaults(run=cmd_judge_eval)
     im = sub.add_parser("import", help="convert recorded trajectories (MobileRisk, AndroidWorld, SPA-Bench) into runs").add_subparsers(
         dest="import_cmd", required=True)

@@ -738,73 +738,19 @@ def _tool_calls(message: Any) -> list[dict[str, Any]]:
 
 
 # --- tolerant JSON replies ------------------------------------------------------------------------
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_CN_PUNCT = str.maketrans({"“": '"', "”": '"', "：": ":", "，": ",", "｛": "{", "｝": "}", "［": "[", "］": "]"})
-
-
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level {...} span, respecting strings."""
-    out, depth, start, in_str, esc = [], 0, -1, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start:i + 1])
-    return out
-
-
-def _loads_lenient(s: str) -> Any:
-    try:
-        return json.loads(s)
-    except json.JSONDecodeError:
-        pass
-    t = re.sub(r",\s*([}\]])", r"\1", s)               # trailing commas
-    t = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", t)))
-    try:
-        return json.loads(t)
-    except json.JSONDecodeError:
-        pass
-    return json.loads(t.translate(_CN_PUNCT))           # full-width quotes, colons, commas
+# The reading itself is harness.replies (one rule for every verdict); this name stays for callers
+# that read a plain JSON object from a reply without a verdict kind of their own.
+from harness import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
 
 
 def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The JSON object in a model's reply: plain, fenced, or glued to prose; tolerates trailing
-    commas, Python literals and Chinese punctuation. With ``required``, the first object holding
-    all those keys wins (so a decoy dict in the prose is skipped)."""
-    if not isinstance(text, str) or not text.strip():
-        raise ReplyError("the reply is empty")
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
-    candidates: list[str] = [m.group(1) for m in _FENCE.finditer(text)] + [text.strip()]
-    for c in list(candidates):
-        candidates.extend(_balanced_objects(c.translate(_CN_PUNCT)) if "{" not in c else _balanced_objects(c))
-    seen = set()
-    first_error = None
-    for c in candidates:
-        c = c.strip()
-        if not c or c in seen:
-            continue
-        seen.add(c)
-        try:
-            obj = _loads_lenient(c)
-        except (json.JSONDecodeError, ValueError, RecursionError) as e:  # RecursionError: absurd nesting
-            first_error = first_error or e
-            continue
-        if isinstance(obj, dict) and all(k in obj for k in required):
-            return obj
-    if required:
-        raise ReplyError(f"no JSON object with {', '.join(required)} in the reply")
-    raise ReplyError(f"no JSON object in the reply ({first_error})" if first_error else "no JSON object in the reply")
+    """The JSON object in a model's reply, read by :func:`harness.replies.read_verdict`: every
+    object is considered (fenced, glued to prose, inside ``<think>``); the prompt's example
+    (placeholder values such as ``"..."``) is skipped; with ``required``, objects without those
+    keys are skipped (a decoy dict in the prose), and the objects left must be equal, else a
+    :class:`ReplyError` says they disagree. Tolerates trailing commas, Python literals and
+    Chinese punctuation."""
+    try:
+        return _replies.read_verdict(text, _replies.any_object(tuple(required))).value
+    except _replies.VerdictError as e:
+        raise ReplyError(str(e)) from None

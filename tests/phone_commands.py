@@ -10,13 +10,16 @@ from typing import Any
 from harness.device.read_only_commands import listed
 
 # what the harness sends that changes a phone (settings, apps, input methods, the screen, touches);
-# `sh -c` carries the stand-in human's sendevent scripts
+# `sh -c` carries the stand-in human's sendevent scripts; `wm size|density VALUE|reset` (prepare's
+# --size/--density) too (see changes)
 CHANGES = (("settings", "put"), ("settings", "delete"), ("input",), ("am",), ("pm", "clear"), ("pm", "install"),
            ("ime", "set"), ("ime", "enable"), ("ime", "disable"), ("wm", "dismiss-keyguard"), ("monkey",),
            ("sendevent",), ("setprop",), ("svc",), ("sh", "-c"))
 
 
 def changes(argv: list[str]) -> bool:
+    if argv[:2] in (["wm", "size"], ["wm", "density"]):  # with a value (or reset) it overrides the screen's
+        return len(argv) > 2
     return any(tuple(argv[:len(c)]) == c for c in CHANGES)
 
 

@@ -26,7 +26,7 @@ from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Fini
                              Swipe, TypeText, Wait)
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
-                                 ScreenState)
+                                 ScreenState, TaskUnavailable)
 from harness.device import focus, frame_sources, input_methods, screencap, wm
 from harness.device.config import SettleConfig
 from harness.device.getprop import GETPROP, parse_props, sdk_of
@@ -273,11 +273,33 @@ class AdbDevice:
             raise InfraError(f"{self.serial}: the simulated phone's state is not JSON: {out[:80]!r}") from None
 
     # --- actions ------------------------------------------------------------------------------
-    def installed_packages(self) -> set[str]:
-        if self._packages is None:
+    def installed_packages(self, refresh: bool = False) -> set[str]:
+        if self._packages is None or refresh:
             out = self.shell(["pm", "list", "packages"])
             self._packages = {line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("package:")}
         return self._packages
+
+    def missing_packages(self, packages: list[str], reread: bool = True) -> list[str]:
+        """Those of ``packages`` the device does not have (``reread``: the list is read again
+        before an app is called missing, as it may have been installed since it was first read)."""
+        missing = [p for p in packages if p not in self.installed_packages()]
+        if missing and reread:
+            self._packages = None
+            missing = [p for p in missing if p not in self.installed_packages()]
+        return missing
+
+    def cannot_run(self, setup: Any, packages: bool = True, reread: bool = True) -> str | None:
+        """Why a task with this ``setup`` cannot start on this device (None: it can): an emulator
+        snapshot on a device that is not an emulator, a simulated-phone preset on a real device, or
+        (``packages``) an app the setup names that is not installed."""
+        if setup.snapshot and not self.serial.startswith("emulator-"):
+            return f"setup.snapshot needs an emulator (serial emulator-NNNN), not {self.serial}"
+        if setup.sim is not None and not self.is_simulated():
+            return f"needs the simulated phone (setup.sim), not {self.serial}, a real device"
+        missing = self.missing_packages(setup.packages(), reread) if packages else []
+        if missing:
+            return f"needs {', '.join(missing)}, not installed on {self.serial}"
+        return None
 
     def resolve_app(self, name: str) -> str:
         """A package for an app name: the sim's own labels first (it reports them), then the
@@ -384,15 +406,18 @@ class AdbDevice:
         if setup.clear and not self.allow_clear and clears_data_on(self.kind()):
             raise DeviceError(f"{self.serial} is a phone: refusing setup.clear ({', '.join(setup.clear)}), which would "
                               "erase the apps' data (pass --allow-clear to allow it)")
+        why = self.cannot_run(setup, packages=not setup.snapshot)  # one line, before anything is stopped or started
+        if why:
+            raise TaskUnavailable(why)
         if setup.snapshot:
-            if not self.serial.startswith("emulator-"):
-                raise DeviceError(f"{self.serial}: setup.snapshot needs an emulator (serial emulator-NNNN)")
             r = run_adb(["-s", self.serial, "emu", "avd", "snapshot", "load", setup.snapshot], self.port, timeout=120,
                         host=self.host)
             if r.returncode != 0 or "KO" in r.stdout:
                 raise InfraError(f"{self.serial}: snapshot {setup.snapshot!r} did not load: {(r.stdout + r.stderr).strip()}")
             did["snapshot"] = setup.snapshot
             self.wait_ready(60)
+        if setup.snapshot and (why := self.cannot_run(setup)):  # the snapshot's own apps
+            raise TaskUnavailable(why)
         for pkg in setup.stop:
             self.shell(["am", "force-stop", pkg])
             did["stopped"].append(pkg)
@@ -405,8 +430,6 @@ class AdbDevice:
         self.shell(["input", "keyevent", str(KEYCODES["home"])])
         did["home"] = True
         if setup.sim is not None:
-            if not self.is_simulated():
-                raise DeviceError(f"{self.serial}: this task needs the simulated phone (setup.sim) but the device is real")
             import base64
 
             sim = setup.sim
@@ -471,6 +494,22 @@ class AdbDevice:
 
     def dismiss_keyguard(self) -> None:
         self.shell(["wm", "dismiss-keyguard"])
+
+    def display_override(self, key: str) -> str | None:
+        """The screen's ``size`` (``WxH``) or ``density`` override, None when it has none
+        (harness.device.wm.parse_override)."""
+        if key not in wm.OVERRIDES:
+            raise ValueError(f"display_override: {key!r} is not one of {', '.join(wm.OVERRIDES)}")
+        return wm.parse_override(self.shell(["wm", key]), key)
+
+    def set_display_override(self, key: str, value: str | None) -> None:
+        """``wm size WxH`` / ``wm density D``, or ``reset`` for None; the screen size is read again."""
+        if key not in wm.OVERRIDES or not (value is None or re.fullmatch(wm.OVERRIDES[key], value)):
+            raise ValueError(f"set_display_override: {key} {value!r} is not a screen {key}")
+        out = self.shell(["wm", key, "reset" if value is None else value])
+        self._size = None
+        if re.search(r"(?i)error|exception|usage|not supported", out):
+            raise DeviceError(f"{self.serial}: wm {key} {value or 'reset'} failed: {out.strip()[:160]}")
 
     # --- connection ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> bool:

@@ -14,6 +14,8 @@ import re
 WM_SIZE = ("wm", "size")
 WM_DENSITY = ("wm", "density")
 COMMANDS = (WM_SIZE, WM_DENSITY)
+# what `wm size WxH` / `wm density D` take (prepare's --size and --density), by the word they follow
+OVERRIDES = {"size": r"[1-9][0-9]{1,4}x[1-9][0-9]{1,4}", "density": r"[1-9][0-9]{1,3}"}
 
 _SIZE = re.compile(r"^\s*(Physical|Override) size:\s*(\d+)\s*x\s*(\d+)\s*$", re.M)
 _DENSITY = re.compile(r"^\s*(Physical|Override) density:\s*(\d+)\s*$", re.M)
@@ -29,3 +31,15 @@ def parse_density(text: str) -> int | None:
     """The density in effect: the override where there is one, else the physical density."""
     found = {m.group(1): int(m.group(2)) for m in _DENSITY.finditer(text.replace("\r", ""))}
     return found.get("Override") or found.get("Physical")
+
+
+def parse_override(text: str, key: str) -> str | None:
+    """The override ``wm size`` (``key`` "size": ``"480x1024"``) or ``wm density`` ("density":
+    ``"160"``) prints, None while there is none: the ``Override ...:`` line comes after the
+    ``Physical ...:`` one only while an override is set (WindowManagerShellCommand, runDisplaySize
+    and runDisplayDensity)."""
+    pattern = {"size": _SIZE, "density": _DENSITY}[key]
+    for m in pattern.finditer(text.replace("\r", "")):
+        if m.group(1) == "Override":
+            return "x".join(m.groups()[1:])
+    return None

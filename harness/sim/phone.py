@@ -87,7 +87,10 @@ class SimPhone:
         self.lock = threading.RLock()
         self.width, self.height = width, height
         self.dp = width / 360.0
-        self._density = profile.density() if profile is not None else None
+        self._density = profile.density() if profile is not None else None  # the profile's, else the layout's
+        # what `wm size`/`wm density` call physical
+        self.physical = (width, height, self._density or int(round(self.dp * 160)))
+        self.display_overrides: dict[str, Any] = {}  # "size": (w, h), "density": dpi, while overridden
         self.persona: Persona = RETAIL if as_phone else SIM
         serial = self.persona.serial_for(str(seed))
         self.info = info or (profile.info(serial) if profile is not None else self.persona.info(serial))
@@ -150,6 +153,8 @@ class SimPhone:
 
     @property
     def density(self) -> int:
+        if self.display_overrides.get("density"):
+            return int(round(self.dp * 160))
         return self._density or int(round(self.dp * 160))
 
     def _profile_imes(self, profile: "Profile", adbkeyboard: bool) -> None:
@@ -164,6 +169,21 @@ class SimPhone:
                                                           else []))) or self.imes[:1]
         current = (profile.text("settings get secure default_input_method") or "").strip()
         self.ime = current if current in self.enabled_imes else self.enabled_imes[0]
+
+    def override_display(self, key: str, value: Any) -> None:
+        """``wm size`` (``(w, h)``) or ``wm density`` (dpi); None resets it to the physical one. The
+        screen is laid out again: at the size's width a dp is ``width / 360`` px, unless the
+        density is overridden (``density / 160`` px, as Android's density scaling)."""
+        with self.lock:
+            overrides = {**self.display_overrides, key: value}
+            w, h = overrides.get("size") or self.physical[:2]
+            check_size(w, h)
+            self.display_overrides = {k: v for k, v in overrides.items() if v is not None}
+            self.width, self.height = w, h
+            density = self.display_overrides.get("density")
+            self.dp = density / 160.0 if density else w / 360.0
+            self.clear_focus()
+            self.touch()
 
     # --- change tracking ----------------------------------------------------------------------
     def touch(self) -> None:
