@@ -125,7 +125,7 @@ def _capture_cli(adb, serial: str, out: Path) -> subprocess.CompletedProcess:
 
 def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile_phone, tmp_path, serve_sim):
     phone = profile_phone("mtk-tablet-android13").fresh(tmp_path / "log1.jsonl")
-    phone.phone.launch("com.android.settings")
+    assert phone.phone.launch("com.android.settings")
     r = _capture_cli(adb, phone.serial, tmp_path / "first")
     assert r.returncode == 0, r.stderr
     assert "tb8168p1_64_bsp_k510, Android 13 (SDK 33)" in r.stdout and "ro.serialno" in r.stdout
@@ -194,14 +194,14 @@ def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path, capsys):
 def test_the_app_in_front_is_put_where_the_captured_one_was(profile_phone):
     tablet = profile_phone("mtk-tablet-android13").fresh()
     sh = tablet.handle.shell
-    tablet.phone.launch("com.android.contacts")
+    assert tablet.phone.launch("com.android.settings")
     displays = sh.execute("dumpsys window displays").stdout.decode()
-    assert "mCurrentFocus=Window{1651cd4 u0 com.android.contacts/com.android.contacts.activities.PeopleActivity}" \
+    assert "mCurrentFocus=Window{1651cd4 u0 com.android.settings/com.android.settings.Settings}" \
         in displays  # the lock screen's shade had the focus when the tablet was captured
-    assert "mFocusedApp=ActivityRecord{1f72345 u0 com.android.contacts/.activities.PeopleActivity} t12}" in displays
+    assert "mFocusedApp=ActivityRecord{1f72345 u0 com.android.settings/.Settings} t12}" in displays
     assert "com.mediatek.camera/.CameraLauncher" not in displays
     found = focus.read_window_dump(displays)
-    assert (found.package, found.activity) == ("com.android.contacts", "com.android.contacts.activities.PeopleActivity")
+    assert (found.package, found.activity) == ("com.android.settings", "com.android.settings.Settings")
     tablet.phone.set_lock("swipe", showing=True)
     assert "mCurrentFocus=Window{1651cd4 u0 NotificationShade}" in sh.execute("dumpsys window displays").stdout.decode()
     tablet.fresh()

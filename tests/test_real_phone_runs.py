@@ -298,7 +298,7 @@ def _run_on(adb, phone, tmp_path: Path, steps: int = 2) -> tuple[Path, list[dict
     assert row.status == "step_limit" and row.steps == steps, row
     m = read_manifest(out)
     (reset,) = m["resets"]
-    assert reset["started"] == "com.android.contacts" and reset["complete"], reset  # read back in front
+    assert reset["started"] == CONTACTS and reset["complete"], reset  # read back in front
     (session,) = m["device_sessions"]
     dev = session["devices"][phone.serial]
     assert "input method" in dev["prepare"]["changed"] and not dev["restore"]["failed"]
