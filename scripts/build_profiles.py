@@ -111,17 +111,20 @@ def pixel8_answers(m: Manifest, folder: Path) -> dict[str, bytes]:
     return {a.command: (folder / a.file).read_bytes() for a in m.answers if not a.error}
 
 
-def fill(b: Built, pixel8: dict[str, bytes], skip: set[str] = frozenset()) -> None:
-    """The Pixel 8's answers for what the transcripts do not say (never the sized ones)."""
+def fill(b: Built, pixel8: dict[str, bytes], sources: list[str], notes: list[str]) -> Built:
+    """``b`` with its sources and notes, and the Pixel 8's answers for what the transcripts do not
+    say (never the sized ones)."""
+    b.sources, b.notes = sources, b.notes + notes
     props = parse_props((b.answers.get("getprop") or (pixel8["getprop"], ""))[0].decode("utf-8", "surrogateescape"))
     for command, data in pixel8.items():
-        if command in b.answers or command in SIZED or command in skip:
+        if command in b.answers or command in SIZED:
             continue
         name = command.split()[1] if command.startswith("getprop ") else None
         if name and b.answers.get("getprop"):
             b.answers[command] = ((props.get(name, "") + "\n").encode(), "derived: the value in this profile's getprop")
         else:
             b.answers[command] = (data, "filled: the Pixel 8 profile's answer")
+    return b
 
 
 def _getevent_lp(devices: list[dict]) -> str:
@@ -177,15 +180,15 @@ def mtk_tablet(ref: Reference, pixel8: dict[str, bytes]) -> Built:
                  "are not in it: the headset jack's are Android's headset keys, mtk-pmic-keys' those of the vivo "
                  "tablet's mtk-pmic-keys, mtk-kpd's volume up (a guess)")
     b.windows = ["NotificationShade"]  # the screen was asleep under the lock screen: its shade had the focus
-    b.sources = [ref.cite(f) for f in ("getprop/mtk_tb8168_android13_getprop_full.txt",
-                                       "dumpsys/mtk_tb8168_android13_dumpsys_window_full.txt",
-                                       "dumpsys/mtk_tb8168_android13_dumpsys_activity_activities.txt",
-                                       "dumpsys/mtk_tb8168_android13_dumpsys_input.txt")]
-    b.notes = ["The transcripts were taken asleep under the lock screen (mCurrentFocus NotificationShade): the "
-               "simulated phone, awake and unlocked, names its app in front on the focus lines instead.",
-               "The full `dumpsys window` (95 KB) is not shipped; its displays, windows and policy sections are."]
-    fill(b, pixel8)
-    return b
+    return fill(
+        b, pixel8,
+        sources=[ref.cite(f) for f in ("getprop/mtk_tb8168_android13_getprop_full.txt",
+            "dumpsys/mtk_tb8168_android13_dumpsys_window_full.txt",
+            "dumpsys/mtk_tb8168_android13_dumpsys_activity_activities.txt",
+            "dumpsys/mtk_tb8168_android13_dumpsys_input.txt")],
+        notes=["The transcripts were taken asleep under the lock screen (mCurrentFocus NotificationShade): the "
+            "simulated phone, awake and unlocked, names its app in front on the focus lines instead.",
+            "The full `dumpsys window` (95 KB) is not shipped; its displays, windows and policy sections are."])
 
 
 def emulator_a11(ref: Reference, pixel8: dict[str, bytes]) -> Built:
@@ -217,16 +220,16 @@ def emulator_a11(ref: Reference, pixel8: dict[str, bytes]) -> Built:
         "225's `adb devices -l`), SDK 30 and release 11 (the windows transcript is Android 11's), ro.hardware "
         "ranchu and ro.kernel.qemu 1 (the emulator's; the getevent fixture's goldfish/ranchu nodes); the build id "
         "RSR1.201013.001 is an Android 11 emulator image's; the fingerprint and the rest are the Pixel 8's")
-    b.sources = [ref.cite("dumpsys/appium_A11_dumpsys_window_windows.txt"),
-                 ref.cite("getevent/emulator_qwerty2_virtio_mt10_getevent_p_fixture.txt"),
-                 ref.cite("issue_excerpts/korge_225_adb_devices_and_devices_l_emulator.txt")]
-    b.notes = ["`dumpsys window displays` is the simulated phone's own (no transcript of an Android 11 one): the "
-               "foreground app is read from it first, as on an Android 11 phone; the windows transcript serves "
-               "the fallback and mTopFocusedDisplayId.",
-               "`getevent -lp` is printed by the simulated kernel from the numeric fixture: codes harness.input_codes "
-               "does not name print as four hex digits where the emulator prints a label."]
-    fill(b, pixel8)
-    return b
+    return fill(
+        b, pixel8,
+        sources=[ref.cite("dumpsys/appium_A11_dumpsys_window_windows.txt"),
+            ref.cite("getevent/emulator_qwerty2_virtio_mt10_getevent_p_fixture.txt"),
+            ref.cite("issue_excerpts/korge_225_adb_devices_and_devices_l_emulator.txt")],
+        notes=["`dumpsys window displays` is the simulated phone's own (no transcript of an Android 11 one): the "
+            "foreground app is read from it first, as on an Android 11 phone; the windows transcript serves "
+            "the fallback and mTopFocusedDisplayId.",
+            "`getevent -lp` is printed by the simulated kernel from the numeric fixture: codes harness.input_codes "
+            "does not name print as four hex digits where the emulator prints a label."])
 
 
 def type_a(ref: Reference, pixel8: dict[str, bytes]) -> Built:
@@ -254,14 +257,14 @@ def type_a(ref: Reference, pixel8: dict[str, bytes]) -> Built:
                                                               "derived: the same input methods, as the setting holds them")
     b.answers["settings get secure default_input_method"] = ((ids[0] + "\n").encode(),
                                                              "derived: the first of them (the issue does not say which)")
-    b.sources = [ref.cite("getevent/cartucho_recorded_touch_events_typeA.txt"),
-                 ref.cite("issue_excerpts/minitouch_25_minitouch_logs_htc_honor.txt"),
-                 ref.cite("issue_excerpts/adbkeyboard_66_android14_ime_list_s_and_unknown_ime.txt")]
-    b.notes = ["The input devices are a type A phone's; the enabled input methods (LatinIME and WiFiInputMethod) "
-               "another Android 14 phone's; the rest is the Pixel 8's (the transcripts say nothing else), and "
-               "`wm density` the simulated phone's own."]
-    fill(b, pixel8)
-    return b
+    return fill(
+        b, pixel8,
+        sources=[ref.cite("getevent/cartucho_recorded_touch_events_typeA.txt"),
+            ref.cite("issue_excerpts/minitouch_25_minitouch_logs_htc_honor.txt"),
+            ref.cite("issue_excerpts/adbkeyboard_66_android14_ime_list_s_and_unknown_ime.txt")],
+        notes=["The input devices are a type A phone's; the enabled input methods (LatinIME and WiFiInputMethod) "
+            "another Android 14 phone's; the rest is the Pixel 8's (the transcripts say nothing else), and "
+            "`wm density` the simulated phone's own."])
 
 
 def vivo_pad(ref: Reference, pixel8: dict[str, bytes]) -> Built:
@@ -269,14 +272,14 @@ def vivo_pad(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     b.answers["getevent -lp"] = (ref.read("getevent/vivo_pad_mt6991_getevent_lp.txt"), "transcript")
     b.answers["wm size"] = (b"Physical size: 2064x3096\n",
                             "derived: the 2064x3096 display INDEX.jsonl notes from dumpsys input in the same commit")
-    b.sources = [ref.cite("getevent/vivo_pad_mt6991_getevent_lp.txt")]
-    b.notes = ["The listing is as the tablet printed it: vivo_ts (type B, ABS_MT_SLOT value 1, BTN_TOUCH* and "
-               "BTN_TOOL_FINGER* down, BACK/HOMEPAGE/MENU keys on the touch node), the pen vivo_ts_pen, and "
-               "vivo_ts_fp, a multi-touch node without INPUT_PROP_DIRECT (not the screen).",
-               "Everything but the input devices and the screen's size is the Pixel 8's; `wm density` is the "
-               "simulated phone's own (its 360 dp wide layout)."]
-    fill(b, pixel8)
-    return b
+    return fill(
+        b, pixel8,
+        sources=[ref.cite("getevent/vivo_pad_mt6991_getevent_lp.txt")],
+        notes=["The listing is as the tablet printed it: vivo_ts (type B, ABS_MT_SLOT value 1, BTN_TOUCH* and "
+            "BTN_TOOL_FINGER* down, BACK/HOMEPAGE/MENU keys on the touch node), the pen vivo_ts_pen, and "
+            "vivo_ts_fp, a multi-touch node without INPUT_PROP_DIRECT (not the screen).",
+            "Everything but the input devices and the screen's size is the Pixel 8's; `wm density` is the "
+            "simulated phone's own (its 360 dp wide layout)."])
 
 
 def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
@@ -316,14 +319,14 @@ def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     b.answers["screencap"] = (head, "derived: the same warning (screencap writes it for raw frames too)")
     b.images = {"screencap -p": {"format": "png", "width": 1080, "height": 2640},
                 "screencap": {"format": "raw", "width": 1080, "height": 2640, "header_bytes": 16}}
-    b.sources = [ref.cite("issue_excerpts/appium-adb_797_galaxy_zflip4_android12_dumpsys_window_displays_grep.txt"),
-                 ref.cite("issue_excerpts/adbutils_133_screencap_multiple_displays_warning_truncated.txt"),
-                 "AOSP frameworks/base cmds/screencap/screencap.cpp (read at bluestacks/frameworks-base-a16 "
-                 "2b447fb9): the warning's three lines"]
-    b.notes = ["Only the focus lines are the Z Flip4's: the layout around them, the display ids and sizes are "
-               "derived as each answer's origin says; the other answers are the Pixel 8's."]
-    fill(b, pixel8)
-    return b
+    return fill(
+        b, pixel8,
+        sources=[ref.cite("issue_excerpts/appium-adb_797_galaxy_zflip4_android12_dumpsys_window_displays_grep.txt"),
+            ref.cite("issue_excerpts/adbutils_133_screencap_multiple_displays_warning_truncated.txt"),
+            "AOSP frameworks/base cmds/screencap/screencap.cpp (read at bluestacks/frameworks-base-a16 "
+            "2b447fb9): the warning's three lines"],
+        notes=["Only the focus lines are the Z Flip4's: the layout around them, the display ids and sizes are "
+            "derived as each answer's origin says; the other answers are the Pixel 8's."])
 
 
 def write(b: Built, out: Path, pixel8_manifest: Manifest) -> None:
