@@ -639,7 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--profile", action="append", help="profiles to score with (default all)")
     sr.add_argument("--screen", type=_size, default=(1080, 2400), help="screen size when neither dataset nor image gives one")
     sr.add_argument("--seed", type=int, default=0)
-    sr.add_argument("--json", action="store_true", help="print JSON")
+    sr.add_argument("--format", choices=["md", "json", "html"], default="md",
+                    help="the scores as md (printed table), json, or html (a standalone page)")
+    sr.add_argument("--json", action="store_true", help="print JSON (same as --format json)")
     try:
         from harness.run_command import add_model_arguments
     except ImportError:  # pragma: no cover - older run_command without model endpoints

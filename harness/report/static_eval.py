@@ -15,8 +15,9 @@ when it matters).
 A step a profile does not score (UI-R1 has no wait or long-press steps, AgentCPM-GUI drops open-app
 steps) is reported as *skipped*, never as right or wrong; every figure is over the scored steps, and
 the summary gives the scored and skipped counts with the reasons. AgentCPM-GUI adds a finish step to
-every episode (prediction index = the episode's length); it is scored when the predictions give any
-finish step, else skipped.
+every episode (prediction index = the episode's length); as its ``run_eval_agent.py`` scores only
+the steps it has a prediction for, an episode's finish step is scored when the predictions give one,
+else skipped.
 
 Metrics (all percentages unless said otherwise; see docs/reports.md):
 
@@ -55,7 +56,7 @@ from harness.report.static.common import (FINISH, GT, Act, StaticEvalError, anls
 from harness.report.static.profiles import PROFILE_MAP, PROFILES, Profile
 
 __all__ = ["PROFILES", "PROFILE_MAP", "MATCHERS", "Act", "GT", "Prediction", "StaticEvalError", "StaticReport",
-           "StepScore", "anls", "levenshtein", "load_predictions", "ground_truth_predictions", "score", "score_files",
+           "StepScore", "anls", "decisions", "levenshtein", "load_predictions", "ground_truth_predictions", "score", "score_files",
            "summarise", "to_act", "to_gt", "DEFAULT_SCREEN", "LARGE_BOX"]
 
 DEFAULT_SCREEN = (1080, 2400)
@@ -74,13 +75,12 @@ class Prediction:
     invalid: str | None = None
 
 
-def load_predictions(path: str | Path, episodes: list[StaticEpisode], *,
-                     finish_steps: bool = False) -> dict[tuple[int, int], Prediction]:
+def load_predictions(path: str | Path, episodes: list[StaticEpisode]) -> dict[tuple[int, int], Prediction]:
     """Read ``{"episode": i, "step": j, "action": {...}}`` lines (0-based indexes into the dataset;
     ``episode_id`` may stand for ``episode``). An action that is not a valid action is kept as an
     invalid prediction (a format error), not refused; a defect of the file itself is an error.
-    ``finish_steps``: step ``j`` may also be the episode's length (the finish step a profile such as
-    agentcpm-gui adds)."""
+    Step ``j`` may also be the episode's length: the finish step a profile such as agentcpm-gui adds
+    (a profile without one leaves it unread and says how many it left)."""
     p = Path(path)
     text = read_text(p)
     by_id = {str(e.episode_id): e.index for e in episodes}
@@ -104,11 +104,9 @@ def load_predictions(path: str | Path, episodes: list[StaticEpisode], *,
         if not isinstance(ep, int) or isinstance(ep, bool) or not 0 <= ep < len(episodes):
             raise DatasetError(f"{p}:{lineno}: episode: expected an index 0..{len(episodes) - 1}, got {ep!r}")
         n = len(episodes[ep].steps)
-        last = n if finish_steps else n - 1
-        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= last:
-            extra = " (step n, the finish step, is read only by a profile that adds one: agentcpm-gui)"
-            raise DatasetError(f"{p}:{lineno}: step: episode {ep} has steps 0..{last}, got {step!r}"
-                               + ("" if finish_steps else extra))
+        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= n:
+            raise DatasetError(f"{p}:{lineno}: step: episode {ep} has steps 0..{n - 1} (and {n}, its finish step), "
+                               f"got {step!r}")
         key = (ep, step)
         if key in first:
             raise DatasetError(f"{p}:{lineno}: episode {ep} step {step}: duplicate prediction (first at line {first[key]})")
@@ -231,7 +229,6 @@ def score(episodes: list[StaticEpisode], predictions: dict[tuple[int, int], Pred
     sizes: dict[str, tuple[int, int] | None] = {}
     scores: list[StepScore] = []
     missing = 0
-    finish_predicted = prof.finish_step and any((e.index, len(e.steps)) in predictions for e in episodes)
     for ep in episodes:
         size = screen
         for j, step in enumerate(ep.steps):
@@ -251,25 +248,39 @@ def score(episodes: list[StaticEpisode], predictions: dict[tuple[int, int], Pred
                                     large_box=large))
         if prof.finish_step:
             n = len(ep.steps)
-            if not finish_predicted:
-                scores.append(StepScore(ep.index, n, "finish", None, False, False, False,
-                                        skipped="finish step: the predictions give none (step index = episode length)"))
-                continue
             pred = predictions.get((ep.index, n))
-            missing += pred is None
+            if pred is None:  # run_eval_agent.py scores the steps it has a prediction for
+                scores.append(StepScore(ep.index, n, "finish", None, False, False, False,
+                                        skipped="finish step: no prediction for it (step index = episode length)"))
+                continue
             act = _act_of(pred, size)
             type_ok, ok, _ = _judge(prof, act, [to_gt(FINISH, size)])
             scores.append(StepScore(ep.index, n, "finish", act.kind if act else None, act is not None, type_ok, ok))
     report = StaticReport(profile, scores, len(episodes), missing)
-    report.summary = summarise(scores, episodes, missing)
+    report.summary = summarise(scores, episodes, missing, error_resets_progress=prof.error_resets_progress)
+    report.summary["finish_unread"] = 0 if prof.finish_step else sum((e.index, len(e.steps)) in predictions
+                                                                     for e in episodes)
     return report
+
+
+def decisions(report: StaticReport) -> dict[int, list[Any]]:
+    """Per episode, each step's decision in order: ``[type_ok, ok]``, or ``"skip: reason"`` for a
+    step the profile does not score (the shape scripts/published_scorers.py writes the scorers' in)."""
+    out: dict[int, list[Any]] = {}
+    for s in report.steps:
+        out.setdefault(s.episode, []).append(f"skip: {s.skipped}" if s.skipped is not None else [s.type_ok, s.ok])
+    return out
 
 
 def _pct(num: float, den: float) -> float | None:
     return round(100.0 * num / den, 2) if den else None
 
 
-def summarise(all_scores: list[StepScore], episodes: list[StaticEpisode], missing: int = 0) -> dict[str, Any]:
+def summarise(all_scores: list[StepScore], episodes: list[StaticEpisode], missing: int = 0, *,
+              error_resets_progress: bool = False) -> dict[str, Any]:
+    """The report's figures over the scored steps. ``error_resets_progress``: an episode whose first
+    wrong step has no readable prediction makes no progress at all (UI-S1's pipeline: the error its
+    evaluation raises resets the episode's step count to 0)."""
     scores = [s for s in all_scores if s.skipped is None]
     skipped: dict[str, int] = {}
     for s in all_scores:
@@ -288,6 +299,8 @@ def summarise(all_scores: list[StepScore], episodes: list[StaticEpisode], missin
         k = 0
         while k < len(lst) and lst[k].ok:
             k += 1
+        if error_resets_progress and k < len(lst) and not lst[k].format_ok:
+            k = 0
         progress.append(k / len(lst))
     acc = [sum(s.ok and s.format_ok for s in lst) / len(lst) for lst in ep_lists]
     errs = [sum(not s.ok for s in lst) for lst in ep_lists]
@@ -347,8 +360,6 @@ def score_files(dataset: str | Path, predictions: str | Path | None, profiles: I
     episodes = load_dataset(dataset)
     if limit is not None:
         episodes = episodes[:limit]
-    finish = any(PROFILE_MAP[n].finish_step for n in names)
-    preds = (ground_truth_predictions(episodes) if predictions is None
-             else load_predictions(predictions, episodes, finish_steps=finish))
+    preds = ground_truth_predictions(episodes) if predictions is None else load_predictions(predictions, episodes)
     base = Path(dataset).resolve().parent
     return [score(episodes, preds, n, screen=screen, base=base) for n in names]

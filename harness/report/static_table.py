@@ -61,8 +61,10 @@ def large_box_note(reports: list[StaticReport]) -> str | None:
 
 
 def skipped_notes(reports: list[StaticReport]) -> list[str]:
-    return [f"{r.profile}: {n} skipped ({reason})" for r in reports
-            for reason, n in r.summary["skipped_by_reason"].items()]
+    notes = [f"{r.profile}: {n} skipped ({reason})" for r in reports
+             for reason, n in r.summary["skipped_by_reason"].items()]
+    return notes + [f"{r.profile}: {r.summary['finish_unread']} finish-step predictions not read (its scorer adds "
+                    "no finish step)" for r in reports if r.summary.get("finish_unread")]
 
 
 def format_md(reports: list[StaticReport]) -> str:

@@ -184,7 +184,8 @@ def _never(_: GT) -> str | None:
 class Profile:
     """One published scorer: how it matches a prediction (``match`` returns type-right and
     action-right), which ground-truth steps it scores (``skip`` gives the reason a step is not
-    scored, or None), whether it adds a finish step to every episode, where it comes from and the
+    scored, or None), whether it adds a finish step to every episode, whether an unreadable answer
+    zeroes its episode's progress, where it comes from and the
     rules that set it apart (``known_for``, one line for the cross-scorer table)."""
 
     name: str
@@ -194,3 +195,4 @@ class Profile:
     skip: Callable[[GT], str | None] = _never
     finish_step: bool = False
     reproduces: str = ""
+    error_resets_progress: bool = False   # an unreadable answer zeroes the episode's progress

@@ -16,6 +16,7 @@ _ALL = (
     Profile("androidlens", androidlens.match_androidlens, androidlens.SOURCE, androidlens.KNOWN_FOR,
             reproduces="AndroidLens's static AMS (the paper's description; no code published)"),
     Profile("uis1-pipeline", uis1.match_uis1_pipeline, uis1.PIPELINE_SOURCE, uis1.PIPELINE_KNOWN_FOR,
+            error_resets_progress=True,
             reproduces="UI-S1's AndroidControl SR and progress as its eval_qwenvl.py computes them"),
     Profile("infigui-r1", infigui_r1.match_infigui_r1, infigui_r1.SOURCE, infigui_r1.KNOWN_FOR,
             reproduces="InfiGUI-R1's AndroidControl step accuracy (type_match_acc, extact_match_acc)"),

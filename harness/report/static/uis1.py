@@ -12,7 +12,10 @@ Source: X-PLUG/MobileAgent @ 11cea575561fb7800b5fb6b6cafa56f7a91de11f,
   So a click is right only within 0.04 of the point, and clicking an app's icon never counts as
   opening it. The pipeline stops an episode at its first wrong step and prints the success rate
   and the average progress (steps right before the first wrong one, over the episode's length):
-  our ``sr`` and ``progress``.
+  our ``sr`` and ``progress``. ``process_line`` wraps the episode in one ``try``: an answer it cannot
+  read raises (its parser lives in the unpublished ``x`` package; the function itself raises on an
+  action without the keys it reads), and the episode is then recorded with ``final_step_id`` 0, so
+  an unreadable answer at the first wrong step zeroes the episode's progress.
 """
 
 from __future__ import annotations
