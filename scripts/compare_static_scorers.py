@@ -112,6 +112,21 @@ def compare(report: StaticReport, their: dict[int, list], cases: list[dict]) -> 
             "different": len(diffs), "different_pct": round(100.0 * len(diffs) / max(1, len(all_mine)), 3), "diffs": diffs}
 
 
+def pairwise(reports: dict[str, StaticReport]) -> str:
+    """The share of steps (scored by both) two profiles judge differently (right vs wrong), as a table."""
+    ok = {name: {(st.episode, st.step): st.ok for st in r.steps if st.skipped is None} for name, r in reports.items()}
+    names = list(reports)
+    lines = ["steps judged differently (% of the steps both score)", "",
+             "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for a in names:
+        cells = []
+        for b in names:
+            both = ok[a].keys() & ok[b].keys()
+            cells.append(f"{100.0 * sum(ok[a][k] != ok[b][k] for k in both) / len(both):.1f}" if both else "-")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", action="append", help="AndroidControl-shaped JSONL (default: the whole test set in "
@@ -146,6 +161,7 @@ def main() -> int:
             from harness.report.static_table import format_md
 
             print(format_md(list(mine.values())))
+            print("\n" + pairwise(mine))
             return 0
         t0 = time.perf_counter()
         their = theirs(cases, [p for p in profiles if p in PUBLISHED], args.scorers.resolve(), args.scorers_python, work)

@@ -15,12 +15,18 @@ What sets it apart, each rule from those files:
   scored as a click (a predicted long press is then the wrong type); ``wait`` and the finish
   step appended to every episode are both "stop", and so is a predicted wait or finish.
 * Scroll words are reversed (``left`` <-> ``right``, ``up`` <-> ``down``) and turned into a path
-  from the screen's centre: vertical scroll words become the finger's direction, but horizontal
-  swipes, whose word is already the finger's, are judged the wrong way round.
-* Candidate boxes (the accessibility tree's nodes there; ``candidate_bbox`` here, as ``(y1 / H,
-  x1 / W, (y2 - y1) / H, (x2 - x1) / W)``) grow to 1.2x their height and width, the top-left
-  corner moved back by half the growth, clamped as AITW's are (top/left at 0, height/width at 1);
-  the five whose centres are nearest the ground-truth point are tried; else within 0.04 of it.
+  from the screen's centre. Vertical words become the finger's direction; the dataset's horizontal
+  words already are the finger's (UI-S1's file draws ``left`` as a finger moving left), so a
+  horizontal swipe along the dataset's path is judged wrong and the opposite one right.
+* Candidate boxes grow to 1.2x their height and width, the top-left corner moved back by half the
+  growth, clamped as AITW's are (top/left at 0, height/width at 1); the five whose centres are
+  nearest the ground-truth point are tried; else within 0.04 of it. Its boxes are *every* node of
+  the step's accessibility tree (``turn_ui_trees`` reads each ``bounds_in_screen``), so a tap on a
+  neighbouring element can fall in one of the five; UI-S1's file has no tree, only the
+  ``candidate_bbox`` boxes that contain the target, so this profile gives what AgentCPM-GUI's code
+  gives on a tree of just those nodes (as ``(y1 / H, x1 / W, (y2 - y1) / H, (x2 - x1) / W)``). On the
+  real tree a click step can go either way: a neighbour among the five accepts more taps, and a
+  large container pushed out of the five by nearer nodes accepts fewer.
 * Predictions are read on the 0-1000 integer grid of its action schema (``POINT``, ``to``): a
   point off the screen breaks the schema and the step is a format error; a swipe's direction is
   the nearest of up/down/left/right (ties vertical), and a swipe of length 0 has none.
@@ -161,4 +167,5 @@ def match_agentcpm_gui(pred: Act, gt: GT) -> tuple[bool, bool]:
 
 
 KNOWN_FOR = ("drops open-app steps, adds a finish step per episode (wait = finish = stop), long press scored as "
-             "click, scroll words reversed (horizontal swipes judged backwards), boxes x1.2 clamped, 0-1000 grid")
+             "click, scroll words reversed (horizontal swipes judged backwards), the 5 boxes nearest the point x1.2 "
+             "clamped (its accessibility tree's; here the candidate boxes), 0-1000 grid")

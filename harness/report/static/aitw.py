@@ -7,8 +7,8 @@ default is 32-bit floats; see :func:`f32` for how this profile follows it.
 
 Click, long press and swipe are one *dual-point* type (a press records touch and lift only); a
 gesture is a tap when touch and lift are within 0.04; two taps match when both lie in the same
-annotation box grown by 1.4x its size (clamped as the source does: top/left at 0, height/width at 1)
-or within 0.14; two swipes match on the same main axis. Every other action matches on type alone.
+annotation box grown by 1.4 times its height and width (to 2.4x; clamped as the source does:
+top/left at 0, height/width at 1) or within 0.14; two swipes match on the same main axis. Every other action matches on type alone.
 Our annotation boxes are the step's ``candidate_bbox`` as AITW writes boxes: ``(y1 / H, x1 / W,
 (y2 - y1) / H, (x2 - x1) / W)``.
 """
@@ -22,7 +22,7 @@ from .common import GT, Act
 
 SOURCE = "google-research/google-research @ 1d49f2c, android_in_the_wild/action_matching.py (check_actions_match)"
 TAP_DISTANCE = 0.14         # _TAP_DISTANCE_THRESHOLD: taps match within 14% of the screen
-BOX_AUGMENT = 1.4           # ANNOTATION_{WIDTH,HEIGHT}_AUGMENT_FRACTION (box grows by 1.4x its size)
+BOX_AUGMENT = 1.4           # ANNOTATION_{WIDTH,HEIGHT}_AUGMENT_FRACTION: grows by 1.4x its size (to 2.4x)
 SWIPE_DISTANCE = 0.04       # _SWIPE_DISTANCE_THRESHOLD: touch-lift distance below which it is a tap
 # a swipe predicted only as a start point and a direction gets an end 0.2 screens away (only its
 # main axis is compared)
@@ -108,5 +108,5 @@ def match_aitw(pred: Act, gt: GT) -> tuple[bool, bool]:
     return True, pa == ga
 
 
-KNOWN_FOR = ("click, long press and swipe are one dual-point type; taps match in the same box grown 1.4x or "
+KNOWN_FOR = ("click, long press and swipe are one dual-point type; taps match in the same box grown by 1.4x (to 2.4x) or "
              "within 0.14; swipes on the main axis only; typed text and app names never checked")

@@ -15,11 +15,13 @@ A step is right when the two actions agree and, for clicks, when the answer's po
 (strictly) of the ground truth's; a coordinate of 0 reads as no point. Text, app names and scroll
 directions are never compared.
 
-The published script's line layout is not: on a line that holds the ground truth before the
-answer, as both a chat dump and the script's own reading order do, the first pattern runs on to
-the end of the answer (``.*`` is greedy), so the answer's words count as the ground truth's too: a
-ground truth is read as the later-listed of its own action and the answer's. We reproduce that
-(:func:`line_of`), since it is what the script computes on such a line.
+The file the script reads is not published, only its two patterns. Both are greedy (``.*``) and
+end at a line's last ``}"``, so on any one-line layout the field written first runs on into the
+other: we write the ground truth first, as the script reads them (:func:`line_of`), and the answer's
+action word then counts as the ground truth's too (a ground truth reads as the later-listed, in the
+order above, of its own word and the answer's; an open-app step answered by a click reads as a
+click, its point as the answer's own). Written the other way round, the answer would take the
+ground truth's word instead: the mirror quirk. Either is what the script computes on such a line.
 """
 
 from __future__ import annotations
