@@ -27,9 +27,9 @@ OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 # the dataset's swipe word for a finger direction (vertical: the scroll word)
 WORD = {"up": "down", "down": "up", "left": "left", "right": "right"}
 DISTANCES = (0.005, 0.02, 0.035, 0.04, 0.045, 0.07, 0.1, 0.139, 0.14, 0.141, 0.2, 0.35)
-APPS = ("ZARA", "Google Chrome", "Gmail", "Settings", "WhatsApp Messenger", "微信", "Clock", "PocketBook")
-TEXTS = ("2 Piece sweatshirt", "weather in Paris", "natalie.larson1998@gmail.com", "10:30 am", "北京 天气",
-         "Hello", "pizza near me", "The Queen's Gambit")
+APPS = ("ZARA", "Google Chrome", "Gmail", "Settings", "WhatsApp Messenger", "微信", "Clock", "ReadMore")
+TEXTS = ("2 Piece sweatshirt", "weather in Paris", "alex.moreau@example.org", "10:30 am", "北京 天气",
+         "Hello", "pizza near me", "The Cat's Cradle")
 
 
 def _finger(p: list, q: list) -> str:

@@ -8,6 +8,7 @@ Every decision is asserted; one test per fixture part lists all the steps judged
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from harness.report.static_eval import decisions, load_predictions, score
 from tests.shared_data import reference
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+import make_scorer_fixture  # noqa: E402  (the generator: it makes the shared part's predictions again)
 # every profile with public scorer code (androidlens has none: its paper publishes no scorer)
 WITH_CODE = ("androidcontrol", "uis1-pipeline", "infigui-r1", "agentcpm-gui", "os-atlas", "ui-r1", "guiodyssey", "aitw")
 MIN_SCORED = 2000
@@ -85,6 +88,13 @@ def test_every_profile_agrees_with_its_scorer_on_the_shared_sample(tmp_path):
     assert head["fixture"].endswith("androidcontrol_test_300.jsonl")
     ids = [e.episode_id for e in load_dataset(sample)]
     assert [r["episode_id"] for r in rows] == ids  # the fixture refers to this very file
+    # the predictions are made again from the sample (the repository keeps none of its content)
+    cases = make_scorer_fixture.shared_cases(sample)
+    assert make_scorer_fixture.predictions_digest(cases) == head["predictions_sha256"], (
+        "scripts/static_predictions.py no longer makes the predictions the fixture was made with: "
+        "run tests/report/fixtures/make_scorer_fixture.py again")
+    for r, c in zip(rows, cases):
+        r["predictions"] = c["predictions"]
     diffs, scored = _differences(sample, rows, tmp_path)
     _assert_no_differences(diffs)
     assert all(scored[p] >= 1000 for p in WITH_CODE), scored

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 
-from .common import GT, Act, StaticEvalError, contains_either_way, enlarge_about_centre, inside
-from .uis1 import BBOX_ENLARGE, POINT_DISTANCE
+from .common import GT, Act, enlarge_about_centre, inside
+from .uis1 import BBOX_ENLARGE, POINT_DISTANCE, qwen_rules
 
 SOURCE = "Reallm-Labs/InfiGUI-R1 @ d280ab8, eval/android_control/evaluate_android_control.py"
 
@@ -40,36 +40,17 @@ def check_click_disc(p: tuple[float, float], boxes: list, point: tuple[float, fl
     return math.sqrt(dx ** 2 + dy ** 2) <= POINT_DISTANCE * max(w, h)
 
 
+def _finger_word(pred: Act, gt: GT) -> tuple[bool, bool]:
+    if "direction" not in gt.check:
+        return False, False  # the source raises on a missing word: counted neither right nor type-right
+    return True, pred.direction == gt.check["direction"]
+
+
 def match_infigui_r1(pred: Act, gt: GT) -> tuple[bool, bool]:
-    g = gt.act.kind
-    size = pred.size
-    if g == "wait":
-        ok = pred.kind == "wait"
-        return ok, ok
-    if g == "system_button":
-        if pred.kind != "system_button":
-            return False, False
-        return True, (pred.button or "").lower().strip() == (gt.check_button or "").lower().strip()
-    if g == "type":
-        return (True, contains_either_way(pred.text, gt.check_text)) if pred.kind == "type" else (False, False)
-    if g == "open":
-        if pred.kind == "open":
-            return True, contains_either_way(pred.text, gt.check_text)
-        if pred.kind == "click" and gt.boxes:
-            b = gt.boxes[0]
-            return True, check_click_disc(pred.p, gt.boxes, ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2), size)  # type: ignore[arg-type]
-        return False, False
-    if g == "swipe":
-        if pred.kind != "swipe":
-            return False, False
-        if "direction" not in gt.check:
-            return False, False  # the source raises on a missing word: counted neither right nor type-right
-        return True, pred.direction == gt.check["direction"]
-    if g in ("click", "long_press"):
-        if pred.kind != g:
-            return False, False
-        return True, check_click_disc(pred.p, gt.boxes, gt.check_point, size)  # type: ignore[arg-type]
-    raise StaticEvalError(f"infigui-r1 profile: unknown ground-truth action {g!r}")
+    def disc(p: tuple[float, float], boxes: list, point: tuple[float, float] | None) -> bool:
+        return check_click_disc(p, boxes, point, pred.size)
+
+    return qwen_rules(pred, gt, disc, _finger_word, "infigui-r1")
 
 
 KNOWN_FOR = ("UI-S1's rules with a disc of 0.04 x the longer side (96 px) and the swipe's finger direction "

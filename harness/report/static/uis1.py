@@ -20,6 +20,8 @@ Source: X-PLUG/MobileAgent @ 11cea575561fb7800b5fb6b6cafa56f7a91de11f,
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .common import GT, Act, StaticEvalError, contains_either_way, dist, enlarge_about_centre, inside
 
 SOURCE = "X-PLUG/MobileAgent @ 11cea57, UI-S1/evaluation/qwenvl_utils.py (evaluate_android_control_action)"
@@ -35,9 +37,19 @@ def check_click(p: tuple[float, float], boxes: list, point: tuple[float, float] 
     return point is not None and dist(point, p) <= POINT_DISTANCE
 
 
-def match_androidcontrol(pred: Act, gt: GT) -> tuple[bool, bool]:
-    """``evaluate_android_control_action``, rule for rule (it normalises predictions by the size of
-    the image the model saw; ours are screen pixels, so that size is the screen's)."""
+ClickRule = Callable[[tuple[float, float], list, "tuple[float, float] | None"], bool]
+SwipeRule = Callable[[Act, GT], "tuple[bool, bool]"]
+
+
+def _any_swipe(pred: Act, gt: GT) -> tuple[bool, bool]:
+    ok = pred.kind == "swipe"  # any swipe: the direction check is commented out in the source
+    return ok, ok
+
+
+def qwen_rules(pred: Act, gt: GT, click: ClickRule = check_click, swipe: SwipeRule = _any_swipe,
+               name: str = "androidcontrol") -> tuple[bool, bool]:
+    """``evaluate_android_control_action``'s structure (Qwen2.5-VL's AndroidControl evaluation, which
+    UI-S1 and InfiGUI-R1 keep), with the point rule and the swipe rule as parameters."""
     g = gt.act.kind
     if g == "wait":
         ok = pred.kind == "wait"
@@ -53,16 +65,21 @@ def match_androidcontrol(pred: Act, gt: GT) -> tuple[bool, bool]:
             return True, contains_either_way(pred.text, gt.check_text)
         if pred.kind == "click" and gt.boxes:  # the icon is on screen: the point is the first box's centre
             b = gt.boxes[0]
-            return True, check_click(pred.p, gt.boxes, ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))  # type: ignore[arg-type]
+            return True, click(pred.p, gt.boxes, ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))  # type: ignore[arg-type]
         return False, False
-    if g == "swipe":  # any swipe: the direction check is commented out in the source
-        ok = pred.kind == "swipe"
-        return ok, ok
+    if g == "swipe":
+        return swipe(pred, gt) if pred.kind == "swipe" else (False, False)
     if g in ("click", "long_press"):
         if pred.kind != g:
             return False, False
-        return True, check_click(pred.p, gt.boxes, gt.check_point)  # type: ignore[arg-type]
-    raise StaticEvalError(f"androidcontrol profile: unknown ground-truth action {g!r}")
+        return True, click(pred.p, gt.boxes, gt.check_point)  # type: ignore[arg-type]
+    raise StaticEvalError(f"{name} profile: unknown ground-truth action {g!r}")
+
+
+def match_androidcontrol(pred: Act, gt: GT) -> tuple[bool, bool]:
+    """``evaluate_android_control_action``, rule for rule (it normalises predictions by the size of
+    the image the model saw; ours are screen pixels, so that size is the screen's)."""
+    return qwen_rules(pred, gt)
 
 
 def match_uis1_pipeline(pred: Act, gt: GT) -> tuple[bool, bool]:
