@@ -156,3 +156,18 @@ def test_skipped_steps_are_reported_with_their_reason(tmp_path, profile, reason)
     assert skipped and all(v > 0 for v in skipped.values()), s["skipped_by_reason"]
     assert s["scored"] + s["skipped"] == len(r.steps) and s["steps"] == s["scored"]
     assert all(not st.ok and not st.type_ok for st in r.steps if st.skipped)
+
+
+def test_the_comparison_script_prints_every_profile_and_the_pairwise_table():
+    """scripts/compare_static_scorers.py without --scorers: our figures on seeded predictions (the
+    run with the scorers' code needs their checkouts: docs/reports.md gives its measurement)."""
+    import subprocess
+
+    root = FIXTURES.parents[2]
+    out = subprocess.run([sys.executable, str(root / "scripts" / "compare_static_scorers.py"), "--dataset", "none",
+                          "--synthetic", "40", "--edges"], capture_output=True, text=True, check=True, cwd=root).stdout
+    assert out.startswith("40 episodes, ") and "seeded predictions (seed 0)" in out
+    rows = {line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")}
+    assert set(WITH_CODE) | {"androidlens"} <= rows
+    assert "steps judged differently (% of the steps both score)" in out
+    assert "| androidcontrol | " in out.split("steps judged differently")[1]
