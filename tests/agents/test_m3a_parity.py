@@ -1,0 +1,121 @@
+"""M3A against AndroidWorld's own code: what ``tests/agents/fixtures/android_world/make_expected.py``
+got by running android_world's functions (commit d9c569f) is compared byte for byte with what
+``agents/m3a.py`` makes of the same input: the element lines (an authored dump with every edge case,
+and real devices' dumps from ../shared/reference), the history line and its action JSON, the
+prompt's action list, and the scroll geometry."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import m3a
+from agents.prompts import load_prompt
+from harness import hierarchy
+from harness.actions import Swipe
+from tests.shared_data import reference
+
+FIXTURES = Path(__file__).parent / "fixtures" / "android_world"
+EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+SCREEN = tuple(EXPECTED["screen"])
+
+
+def _dump(name: str) -> str:
+    if name == "elements.xml":
+        return (FIXTURES / name).read_text(encoding="utf-8")
+    return reference(*name.split("/")).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["element_lines"]))
+def test_each_element_line_is_the_one_androidworld_writes(name: str) -> None:
+    """Every node of the dump, described by us and by AndroidWorld's ``_generate_ui_element_description``
+    (strings pasted as they are, hint_text, is_focusable, no is_enabled / is_focused)."""
+    expected = EXPECTED["element_lines"][name]
+    elements = hierarchy.parse(_dump(name))
+    assert len(elements) == len(expected)
+    for e in elements:
+        assert m3a.describe_element(e.index, e) == expected[str(e.index)], e
+
+
+def test_the_edge_cases_the_authored_dump_holds_are_there() -> None:
+    """The authored dump is only worth its comparison if it holds each case the line form has."""
+    lines = "\n".join(EXPECTED["element_lines"]["elements.xml"].values())
+    for needle in ('"text": "Say "hi" \\ to {everyone}"', '"text": "two\nlines\tand a tab"', '"hint_text": "Password"',
+                   '"is_focusable": True', '"is_scrollable": True', '"is_selected": True', '"is_checked": True',
+                   '"is_editable": True', '"is_long_clickable": True', "你好", "✉️"):
+        assert needle in lines, needle
+    assert "is_enabled" not in lines and "is_focused" not in lines and "tooltip" not in lines
+    real = "\n".join(EXPECTED["element_lines"]["real_device/uiautomator/u2_facebook_drawing_order_hint.xml"].values())
+    assert '"is_focusable": True' in real
+
+
+def test_the_selected_elements_are_listed_with_androidworld_lines() -> None:
+    """The prompt's list: the marked elements, numbered 0..n-1, each line AndroidWorld's for it."""
+    xml = _dump("elements.xml")
+    by_bounds = {e.bounds: e for e in hierarchy.parse(xml)}
+    picked = m3a.elements_from_xml(xml, SCREEN)
+    assert len(picked) >= 10
+    # AndroidWorld's line for each node, under the number the element has in our list
+    want = [re.sub(r"^UI element \d+: \{\"index\": \d+", f'UI element {i}: {{"index": {i}',
+                   EXPECTED["element_lines"]["elements.xml"][str(by_bounds[e.bounds].index)])
+            for i, e in enumerate(picked)]
+    assert m3a.describe_elements(picked) == "\n".join(want)
+
+
+@pytest.mark.parametrize("row", EXPECTED["history"], ids=lambda r: r["output"][:24])
+def test_the_history_line_and_its_action_are_androidworlds(row: dict[str, str]) -> None:
+    """``Step N- Action selected: <json.dumps of the action>. <summary>`` as M3A writes it (non-ASCII
+    as \\u escapes, AndroidWorld's default json.dumps), for the model's own output."""
+    parsed = m3a.parse_detailed(row["output"], SCREEN, elements=_elements(4))
+    action = m3a.history_action(parsed.raw)
+    assert action == row["action"]
+    assert m3a.history_line(1, action, row["summary"]) == row["line"]
+    assert parsed.thought == row["reason"]
+
+
+def test_a_ground_truth_action_is_written_as_the_models_own() -> None:
+    """A static run's ground-truth line holds the same json.dumps form (ASCII escapes)."""
+    from harness.actions import TypeText
+    from harness.model import ModelConfig
+
+    agent = m3a.M3AAgent(m3a.M3AConfig(model=ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")))
+
+    assert agent.history_text(TypeText(text="你好", submit=True), SCREEN) == \
+        '{"action_type": "input_text", "text": "\\u4f60\\u597d"}'
+
+
+def test_the_prompt_lists_androidworlds_actions_with_their_keys() -> None:
+    """The action JSON forms of our m3a_en prompt: the same action types, each with the same keys,
+    in the same order within each form as AndroidWorld's PROMPT_PREFIX (the wording around them, and
+    the order of the list, are ours)."""
+    ours = [(m.group(1), re.findall(r'"(\w+)":', m.group(0))) for m in
+            re.finditer(r'\{"action_type": "(\w+)"[^}]*\}', load_prompt("m3a_en").text)]
+    theirs = [(a["action_type"], a["keys"]) for a in EXPECTED["prompt_actions"]]
+    assert sorted(ours) == sorted(theirs) and len(ours) == 12
+
+
+def _elements(n: int, bounds: tuple[int, int, int, int] = (0, 0, 100, 100)) -> list[hierarchy.Element]:
+    return [hierarchy.Element(index=i, text="", desc="", rid="", cls="android.widget.EditText", package="p",
+                              bounds=bounds, clickable=True, long_clickable=False, scrollable=True, checkable=False,
+                              checked=False, focused=False, enabled=True, selected=False, depth=1) for i in range(n)]
+
+
+@pytest.mark.parametrize("row", EXPECTED["scrolls"], ids=lambda r: f"{r['bounds']}-{r['direction']}")
+def test_scroll_moves_the_finger_as_androidworlds_actuation(row: dict[str, Any]) -> None:
+    """From the element's (or the screen's) centre to its edge, AndroidWorld's points exactly; an end
+    on the screen's far edge, which AndroidWorld sends one pixel off the screen, is its last pixel."""
+    w, h = SCREEN
+    if row["bounds"] is None:
+        text, elements = f'Action: {{"action_type": "scroll", "direction": "{row["direction"]}"}}', None
+    else:
+        text = f'Action: {{"action_type": "scroll", "direction": "{row["direction"]}", "index": 1}}'
+        elements = _elements(2, tuple(row["bounds"]))
+    act = m3a.parse_detailed(text, SCREEN, elements=elements or [])
+    assert isinstance(act.action, Swipe)
+    ex, ey = row["end"]
+    assert list(act.action.start) == row["start"]
+    assert list(act.action.end) == [min(ex, w - 1), min(ey, h - 1)]
