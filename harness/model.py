@@ -332,6 +332,12 @@ PROVIDER_KEYS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 
+def key_rule_text() -> str:
+    """What :func:`key_for` does with no variable named, in words (the CLI's help texts use it)."""
+    return " and ".join(f"{var} only to {where}" for var, _, where in PROVIDER_KEYS) + \
+        ", over https only; no key to any other endpoint"
+
+
 @dataclass(frozen=True)
 class KeyChoice:
     """The key a client sends (None: no Authorization header) and why, for messages (never the key)."""
