@@ -347,6 +347,21 @@ class KeyChoice:
     reason: str = ""
 
 
+# keys handed to this process by another (a farm actor gets the driver's), by variable name: read by
+# key_for before the environment, and never put into os.environ (a subprocess would inherit them)
+_PROVIDED_KEYS: dict[str, str] = {}
+
+
+def provide_keys(values: dict[str, str]) -> None:
+    """Make ``values`` (variable name -> key) what :func:`key_for` reads for those variables, ahead
+    of this process's environment, without putting them in it."""
+    _PROVIDED_KEYS.update(values)
+
+
+def _key_variable(name: str) -> str | None:
+    return _PROVIDED_KEYS.get(name) or os.environ.get(name)
+
+
 def key_for(config: ModelConfig) -> KeyChoice:
     """The API key for ``config``'s endpoint.
 
@@ -355,7 +370,7 @@ def key_for(config: ModelConfig) -> KeyChoice:
     named, ``OPENAI_API_KEY`` goes only to https://api.openai.com and ``DASHSCOPE_API_KEY`` only to
     DashScope's https hosts; every other endpoint (a local vLLM, a third-party judge) gets no key."""
     if config.api_key_env:
-        value = os.environ.get(config.api_key_env)
+        value = _key_variable(config.api_key_env)
         if not value:
             raise ValueError(f"{config.base_url}: the API key variable {config.api_key_env} (--model-api-key-env / "
                              "--judge-api-key-env) is not set")
@@ -366,7 +381,7 @@ def key_for(config: ModelConfig) -> KeyChoice:
         if pattern.fullmatch(host):
             if parts.scheme != "https":
                 return KeyChoice(None, None, f"no key: {var} goes to {where} over https only, not {parts.scheme}://")
-            value = os.environ.get(var)
+            value = _key_variable(var)
             if value:
                 return KeyChoice(value, var, f"{var} (the default for {where})")
             return KeyChoice(None, None, f"no key: {var} is not set")
@@ -533,10 +548,29 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SECRETISH = re.compile(r"(sk-[A-Za-z0-9_-]{6,}|Bearer\s+\S+)")
 
 
+def _key_forms(key: str | None) -> tuple[str, ...]:
+    """The key as text may hold it: as it is, and with ``/`` escaped the way JSON may write it."""
+    if not key or len(key) < 4:  # a key this short would blank ordinary text; none is that short
+        return ()
+    return (key, key.replace("/", "\\/")) if "/" in key else (key,)
+
+
+def _without_key(value: Any, key: str | None) -> Any:
+    """``value`` with the client's own key replaced in every string in it (a server that echoes the
+    caller's credential in a reply or an error). It relies on knowing the key, whatever its shape."""
+    if isinstance(value, str):
+        for form in _key_forms(key):
+            value = value.replace(form, "***")
+        return value
+    if isinstance(value, list):
+        return [_without_key(v, key) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_key(v, key) for k, v in value.items()}
+    return value
+
+
 def _scrub(text: str, key: str | None) -> str:
-    if key and len(key) >= 4:
-        text = text.replace(key, "***")
-    return _SECRETISH.sub("***", text)
+    return _SECRETISH.sub("***", _without_key(text, key))
 
 
 class ModelClient:
@@ -649,14 +683,14 @@ class ModelClient:
                 text = (message.content if message is not None else None) or ""
                 # a JSON "\ud83d" escape (half an emoji cut by max_tokens) decodes to a lone surrogate,
                 # which no str-typed action or record accepts: keep it as U+FFFD
-                text = _LONE_SURROGATE.sub("\ufffd", text)
+                text = _without_key(_LONE_SURROGATE.sub("\ufffd", text), self._key)
                 u = getattr(resp, "usage", None)
                 usage = {"prompt_tokens": getattr(u, "prompt_tokens", 0) or 0,
                          "completion_tokens": getattr(u, "completion_tokens", 0) or 0,
                          "total_tokens": getattr(u, "total_tokens", 0) or 0}
                 return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode,
                                   finish_reason=getattr(choice, "finish_reason", None),
-                                  tool_calls=_tool_calls(message))
+                                  tool_calls=_without_key(_tool_calls(message), self._key))
             except self._openai.APIStatusError as e:
                 status = e.status_code
                 body = _scrub(str(getattr(e, "message", e)), self._key)
@@ -691,7 +725,8 @@ class ModelClient:
             except self._openai.APIConnectionError as e:
                 last = f"connection failed: {_scrub(str(e), self._key)[:200]}"
             except (AttributeError, IndexError, TypeError, ValueError) as e:
-                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: {e}",
+                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: "
+                                 f"{_scrub(str(e), self._key)}",
                                  kind="malformed", attempts=attempts) from None
             if attempts > c.max_retries:
                 raise ModelError(f"{c.model} at {c.base_url}: failed after {attempts} attempt(s) in "
