@@ -97,7 +97,7 @@ def describe_element(i: int, e: Element) -> str:
     ``is_editable`` is read from the class (an EditText): a uiautomator dump does not carry the
     accessibility node's isEditable. AndroidWorld's ``tooltip`` field is never written: no uiautomator
     dumper holds a tooltip, and AndroidWorld's own accessibility reader never sets one.
-    tests/agents/test_m3a_elements.py compares this with AndroidWorld's function's output."""
+    tests/agents/test_m3a_parity.py compares this with AndroidWorld's function's output."""
     parts = [f'"index": {i}']
     parts += [f'"{name}": "{value}"' for name, value in
               (("text", e.text), ("content_description", e.desc), ("hint_text", e.hint)) if value]
@@ -416,7 +416,7 @@ class M3AConfig:
     summarize: bool = field(default=True, metadata={"help": "the second call that summarises each step"})
     enter_after_input: bool = field(default=True, metadata={"help": "input_text presses Enter after typing (M3A)"})
     # AndroidWorld's Gpt4Wrapper sends the screenshots at full size as JPEG (agents/infer.py,
-    # _array_to_jpeg_bytes: Image.save(format='JPEG') with no options, i.e. Pillow's default quality 75)
+    # image_to_jpeg_bytes: Image.save(format='JPEG') with no options, i.e. Pillow's default quality 75)
     max_side: int = field(default=0, metadata={"help": "longest side of the images sent (0: full size, as M3A)"})
     image_format: Literal["png", "jpeg"] = field(default="jpeg", metadata={"help": "image encoding"})
     jpeg_quality: int = field(default=75, metadata={"help": "JPEG quality when image_format=jpeg (75: Pillow's "

@@ -6,6 +6,7 @@ prompt's action list, and the scroll geometry."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -119,3 +120,56 @@ def test_scroll_moves_the_finger_as_androidworlds_actuation(row: dict[str, Any])
     ex, ey = row["end"]
     assert list(act.action.start) == row["start"]
     assert list(act.action.end) == [min(ex, w - 1), min(ey, h - 1)]
+
+
+def test_each_request_is_the_payload_androidworlds_gpt4wrapper_builds() -> None:
+    """``Gpt4Wrapper.predict_mm`` (infer.py, quoted in the fixture): one user message, its text
+    first, then one ``data:image/jpeg;base64`` image per screenshot; M3A's action call passes the
+    plain screenshot then the Set-of-Mark one, its summary call the marked before and after screens
+    (m3a.py's two ``predict_mm`` calls). Two steps over a simulated phone: the requests have that
+    shape, and the action call's first image is the screenshot saved as ``image_to_jpeg_bytes`` does."""
+    import base64
+
+    from PIL import Image
+
+    from harness.episode import EpisodeContext, Observation
+    from harness.model import ModelConfig
+    from harness.sim.phone import SimPhone
+    from harness.tasks import Task
+    from tests.fakes.model_server import Reply, ScriptedModelServer
+
+    quoted = EXPECTED["quotations"]["infer.py Gpt4Wrapper.predict_mm (request parts)"]
+    for fact in ("'role': 'user'", "{'type': 'text', 'text': text_prompt}", "for image in images:",
+                 "'type': 'image_url'", "f'data:image/jpeg;base64,{self.encode_image(image)}'"):
+        assert fact in quoted, fact
+    assert "'role': 'system'" not in quoted
+    screen = (540, 1200)
+    phone = SimPhone(*screen)
+    phone.reset()
+    replies = [Reply('Reason: go home.\nAction: {"action_type": "navigate_home"}'), Reply("Went home."),
+               Reply('Reason: done.\nAction: {"action_type": "status", "goal_status": "complete"}')]
+    with ScriptedModelServer(replies) as srv:
+        agent = m3a.M3AAgent(m3a.M3AConfig(model=ModelConfig(base_url=srv.base_url, model="m", max_retries=0)))
+        agent.reset(EpisodeContext(task=Task(id="t", instruction="Go home.", reference_steps=1), screen_size=screen,
+                                   seed=0, device_serial="x"))
+        shots = []
+        for step in (1, 2):
+            png = phone.screencap_png()
+            shots.append(png)
+            agent.step(Observation(step=step, screenshot=png, screen_size=screen, hierarchy=phone.hierarchy_xml,
+                                   instruction="Go home.", language="en"))
+            phone.keyevent("HOME")
+        requests = [r["messages"] for r in srv.requests]
+    assert len(requests) == 3  # action, summary of step 1, action
+    for messages in requests:
+        assert len(messages) == 1 and messages[0]["role"] == "user"
+        content = messages[0]["content"]
+        assert [p["type"] for p in content] == ["text", "image_url", "image_url"]
+        assert all(p["image_url"]["url"].startswith("data:image/jpeg;base64,") for p in content[1:])
+    assert "Go home." in requests[0][0]["content"][0]["text"]
+    assert '"action_type": "navigate_home"' in requests[1][0]["content"][0]["text"]  # the summary prompt
+    theirs = io.BytesIO()
+    Image.open(io.BytesIO(shots[0])).convert("RGB").save(theirs, format="JPEG")
+    first = requests[0][0]["content"]
+    assert base64.b64decode(first[1]["image_url"]["url"].split(",", 1)[1]) == theirs.getvalue()
+    assert first[2]["image_url"]["url"] != first[1]["image_url"]["url"]  # the marked copy
