@@ -2,7 +2,8 @@
 got by running android_world's functions (commit d9c569f) is compared byte for byte with what
 ``agents/m3a.py`` makes of the same input: the element lines (an authored dump with every edge case,
 and real devices' dumps from ../shared/reference), the history line and its action JSON, the
-prompt's action list, and the scroll geometry."""
+prompt's action list, what each action does on the phone (the scroll geometry among them), and the
+shape of the requests (``Gpt4Wrapper.predict_mm``, quoted)."""
 
 from __future__ import annotations
 
@@ -173,3 +174,43 @@ def test_each_request_is_the_payload_androidworlds_gpt4wrapper_builds() -> None:
     first = requests[0][0]["content"]
     assert base64.b64decode(first[1]["image_url"]["url"].split(",", 1)[1]) == theirs.getvalue()
     assert first[2]["image_url"]["url"] != first[1]["image_url"]["url"]  # the marked copy
+
+
+def _as_androidworld_calls(actions: list[Any]) -> list[list[Any]]:
+    """Our unified actions written as the adb helpers AndroidWorld's actuation calls for them; a field
+    cleared first is one ``clear`` (AndroidWorld: Ctrl+A then Delete; ours: the device's typer)."""
+    from harness.actions import Click, DoubleTap, Key, LongPress, TypeText
+
+    out: list[list[Any]] = []
+    for a in actions:
+        if isinstance(a, (Click, LongPress, DoubleTap)):
+            out.append([{Click: "tap_screen", LongPress: "long_press", DoubleTap: "double_tap"}[type(a)], a.x, a.y])
+        elif isinstance(a, TypeText):
+            out += [["clear"]] * a.clear + [["type_text", a.text]] + [["press_enter_button"]] * a.submit
+        elif isinstance(a, Key):
+            out.append([f"press_{a.key}_button"])
+        else:
+            raise AssertionError(f"no AndroidWorld helper for {a!r}")
+    return out
+
+
+@pytest.mark.parametrize("row", EXPECTED["actuations"], ids=lambda r: json.dumps(r["action"], ensure_ascii=False))
+def test_each_action_does_what_androidworlds_actuation_does(row: dict[str, Any]) -> None:
+    """``execute_adb_action``'s helper calls, in order (fixture), against our actions for the same
+    JSON: a tap, long press or double tap on the element's centre (``int`` of its bounds' centre) or
+    at x, y; ``input_text`` = a tap on the element, the field cleared when ``clear_text``, the text,
+    then Enter; the keys. An element partly off the screen is tapped at the centre of its visible
+    part (AndroidWorld taps its bounds' centre, which can be off the screen: the table says so)."""
+    bounds = row["bounds"]
+    elements = _elements(2, tuple(bounds)) if bounds is not None else []
+    parsed = m3a.parse_detailed(f"Reason: r\nAction: {json.dumps(row['action'], ensure_ascii=False)}", SCREEN,
+                                elements=elements)
+    theirs = [["clear"] if c[:4] == ["request", "shell", "input", "keycombination"] else c for c in row["calls"]]
+    ours = _as_androidworld_calls(parsed.actions)
+    w, h = SCREEN
+    if bounds is not None and (bounds[0] < 0 or bounds[1] < 0 or bounds[2] > w or bounds[3] > h):
+        x1, y1, x2, y2 = max(bounds[0], 0), max(bounds[1], 0), min(bounds[2], w), min(bounds[3], h)
+        assert theirs == [["tap_screen", int((bounds[0] + bounds[2]) / 2), int((bounds[1] + bounds[3]) / 2)]]
+        assert ours == [["tap_screen", (x1 + x2) // 2, (y1 + y2) // 2]]
+    else:
+        assert ours == theirs
