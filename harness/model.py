@@ -39,7 +39,7 @@ import re
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import IntEnum
 from typing import Any, Iterator, Literal
 from urllib.parse import urlsplit
@@ -573,6 +573,13 @@ def _scrub(text: str, key: str | None) -> str:
     return _SECRETISH.sub("***", _without_key(text, key))
 
 
+def _reply_without_key(res: "ChatResult", key: str | None) -> "ChatResult":
+    """``res`` with ``key`` taken out of every text it holds (all its fields, whatever they are)."""
+    if not _key_forms(key):
+        return res
+    return replace(res, **{f.name: _without_key(getattr(res, f.name), key) for f in fields(res)})
+
+
 class ModelClient:
     """Thread-safe, synchronous chat completions against one endpoint and model."""
 
@@ -649,10 +656,13 @@ class ModelClient:
         if meter is not None:
             meter.enter()
         try:
-            res = self._chat(messages, json_schema, priority)
-        except ModelError:
+            # what leaves the client never holds its own key: a server may echo the caller's
+            # credential in a reply, a model name, an error body or a header quoted in an error
+            res = _reply_without_key(self._chat(messages, json_schema, priority), self._key)
+        except ModelError as e:
             if meter is not None:
                 meter.record(role, None, failed=True)
+            e.args = tuple(_scrub(a, self._key) if isinstance(a, str) else a for a in e.args)
             raise
         finally:
             if meter is not None:
@@ -683,14 +693,14 @@ class ModelClient:
                 text = (message.content if message is not None else None) or ""
                 # a JSON "\ud83d" escape (half an emoji cut by max_tokens) decodes to a lone surrogate,
                 # which no str-typed action or record accepts: keep it as U+FFFD
-                text = _without_key(_LONE_SURROGATE.sub("\ufffd", text), self._key)
+                text = _LONE_SURROGATE.sub("\ufffd", text)
                 u = getattr(resp, "usage", None)
                 usage = {"prompt_tokens": getattr(u, "prompt_tokens", 0) or 0,
                          "completion_tokens": getattr(u, "completion_tokens", 0) or 0,
                          "total_tokens": getattr(u, "total_tokens", 0) or 0}
                 return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode,
                                   finish_reason=getattr(choice, "finish_reason", None),
-                                  tool_calls=_without_key(_tool_calls(message), self._key))
+                                  tool_calls=_tool_calls(message))
             except self._openai.APIStatusError as e:
                 status = e.status_code
                 body = _scrub(str(getattr(e, "message", e)), self._key)
@@ -725,8 +735,7 @@ class ModelClient:
             except self._openai.APIConnectionError as e:
                 last = f"connection failed: {_scrub(str(e), self._key)[:200]}"
             except (AttributeError, IndexError, TypeError, ValueError) as e:
-                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: "
-                                 f"{_scrub(str(e), self._key)}",
+                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: {e}",
                                  kind="malformed", attempts=attempts) from None
             if attempts > c.max_retries:
                 raise ModelError(f"{c.model} at {c.base_url}: failed after {attempts} attempt(s) in "

@@ -85,6 +85,28 @@ def test_a_reply_that_echoes_the_key_comes_back_without_it(key, monkeypatch) -> 
     assert res.text.endswith("Action: press_back()") and res.tool_calls[0]["name"] == "mobile_use"
 
 
+@pytest.mark.parametrize("key", KEYS)
+def test_a_reply_body_with_the_key_in_any_field_comes_back_without_it(key, monkeypatch) -> None:
+    """Every field of the result is taken from the server (the model's name, the finish reason, the
+    text): the key is out of all of them, whichever the server put it in."""
+    monkeypatch.setenv("ANY_SHAPE_KEY", key)
+    box: list[ScriptedModelServer] = []
+
+    def body(req: dict[str, Any], auth: str) -> Reply:
+        return Reply(raw_body=json.dumps({
+            "id": "x", "object": "chat.completion", "created": 0, "model": f"served-as-{auth[7:]}",
+            "choices": [{"index": 0, "finish_reason": f"stop {auth[7:]}",
+                         "message": {"role": "assistant", "content": f"ok {auth}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode())
+
+    with ScriptedModelServer(echoing(lambda: box[0], body)) as s:
+        box.append(s)
+        res = ModelClient(ModelConfig(base_url=s.base_url, model="m", api_key_env="ANY_SHAPE_KEY",
+                                      max_retries=0)).chat([user_message("x")])
+    assert_no_key(repr(res), "the result")
+    assert res.model == "served-as-***" and res.text == "ok Bearer ***" and res.finish_reason == "stop ***"
+
+
 def _judge_reply(req: dict[str, Any], auth: str) -> Reply:
     """A valid judge or monitor answer whose free text carries the credential it was sent."""
     from tests.judges.helpers import good_reply
