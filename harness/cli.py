@@ -595,12 +595,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--details", action="store_true", help="print the raw action, thought and repair notes too")
     ap.set_defaults(run=cmd_agents_parse)
 
+    from harness.model import key_rule_text
+
     demo = sub.add_parser("demo", help="the main job on simulated phones: replay (some perturbed, some unsafe), oracle judge, table")
     demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")
     demo.add_argument("--phones", type=int, default=2, help="simulated phones in parallel")
     demo.add_argument("--seed", type=int, default=3)
     demo.add_argument("--judge-base-url", help="with --judge-model: also judge the clean slice online (crate, crate-s, "
-                                               "the crate-s gate) on this OpenAI-compatible endpoint")
+                                               "the crate-s gate) on this OpenAI-compatible endpoint; API keys for "
+                                               f"it and --model-base-url: {key_rule_text()}")
     demo.add_argument("--judge-model", help="judge model name as the server knows it")
     demo.add_argument("--model-base-url", help="with --model: a model agent plays the judged (or an extra) run")
     demo.add_argument("--model", dest="model_name", help="agent model name as the server knows it")
