@@ -277,7 +277,9 @@ def decode(s: str) -> Any:
     except _Duplicate:
         raise
     except (ValueError, RecursionError) as e:
-        first: Exception = e
+        # the message only: the exception itself holds this frame through its traceback, a cycle that
+        # kept each reply's call stack (and the judge's step futures) alive until a garbage collection
+        first = str(e)
     if len(s) > LENIENT_MAX:
         raise ValueError(f"not valid JSON ({first})")
     t = _TRAILING_COMMA.sub(r"\1", s)

@@ -159,12 +159,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
+    from harness.model import key_rule_text
+
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", dest="model_name", help="model name as the server knows it")
     g.add_argument("--model-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
-                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
+                   help="environment variable holding this endpoint's API key, sent to --model-base-url and to no "
+                        f"other endpoint (set but empty or unset: an error); without it: {key_rule_text()}")
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
@@ -178,7 +180,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
     j.add_argument("--judge-model", help="judge model name")
     j.add_argument("--judge-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the judge endpoint's API key (default as --model-api-key-env)")
+                   help="environment variable holding the judge endpoint's API key, sent to --judge-base-url and to "
+                        "no other endpoint (set but empty or unset: an error); never taken from --model-api-key-env: "
+                        f"without it, {key_rule_text()}")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
     j.add_argument("--judge-timeout", type=float, default=120.0)
