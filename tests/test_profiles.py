@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -118,18 +116,16 @@ def test_a_capture_redacts_identifiers_of_real_getprop_listings(file, props):
         "e-mail address (account)", "intent data URI"}
 
 
-def _capture_cli(adb, serial: str, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "devices", "capture", serial, "--out", str(out),
-                           "--adb-port", str(adb.port)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile_phone, tmp_path, serve_sim, capsys):
+    from harness.cli import main  # the command line in this process (the phone is served in it)
 
-
-def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile_phone, tmp_path, serve_sim):
     phone = profile_phone("mtk-tablet-android13").fresh(tmp_path / "log1.jsonl")
     assert phone.phone.launch("com.android.settings")
-    r = _capture_cli(adb, phone.serial, tmp_path / "first")
-    assert r.returncode == 0, r.stderr
-    assert "tb8168p1_64_bsp_k510, Android 13 (SDK 33)" in r.stdout and "ro.serialno" in r.stdout
-    assert "in front: com.android.settings/com.android.settings.Settings" in r.stdout
+    rc = main(["devices", "capture", phone.serial, "--out", str(tmp_path / "first"), "--adb-port", str(adb.port)])
+    said = capsys.readouterr()
+    assert rc == 0, said.err
+    assert "tb8168p1_64_bsp_k510, Android 13 (SDK 33)" in said.out and "ro.serialno" in said.out
+    assert "in front: com.android.settings/com.android.settings.Settings" in said.out
     # nothing on the phone changed: every command it received is on the read-only list
     cmds = read_command_log(tmp_path / "log1.jsonl")
     argvs = [argv for rec in cmds for argv in rec["argv"]]
@@ -263,3 +259,15 @@ def test_keys_on_the_touch_controllers_node_act_on_the_phone(profile_phone):
     assert phone.phone.current_focus()[0] != "com.android.settings"
     assert list(sh.evdev.touches) == ["/dev/input/event6", "/dev/input/event5"]  # the screen and the pen
     assert sh.evdev.device("/dev/input/event6").slot == 1  # as listed: ABS_MT_SLOT value 1
+
+
+def test_sim_serve_answers_in_a_profile_from_the_command_line(adb, sim_process):
+    """``harness sim serve --as-phone --profile NAME``, as a user starts it (the one profile phone
+    of these tests in a process of its own)."""
+    from harness.device.adb import AdbDevice
+
+    dev = AdbDevice(sim_process("--as-phone", "--profile", "mtk-tablet-android13"), port=adb.port)
+    d = dev.describe()
+    assert (d.model, d.sdk, d.size, d.density, d.kind) == ("tb8168p1_64_bsp_k510", "33", (480, 800), 240, "phone")
+    assert dev.shell(["getevent", "-lp"]) == P.load("mtk-tablet-android13").text("getevent -lp").strip()
+    assert dev.current_app()[0] == "com.android.launcher3"  # read from the tablet's layout, home in front
