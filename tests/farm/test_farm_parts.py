@@ -178,7 +178,7 @@ def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(mon
     assert {"adb", "Connection", "refused", "unauthorized"} <= words
 
 
-def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch):
+def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp_path):
     """A device actor is handed the driver's keys (``Secrets``): its key lookup has them, while its
     environment, and so every process it starts (an adb server it restarts), does not; the repr
     names the variable only. The key has a shape no redaction pattern knows. (The cluster scenario
@@ -192,9 +192,17 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch):
     monkeypatch.setattr(model, "_PROVIDED_KEYS", {})
     monkeypatch.delenv(var, raising=False)
 
+    from types import SimpleNamespace
+
+    from harness.device import phone_lock
+
+    # the actor holds the phone's lock and journals it (no prepare: nothing reaches a phone)
+    monkeypatch.setenv(phone_lock.LOCKS_ENV, str(tmp_path / "locks"))
+    monkeypatch.setenv("CRATE_HARNESS_STATE", str(tmp_path / "state"))
+
     class Config:
-        def open(self, serial: str) -> str:
-            return f"device {serial}"
+        def open(self, serial: str) -> SimpleNamespace:
+            return SimpleNamespace(serial=serial, host="127.0.0.1", port=9, kind=lambda: "phone")
 
     before = dict(os.environ)
     try:
@@ -202,7 +210,7 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch):
         env_after = dict(os.environ)
     finally:
         os.environ.pop(var, None)  # what a regression would have left behind
-    assert actor.device == "device s1" and env_after == before
+    assert actor.close()["failed"] == [] and actor.device.serial == "s1" and env_after == before
     assert model.key_for(model.ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
     child = subprocess.run([sys.executable, "-c", f"import os; print(os.environ.get({var!r}))"],
                            capture_output=True, text=True, check=True).stdout
