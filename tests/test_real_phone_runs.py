@@ -36,11 +36,9 @@ from tests.fakes.held_commands import HeldCommands
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.tcp_forward import TcpForward
 from tests.judges.helpers import good_reply
+from tests.shared_data import reference
 
 ROOT = Path(__file__).resolve().parent.parent
-SPA_ENG = ROOT.parent / "shared" / "reference" / "spa-bench" / "single-app-ENG.csv"
-if not SPA_ENG.exists():  # CI lays the shared data out beside the repository; a dev machine at /work/shared
-    SPA_ENG = Path("/work/shared/reference/spa-bench/single-app-ENG.csv")
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
 
@@ -81,13 +79,12 @@ CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list."
 
 @pytest.mark.slow
 def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim, tmp_path):
-    if not SPA_ENG.exists():
-        pytest.skip("SPA-Bench reference CSVs are not available")
+    spa_eng = reference("spa-bench", "single-app-ENG.csv")  # ../shared beside the repository, as on CI
     log = tmp_path / "commands.jsonl"
     sim = serve_sim(as_phone=True, command_log=log)
     originals = _globals(sim)
     suite = tmp_path / "spa"
-    p = _harness(["tasks", "import", "spa-bench", str(SPA_ENG), "--out", str(suite)], None)
+    p = _harness(["tasks", "import", "spa-bench", str(spa_eng), "--out", str(suite)], None)
     assert _done(p)[0] == 0
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"contacts_0_ENG": [
