@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import __version__
+from harness.ports import StartError
 from harness.tasks import TaskError, errors_of
 from harness.user_error import UserError
 
@@ -710,6 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except StartError as e:  # a server of our own (adb's, a simulated phone) could not start: what was tried, what to do
+        print(f"harness: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130

@@ -93,21 +93,15 @@ class Lab:
         from harness.device.adb_server import AdbServer
 
         self.adb = AdbServer().start()
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list[Any] = []
         self.tmp = Path(tempfile.mkdtemp(prefix="crate-bench-"))
 
     def phone(self, size: str = "1080x2400", *extra: str) -> str:
-        from harness.device.adb_server import free_port, wait_port
+        from harness.sim.process import start_sim_process
 
-        port = free_port()
-        log = open(self.tmp / f"sim-{port}.log", "w")
-        p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--size", size,
-                              *extra],
-                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        self.procs.append(p)
-        if not wait_port(port, 30):
-            raise RuntimeError(f"simulated phone on port {port} did not start (log: {log.name})")
-        return self.adb.connect(f"127.0.0.1:{port}")
+        phone = start_sim_process(["--size", size, *extra], self.tmp / f"sim-{len(self.procs)}.log", cwd=ROOT)
+        self.procs.append(phone)
+        return self.adb.connect(phone.address)
 
     def device(self, serial: str, **kw: Any):
         from harness.device.adb import AdbDevice
@@ -116,12 +110,7 @@ class Lab:
 
     def close(self) -> None:
         for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            p.stop()
         self.adb.stop()
         import shutil
 

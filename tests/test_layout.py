@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
-              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.live.records")),
+              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports", "harness.live.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm", "harness.live.operator")),
