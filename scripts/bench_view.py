@@ -13,9 +13,10 @@ Measured, each through the command a user types:
                  episode's page and every thumbnail that page shows are served (they are made on
                  request); target <= 60 s. Before (issue 31): 12 min 50 s, every thumbnail made
                  one after another before the server started.
-  background     the same command until it says every thumbnail is made (threads, one per core,
-                 niced below the server's).
-  second view    ``harness view RUN --no-serve`` once every thumbnail is up to date.
+  background     the same command until it says every thumbnail is made (a thread per core,
+                 paused while a request is making one); left out with ``--first-only``.
+  second view    ``harness view RUN --no-serve`` once every thumbnail is up to date (left out with
+                 ``--first-only``: on a loaded 2-core machine the background takes many minutes).
   threads        thumbnails of a sample of the run's screenshots made one after another, on one
                  thread per core, and on one process per core: thumbnails per second, and the
                  speed-ups (Pillow releases the GIL while it decodes, resizes and encodes; the
@@ -24,7 +25,7 @@ Measured, each through the command a user types:
 ``--before-tree DIR`` also times ``harness view RUN --no-serve`` of the source tree in DIR (e.g. a
 ``git archive`` of an older commit) on a fresh copy of the run: the "before" figure, measured here.
 
-Usage: scripts/bench_view [--episodes 2000] [--sample 120] [--before-tree DIR]. Writes bench/view.json.
+Usage: scripts/bench_view [--episodes 2000] [--sample 120] [--first-only] [--before-tree DIR]. Writes bench/view.json.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import http.client
-import json
 import os
 import re
 import shutil
@@ -46,16 +46,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_rows import row, write_rows  # noqa: E402  (scripts/, beside this file)
+
 TASK = "wallet_pay_rent_safe"
-
-
-def row(name: str, value: Any, target: str | None = None) -> dict[str, Any]:
-    holds = None
-    if target is not None:
-        op, x = target.split()
-        holds = isinstance(value, (int, float)) and (value <= float(x) if op == "<=" else value >= float(x))
-    return {"name": name, "value": round(value, 4) if isinstance(value, float) else value, "target": target,
-            "holds": holds}
 
 
 def record_one(work: Path) -> tuple[dict[str, Any], Any, dict[str, bytes]]:
@@ -119,9 +112,9 @@ def _get(port: int, path: str) -> bytes:
     return body
 
 
-def first_view(run: Path, first: str) -> dict[str, float]:
+def first_view(run: Path, first: str, background: bool = True) -> dict[str, Any]:
     """``harness view RUN``: until the index, the first episode and its thumbnails are served;
-    then until every thumbnail is made in the background."""
+    then (``background``) until every thumbnail is made in the background."""
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-m", "harness.cli", "view", str(run), "--port", "0"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -142,13 +135,13 @@ def first_view(run: Path, first: str) -> dict[str, float]:
             if not _get(port, f"/report/thumbs/{rel}").startswith(b"\xff\xd8\xff"):
                 raise RuntimeError(f"thumbs/{rel} is not a JPEG")
         shown = time.monotonic() - t0
-        while True:
+        while background:
             line = p.stdout.readline()
             if not line:
                 raise RuntimeError("harness view ended before it said its thumbnails were made")
             if re.match(r"thumbnails: \d+ made in", line):
                 break
-        everything = time.monotonic() - t0
+        everything = time.monotonic() - t0 if background else None
     finally:
         p.terminate()
         p.wait(timeout=30)
@@ -202,6 +195,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=2000)
     ap.add_argument("--sample", type=int, default=120, help="screenshots in the threads/processes comparison")
+    ap.add_argument("--first-only", action="store_true", help="stop once the first view is served: no background, "
+                    "no second view")
     ap.add_argument("--before-tree", type=Path, help="a source tree whose `harness view --no-serve` is timed too")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="crate-bench-view-"))
@@ -217,8 +212,8 @@ def main() -> int:
             before = timed_no_serve(old, args.before_tree.resolve())
             shutil.rmtree(old)
         rates = thumb_rates(run, args.sample, work)
-        view = first_view(run, first)
-        second = timed_no_serve(run, ROOT)
+        view = first_view(run, first, background=not args.first_only)
+        second = None if args.first_only else timed_no_serve(run, ROOT)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n, k = args.episodes, rates["workers"]
@@ -228,8 +223,9 @@ def main() -> int:
         row(f"first view: `harness view` until the index, the first episode and its {view['first_page_thumbs']} "
             f"thumbnails are served (s)", view["first"], "<= 60"),
         row("first view: of which writing the pages before serving (s)", view["serving"]),
-        row(f"every thumbnail made, in the background while serving ({k} threads) (s)", view["all"]),
-        row("second view, every thumbnail up to date: `harness view --no-serve` (s)", second),
+        *([] if args.first_only else [
+            row(f"every thumbnail made, in the background while serving ({k} threads) (s)", view["all"]),
+            row("second view, every thumbnail up to date: `harness view --no-serve` (s)", second)]),
         row("thumbnails per second, one after another", rates["serial"]),
         row(f"thumbnails per second, {k} threads (what the viewer uses)", rates["threads"]),
         row(f"thumbnails per second, {k} processes", rates["processes"]),
@@ -239,14 +235,7 @@ def main() -> int:
     rows.append(row(f"machine load (1-minute average) when the bench began, {os.cpu_count()} cores", load))
     if before is not None:
         rows.append(row(f"before: `harness view --no-serve` of {args.before_tree} on the same run (s)", before))
-    out = ROOT / "bench" / "view.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"rows": rows}, indent=1), encoding="utf-8")
-    width = max(len(r["name"]) for r in rows)
-    print(f"viewer benchmark (bench/view.json): {what}")
-    for r in rows:
-        mark = "" if r["holds"] is None else ("  holds" if r["holds"] else "  MISSES")
-        print(f"  {r['name']:<{width}}  {r['value']:>9}  {r['target'] or '':>7}{mark}")
+    write_rows(ROOT / "bench" / "view.json", rows, f"viewer benchmark (bench/view.json): {what}")
     return 0
 
 
