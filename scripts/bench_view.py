@@ -126,6 +126,7 @@ def first_view(run: Path, first: str, background: bool = True) -> dict[str, Any]
                 raise RuntimeError(f"harness view did not start serving: {''.join(said)[-3000:]}")
         port = int(m.group(1))
         serving = time.monotonic() - t0
+        cpu = cpu_s(p.pid)
         _get(port, "/")
         page = _get(port, f"/report/episodes/{first}.html").decode("utf-8")
         thumbs = re.findall(r'src="\.\./thumbs/([^"]+\.jpg)"', page)
@@ -145,7 +146,18 @@ def first_view(run: Path, first: str, background: bool = True) -> dict[str, Any]
     finally:
         p.terminate()
         p.wait(timeout=30)
-    return {"serving": serving, "first": shown, "all": everything, "first_page_thumbs": len(thumbs)}
+    return {"serving": serving, "cpu": cpu, "first": shown, "all": everything, "first_page_thumbs": len(thumbs)}
+
+
+def cpu_s(pid: int) -> float | None:
+    """The CPU time (user + system, s) process ``pid`` has used so far (Linux: /proc/PID/stat,
+    fields 14 and 15 in clock ticks, proc(5)); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()  # after the command's name, which may hold spaces
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed_no_serve(run: Path, cwd: Path, timeout: float = 7200) -> float:
@@ -223,6 +235,8 @@ def main() -> int:
         row(f"first view: `harness view` until the index, the first episode and its {view['first_page_thumbs']} "
             f"thumbnails are served (s)", view["first"], "<= 60"),
         row("first view: of which writing the pages before serving (s)", view["serving"]),
+        row("first view: CPU time of `harness view` until it serves (s; about what the wall above is on a core of its own)",
+            view["cpu"]),
         *([] if args.first_only else [
             row(f"every thumbnail made, in the background while serving ({k} threads) (s)", view["all"]),
             row("second view, every thumbnail up to date: `harness view --no-serve` (s)", second)]),

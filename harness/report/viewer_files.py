@@ -48,10 +48,26 @@ def make_dir(path: Path, out: Path) -> Path:
     return path
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 def source_size(src: Path) -> tuple[int, int] | None:
-    """The screenshot's size, read from its header alone; None when it is not an image."""
+    """The screenshot's size, read from its header alone; None when it is not an image.
+
+    A PNG's size is its first chunk's (IHDR: width and height, 4 bytes big-endian each, right
+    after the 8-byte signature and the chunk's length and type; PNG specification, W3C, 2nd ed.,
+    sections 5.2 and 11.2.2): 24 bytes read, where opening it with Pillow took 4 to 10 times the
+    CPU (0.1-0.2 ms against 0.02-0.03), a quarter of writing a big run's pages. Other images: Pillow."""
     from PIL import Image
 
+    try:
+        with open(src, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR":
+        w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        return (w, h) if w > 0 and h > 0 else None
     try:
         with Image.open(src) as im:
             return im.size
