@@ -24,11 +24,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
               "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports", "harness.live.records")),
-    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.importers")),
+    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.replies",
+                                         "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm", "harness.live.operator")),
-    ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.task_checks",
-                  "harness.task_trials", "harness.report", "harness.demo", "harness.live", "harness.recorder")),
+    ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
+                  "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
+                  "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
 ]
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins
