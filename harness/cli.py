@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import __version__
+from harness.ports import StartError
 from harness.tasks import TaskError, errors_of
 from harness.user_error import UserError
 
@@ -387,16 +388,18 @@ def cmd_static_run(args: argparse.Namespace) -> int:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from harness.report.serve import LOOPBACK, ViewServer
-    from harness.report.viewer import write_viewer
+    from harness.report.viewer import write_pages
 
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
+    thumbs = None
     if args.live:
         server = _live_server(args)
         what = f"the live view of {args.run_dir}"
     else:
-        try:
-            index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
+        try:  # serving: thumbnails made in the background and on request; --no-serve: all made first
+            index, thumbs = write_pages(args.run_dir, args.judgements or None, offline=not args.no_judgements,
+                                        out=args.out, later=not args.no_serve)
         except (FileNotFoundError, ValueError) as e:
             raise UserError(str(e)) from None
         except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
@@ -407,11 +410,16 @@ def cmd_view(args: argparse.Namespace) -> int:
             print(f"viewer written: {index}")
             return 0
         try:
-            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
+            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir, thumbnails=thumbs)
         except OSError as e:
             raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
         what = str(index.parent)
     print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
+    if thumbs is not None and len(thumbs):
+        print(f"thumbnails: {len(thumbs)} to make, in the background and at once for a page that asks; until then "
+              "a page read from disk shows the full screenshot in a thumbnail's place", flush=True)
+        thumbs.start(on_done=lambda t, took: print(
+            f"thumbnails: {t.made} made in {took:.0f} s" + (f", {t.failed} unreadable" if t.failed else ""), flush=True))
     if args.host not in LOOPBACK:
         print("warning: anyone who can reach this address can read the run's screenshots and outputs",
               file=sys.stderr, flush=True)
@@ -425,6 +433,9 @@ def cmd_view(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
+    if thumbs is not None and len(thumbs):  # stopped before the background was done: say what is left
+        print(f"thumbnails: {len(thumbs)} not made; the pages show those screenshots full size until "
+              f"`harness view` runs again (--no-serve makes them all)", flush=True)
     return 0
 
 
@@ -686,7 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("run_dir", metavar="RUN", help="run folder")
     vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
     vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
-    vw.add_argument("--no-serve", action="store_true", help="only write the pages")
+    vw.add_argument("--no-serve", action="store_true", help="only write the pages, every thumbnail made first "
+                    "(when serving, thumbnails are made in the background and on request)")
     vw.add_argument("--out", metavar="DIR", help="write the pages to DIR instead of the run folder (e.g. a read-only "
                     "run); DIR/run links to the run, whose screenshots the pages open")
     vw.add_argument("--judgements", action="append", metavar="SET",
@@ -759,6 +771,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except StartError as e:  # a server of our own (adb's, a simulated phone) could not start: what was tried, what to do
+        print(f"harness: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130

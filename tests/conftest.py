@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is started
     sys.path.insert(0, str(ROOT))
 
-from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
+from harness.device.adb_server import AdbServer  # noqa: E402
+from harness.ports import START_TRIES, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -79,7 +80,8 @@ def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
              info: Any = None, profile: Any = None) -> ServedSim:
         phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard, as_phone=as_phone, lock=lock, info=info,
                          profile=profile)
-        handle = serve(phone, free_port(), command_log=str(command_log) if command_log else None)
+        handle = serve(phone, free_port(), command_log=str(command_log) if command_log else None,
+                       port_tries=START_TRIES)  # another free port if this one was taken meanwhile
         serial = adb.connect(f"127.0.0.1:{handle.port}")
         s = ServedSim(phone, handle, serial, adb)
         served.append(s)
@@ -141,7 +143,7 @@ def profile_phone(adb: AdbServer) -> Iterator[Callable[[str], ProfiledPhone]]:
             profile = load(name)
             phone = SimPhone(as_phone=True, profile=profile)
             phone.reset()
-            handle = serve(phone, free_port())
+            handle = serve(phone, free_port(), port_tries=START_TRIES)
             serial = adb.connect(f"127.0.0.1:{handle.port}")
             phones[name] = ProfiledPhone(phone, handle, serial, adb, profile, {
                 "imes": list(phone.imes), "enabled": list(phone.enabled_imes), "ime": phone.ime,
@@ -159,28 +161,20 @@ def profile_phone(adb: AdbServer) -> Iterator[Callable[[str], ProfiledPhone]]:
 @pytest.fixture
 def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``sim_process(*extra_args)`` -> the serial of a ``harness sim serve`` process connected to
-    the private adb server (stopped at the end)."""
-    import subprocess
+    the private adb server (stopped at the end); started as the demo starts its phones
+    (harness.sim.process: ready once it says it listens, another port if its port was taken)."""
+    from harness.sim.process import SimProcess, start_sim_process
 
-    procs: list[subprocess.Popen] = []
+    procs: list[SimProcess] = []
 
     def start(*extra: str) -> str:
-        port = free_port()
-        log = open(tmp_path / f"sim-{port}.log", "w")
-        p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), *extra],
-                             stdout=log, stderr=subprocess.STDOUT)
-        procs.append(p)
-        wait_port(port, 30)
-        return adb.connect(f"127.0.0.1:{port}")
+        phone = start_sim_process(list(extra), tmp_path / f"sim-{len(procs)}.log")
+        procs.append(phone)
+        return adb.connect(phone.address)
 
     yield start
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    for phone in procs:
+        phone.stop()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
-              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.live.records",
+              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports", "harness.live.records",
               "harness.profile_folder")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.replies",
                                          "harness.importers")),

@@ -51,11 +51,9 @@ from tests.fakes.tcp_forward import TcpForward
 from tests.judges.helpers import good_reply
 from tests.phone_commands import not_on_the_list
 from tests.recorder.recording import record_task
+from tests.shared_data import reference
 
 ROOT = Path(__file__).resolve().parent.parent
-SPA_ENG = ROOT.parent / "shared" / "reference" / "spa-bench" / "single-app-ENG.csv"
-if not SPA_ENG.exists():  # CI lays the shared data out beside the repository; a dev machine at /work/shared
-    SPA_ENG = Path("/work/shared/reference/spa-bench/single-app-ENG.csv")
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
 KEEP = "com.google.android.keep"  # SPA-Bench's keep_notes tasks: the Pixel persona's Notes
@@ -98,13 +96,12 @@ CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list."
 
 @pytest.mark.slow
 def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim, tmp_path):
-    if not SPA_ENG.exists():
-        pytest.skip("SPA-Bench reference CSVs are not available")
+    spa_eng = reference("spa-bench", "single-app-ENG.csv")  # ../shared beside the repository, as on CI
     log = tmp_path / "commands.jsonl"
     sim = serve_sim(as_phone=True, command_log=log)
     originals = _globals(sim)
     suite = tmp_path / "spa"
-    p = _harness(["tasks", "import", "spa-bench", str(SPA_ENG), "--out", str(suite)], None)
+    p = _harness(["tasks", "import", "spa-bench", str(spa_eng), "--out", str(suite)], None)
     assert _done(p)[0] == 0
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"keep_notes_0_ENG": [  # Google Keep: the Pixel persona's Notes
