@@ -17,6 +17,7 @@ from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
+from harness.live.records import EpisodeLive
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
@@ -290,9 +291,9 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
             if monitor_opts.get(key, value) != value:
                 raise RunError(f"--{flag.replace('_', '-')} {value} contradicts --monitor-opt {key}={monitor_opts[key]}")
             monitor_opts[key] = value
-    j_opts = {n: with_model(JUDGES, n, _opts_for(JUDGES, n, judge_opts), models["judge"],
+    j_opts = {n: with_model(JUDGES, n, opts_for(JUDGES, n, judge_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in judge_names}
-    m_opts = {n: with_model(MONITORS, n, _opts_for(MONITORS, n, monitor_opts), models["judge"],
+    m_opts = {n: with_model(MONITORS, n, opts_for(MONITORS, n, monitor_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in monitor_names}
     # build once now so that bad options fail before any device is touched
     probe_agent = AGENTS.build(args.agent, agent_opts)
@@ -309,13 +310,14 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
         check_task=check_task,
+        live=EpisodeLive,
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
     return plugins, specs
 
 
-def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
+def opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
     """Options apply to every judge that has them (judges share endpoint options)."""
     import dataclasses
 

@@ -3,16 +3,17 @@ record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent erro
 
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
 halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
-verdict would halt asks the ``operator`` first (harness.live.operator): allowed, the action runs;
+verdict would halt asks the ``operator`` first (:class:`harness.episode.Operator`): allowed, the action runs;
 denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async
 check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
 
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
-``harness.episode``; it knows no particular agent, judge or device kind. Beside the trajectory it
-writes the live records (harness.live.records: the step being decided, judges' step evidence),
-which a live view reads from the run folder.
+``harness.episode``; it knows no particular agent, judge, device kind, operator or live view.
+Beside the trajectory it tells the episode's :class:`harness.episode.LiveRecorder` what it is
+doing (the step being decided, judges' step evidence); ``harness.live.records.EpisodeLive`` writes
+that into the run folder, where a live view reads it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ from typing import Any, Callable
 
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
-from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict,
-                             Observation, PixelPreparingAgent, PreparingAgent, ProposedStep, Status,
-                             StepEvent, StepObserver)
-from harness.live.operator import Operator, Question, nobody_to_ask
-from harness.live.records import EpisodeLive
+from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, LiveRecorder, Monitor,
+                             MonitorVerdict, NoLiveView, Observation, Operator, PixelPreparingAgent, PreparingAgent,
+                             ProposedStep, Question, Status, StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
@@ -177,10 +176,12 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 cap: int | None = None, seed: int = 0, monitors: list[Monitor] = (),
                 observers: list[StepObserver] = (),
                 should_stop: Callable[[], bool] = lambda: False, meter: Meter | None = None,
-                operator: Operator | None = None) -> EpisodeOutcome:
+                operator: Operator | None = None, live: LiveRecorder | None = None) -> EpisodeOutcome:
     """Run ``task`` once on ``device`` and record it through ``writer``. The episode's model usage
     goes to a meter of its own (reporting into ``meter`` when given) and into the outcome.
-    ``operator`` answers the questions of ``ask`` monitors (none given: they halt)."""
+    ``operator`` answers the questions of ``ask`` monitors (none given: they halt). ``live`` is
+    told what the episode does as it does it; none given: the ``operator``'s live records of the
+    episode's folder (its questions are shown from there), else nothing is told."""
     cap = cap or task.cap
     started = time.monotonic()
     out = EpisodeOutcome(status="infra_error", steps=0, cap=cap, started_at=now_iso())
@@ -192,7 +193,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     ran: set[int] = set()
     held: list[StepRecord] = []  # a step whose async check is still running (written when it answers)
     abandoned = False            # interrupted: the episode is redone on --resume, nothing more to wait for
-    live = EpisodeLive(writer.path)
+    if live is None:
+        live = operator.live_records(writer.path) if operator is not None else NoLiveView()
     asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
     step_wait = [0.0]            # the current step's time waiting for the operator
 

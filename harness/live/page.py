@@ -10,7 +10,7 @@ The run's secret for the Allow / Deny buttons is in a ``<meta>`` element of the 
 
 from __future__ import annotations
 
-from harness.report.viewer import esc
+from harness.report.page_parts import esc
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}

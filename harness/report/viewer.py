@@ -6,7 +6,7 @@
     RUN/report/assets/viewer.css, viewer.js
 
 Safety: every text from the records (thoughts, raw outputs, typed text, judge rationales) goes
-through :func:`html.escape`; no inline script, style attribute or event handler is ever written, and
+through :func:`harness.report.page_parts.esc` (:func:`html.escape`); no inline script, style attribute or event handler is ever written, and
 each page carries a Content-Security-Policy that allows scripts, styles and images only from the
 run's own files (``'self'``), so even markup that slipped through could not run. Nothing is fetched
 from the network.
@@ -18,7 +18,6 @@ under the same column names as ``harness report`` (:func:`harness.report.tables.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from pathlib import Path
@@ -27,13 +26,14 @@ from urllib.parse import quote
 
 from harness.records import (EPISODES_DIR, RecordError, check_inside, episode_dir, iter_steps, list_episodes,
                              read_manifest, read_results, resolve_screen)
+from harness.report.page_parts import CSP, action_overlay, describe_action, esc
+
+_overlay = action_overlay  # (the name tests/report/test_viewer.py reads it by)
 
 REPORT_FILE = "report.html"
 REPORT_DIR = "report"
 RUN_LINK = "run"  # with --out DIR: DIR/run links to the run folder, whose screenshots the pages open
 THUMB_WIDTH = 240
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "base-uri 'none'; form-action 'none'; object-src 'none'")
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
@@ -106,10 +106,6 @@ JS = """(function () {
   }
 }());
 """
-
-
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def _page(title: str, body: str, asset_prefix: str) -> str:
@@ -191,73 +187,6 @@ def _write_page(path: Path, text: str, out: Path) -> None:
 
 class ViewerError(ValueError):
     """The viewer cannot be written (a folder that cannot be written, or leads out of the run)."""
-
-
-def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
-    """An SVG drawn over the screenshot (thumbnail and full size alike: it is in the image's own
-    pixels): tap marker, swipe arrow, typed text or a label. Marks are sized from the image's
-    shorter side and drawn red over a white halo and a dark rim, so they show on any background."""
-    if not action:
-        return ""
-    w, h = size
-    side = max(1, min(w, h))
-    r = max(12, side // 28)
-    stroke = max(3, side // 200)
-    font = max(28, w // 22)
-    kind = action.get("type")
-    parts = []
-
-    def num(v: Any) -> float:
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
-
-    def label(text: str) -> str:
-        y = font + 20
-        return (f'<rect x="10" y="10" width="{w - 20}" height="{font + 24}" rx="8" fill="#000" fill-opacity="0.65"/>'
-                f'<text x="24" y="{y}" font-size="{font}" fill="#fff" font-family="sans-serif">{esc(text[:80])}</text>')
-
-    if kind in ("click", "long_press", "double_tap"):
-        x, y = num(action.get("x")), num(action.get("y"))
-        halo = (f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#fff" stroke-width="{stroke * 3}"/>'
-                f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#000" stroke-opacity="0.7" stroke-width="{stroke * 2}"/>')
-        parts.append(halo)
-        parts.append(f'<circle class="mark" cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.3" stroke="#ff1744" stroke-width="{stroke}"/>')
-        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke * 1.5}" fill="#ff1744" stroke="#fff" stroke-width="{max(1, stroke // 2)}"/>')
-        if kind == "long_press":
-            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.8}" fill="none" stroke="#ff1744" stroke-width="{stroke}" stroke-dasharray="{stroke * 3}"/>')
-        if kind == "double_tap":
-            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.5}" fill="none" stroke="#ff1744" stroke-width="{stroke}"/>')
-    elif kind == "swipe":
-        (x1, y1), (x2, y2) = [(num(p[0]), num(p[1])) if isinstance(p, (list, tuple)) and len(p) == 2 else (0.0, 0.0)
-                              for p in (action.get("start"), action.get("end"))]
-        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#fff" stroke-width="{stroke * 4}"/>')
-        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#2979ff" stroke-width="{stroke * 2}" marker-end="url(#arrow)"/>')
-        parts.append(f'<circle cx="{x1}" cy="{y1}" r="{r * 0.6}" fill="#2979ff" fill-opacity="0.6"/>')
-    elif kind == "type":
-        parts.append(label("⌨ " + str(action.get("text", ""))))
-    elif kind == "key":
-        parts.append(label(f"key: {action.get('key')}"))
-    elif kind == "open_app":
-        parts.append(label(f"open: {action.get('app')}"))
-    elif kind == "wait":
-        parts.append(label(f"wait {action.get('seconds')} s"))
-    elif kind == "answer":
-        parts.append(label(f"answer: {action.get('text')}"))
-    elif kind == "finish":
-        parts.append(label(f"finish ({action.get('status')})"))
-    else:
-        return ""
-    defs = (f'<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="4" markerHeight="4" '
-            f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2979ff"/></marker></defs>')
-    return (f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" '
-            f'aria-hidden="true">{defs}{"".join(parts)}</svg>')
-
-
-def _describe(action: dict[str, Any] | None) -> str:
-    if not action:
-        return "(no valid action)"
-    kind = action.get("type", "?")
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items() if k != "type")
-    return f"{kind}({args})"
 
 
 # --------------------------------------------------------------------------- judge details
@@ -445,7 +374,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         full = f"../../{ctx.run_prefix}{EPISODES_DIR}/{q}/{quote(rel)}"
         thumb = f"../thumbs/{q}/{quote(name)}"
         return (f'<div class="shot"><a class="zoom" href="{esc(full)}" title="open the full screenshot">'
-                f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{_overlay(action, size)}</div>')
+                f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{action_overlay(action, size)}</div>')
 
     body = []
     title = f"{task_id} — {result.agent if result else 'unfinished'}"
@@ -520,7 +449,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                                        ("halt", s.index == halt_step)) if on)
         body.append(f'<section class="step {cls}" id="step-{s.index}">')
         body.append(shot(s.screen_before, s.action))
-        body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(_describe(s.action))}</code></div>')
+        body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(describe_action(s.action))}</code></div>')
         halted_here = bool((s.monitor or {}).get("halt")) and not s.ran
         if not s.ran and s.action is not None:
             body.append('<div class="kv"><b>executed</b> <span class="blocked">no: '
