@@ -176,6 +176,8 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
             extra["monitor_checks"] = out.checks
         if out.operator:
             extra["operator"] = out.operator
+        if out.reflections:
+            extra["reflections"] = out.reflections
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
                             cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,
