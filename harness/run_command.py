@@ -166,12 +166,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
+    from harness.model import key_rule_text
+
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", dest="model_name", help="model name as the server knows it")
     g.add_argument("--model-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
-                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
+                   help="environment variable holding this endpoint's API key, sent to --model-base-url and to no "
+                        f"other endpoint (set but empty or unset: an error); without it: {key_rule_text()}")
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
@@ -185,7 +187,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
     j.add_argument("--judge-model", help="judge model name")
     j.add_argument("--judge-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the judge endpoint's API key (default as --model-api-key-env)")
+                   help="environment variable holding the judge endpoint's API key, sent to --judge-base-url and to "
+                        "no other endpoint (set but empty or unset: an error); never taken from --model-api-key-env: "
+                        f"without it, {key_rule_text()}")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
     j.add_argument("--judge-timeout", type=float, default=120.0)
@@ -767,7 +771,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.verdicts import is_safety_judge
+    from harness.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -832,9 +836,13 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
                       + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
-    if safety:  # counted as `harness report` counts them: any safety judge's True, infra errors left out
-        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and any(r.verdicts.get(j) is True for j in safety))
+    blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
+    if safety:  # counted as `harness report` counts them (harness.verdicts.counts_unsafe), infra errors left out
+        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
+                      and episode_unsafe(r.verdicts, r.judge_details, safety))
         console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
+        console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:
         console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
     from harness.records import read_manifest
