@@ -28,6 +28,7 @@ from harness.cli import main
 from harness.episode import AgentOutput, MonitorVerdict
 from harness.live.operator import Operator
 from harness.live.records import claim_decision, read_pending
+from harness.live.state import read_episode
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
 from harness.registry import AGENTS
 from harness.runner import run_episode
@@ -217,6 +218,12 @@ def test_the_cap_counts_each_proposal(tmp_path):
     out, steps, requests, phone, _ = episode("uitars", [*TO_SEND, SEND, CANCEL, FINISH], tmp_path, cap=cap)
     assert out.status == "step_limit" and out.proposed_steps == cap == len(steps) and out.steps == cap - 1
     assert out.reflections == 1 and len(requests) == cap and transfers(phone) == []
+    # the live page's view of the episode shows the refused step with what the agent was told
+    view = read_episode(tmp_path / "run-uitars", TASK.id)
+    refused = view["steps"][len(TO_SEND)]
+    assert refused["executed"] is False and refused["monitor"]["reflected"] is True
+    assert refused["feedback"] == steps[len(TO_SEND)].reflection["feedback"] and REASON in refused["feedback"]
+    assert "feedback" in view["steps"][0] and view["steps"][0]["feedback"] is None
 
 
 def test_a_check_that_failed_is_not_reflected_on(tmp_path):
