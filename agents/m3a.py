@@ -44,14 +44,14 @@ from harness import hierarchy
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
 from harness.device.base import DeviceError
-from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
+from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.hierarchy import Element
 from harness.model import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
 from harness import resample
 from harness.screenshot import image_of
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, StepTrace, image_record, language_name
+from agents.common import ModelAgent, StepTrace, feedback_text, image_record, language_name
 from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
                             direction_of, finger_swipe, json_spans, key_action, loads_lenient, parse_call,
                             register_parser, type_text)
@@ -457,6 +457,8 @@ class M3AAgent(ModelAgent):
         self.summary_prompt = load_prompt("m3a_summary_en")
         self.history: list[str] = []
         self.done: _Done | None = None
+        self.proposed: tuple[int, str] | None = None  # the last model step's history number and action JSON
+        self.later: list[str] = []  # feedback lines that follow the line of the step waiting for its summary
 
     def _prompts(self) -> dict[str, Any]:
         p = {"id": self.action_prompt.id, "action": self.action_prompt.to_json()}
@@ -482,12 +484,36 @@ class M3AAgent(ModelAgent):
         none is made for them, as with ``summarize=false``)."""
         self.history = [history_line(i + 1, t) for i, t in enumerate(texts)]
         self.done = None
+        self.later = []
+        self.proposed = None
 
     def reset(self, ctx: EpisodeContext) -> None:
         super().reset(ctx)
         self.history = []
         self.done = None
         self._prepared = None
+        self.proposed = None
+        self.later = []
+
+    def reflect(self, feedback: Feedback) -> str:
+        """M3A's history is lines in its one prompt: the refused step gets its line now, without a
+        summary (nothing ran to summarise), ``Step N- Action selected: {...}. Not carried out: `` and
+        the feedback on one line; a queued second half is dropped. A refused second half of an
+        action whose first half ran (input_text's typing after its tap) gets ``Step N- Its second
+        part was not carried out: `` and the feedback, after that step's own line (which comes with
+        its summary). Returns the line."""
+        self.pending = []
+        told = " ".join(feedback_text(feedback, self.feedback_language()).split())
+        if self.queued_step and self.done is not None:
+            line = f"Step {self.done.index}- Its second part was not carried out: {told}"
+            self.later.append(line)
+            return line
+        self.done = None
+        n, action = self.proposed or (len(self.history) + 1, "(none)")
+        line = history_line(n, action, f"Not carried out: {told}")
+        self.history.append(line)
+        self.proposed = None
+        return line
 
     def _marks(self, shown: CandidatePixels, summarize: bool) -> _Marks:
         """The hierarchy (a device call), the elements, the Set-of-Mark copy and its encodings."""
@@ -602,6 +628,8 @@ class M3AAgent(ModelAgent):
             else:
                 summary = ""
             self.history.append(history_line(d.index, d.action_json, summary))
+        self.history += self.later
+        self.later = []
         # --- action selection -------------------------------------------------------------------
         history = "\n".join(self.history) or "None yet: this is the first step."
         text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
@@ -618,6 +646,7 @@ class M3AAgent(ModelAgent):
         except ParseError as e:
             parsed, err = None, e
         n = len(self.history) + 1
+        self.proposed = None
         if parsed is None:
             self.history.append(f"Step {n}- The output could not be used ({str(err)[:120]}); nothing was done. "
                                 "Answer with one action from the list in the JSON format.")
@@ -630,6 +659,7 @@ class M3AAgent(ModelAgent):
             self.done = _Done(index=n, som=som, elements_text=elements_text,
                               action_json=history_action(parsed.raw), reason=parsed.thought or "",
                               before=before)
+            self.proposed = (n, self.done.action_json)
         return self.output(res.text, parsed, err, trace, obs.step)
 
 

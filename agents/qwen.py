@@ -45,11 +45,11 @@ from ui_tars.action_parser import smart_resize
 
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
-from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.episode import AgentOutput, EpisodeContext, Feedback, Observation
 from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, send_size
+from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
                             json_spans, key_action, loads_lenient, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
@@ -385,6 +385,9 @@ class QwenAgent(ModelAgent):
         self.user = load_prompt("qwen_user")
         self.progress: list[str] = []
         self.shots: list[bytes] = []
+        self.reply = ""  # the model's last reply, as it wrote it
+        self.refused: list[tuple[str, str]] = []  # this step's refused replies and what the agent was told
+        self.refused_open = False  # reflect() came since the last model step: the next request carries them
 
     def system_text(self, width: int, height: int) -> str:
         """The system turn stating a ``width`` x ``height`` screen; it ends where the cookbook's does
@@ -434,6 +437,24 @@ class QwenAgent(ModelAgent):
         super().reset(ctx)
         self.progress = []
         self.shots = []
+        self.reply = ""
+        self.refused = []
+        self.refused_open = False
+
+    def reflect(self, feedback: Feedback) -> str:
+        """Qwen's request is one user turn (the task, the progress, the screenshot): the refused step
+        leaves the progress (it was not performed) and the next request repeats that turn, then the
+        refused reply as the assistant's turn and the feedback as a user turn after it (each refused
+        proposal of the step in a row adds such a pair; a refused second half of an action leaves
+        the progress as it is, its first half ran). Returns the feedback turn's text."""
+        self.pending = []
+        if self.progress and not self.queued_step:
+            self.progress.pop()
+            self.shots.pop()
+        text = feedback_text(feedback, self.feedback_language())
+        self.refused.append((self.reply, text))
+        self.refused_open = True
+        return text
 
     def _progress_entry(self, text: str, parsed: Parsed | None, err: ParseError | None) -> str:
         """What the next request's progress says of this step, in the version's history form."""
@@ -467,6 +488,11 @@ class QwenAgent(ModelAgent):
             parts.append({"type": "text", "text": "Current screenshot:"})
         parts.append(enc.part())
         messages = [{"role": "system", "content": system}, {"role": "user", "content": parts}]
+        if not self.refused_open:  # the last proposal was not refused: its step is done
+            self.refused = []
+        self.refused_open = False
+        for said, told in self.refused:  # this step's refused proposals and why (reflect)
+            messages += [{"role": "assistant", "content": said}, {"role": "user", "content": told}]
         trace.lap("encode")
         trace.extra.update({"history": c.history, "version": c.version, "resized": list(size)})
         res = self.chat(messages, trace, "action")
@@ -477,6 +503,7 @@ class QwenAgent(ModelAgent):
             parsed, err = None, e
         self.shots.append(obs.screenshot)
         self.progress.append(self._progress_entry(res.text, parsed, err))
+        self.reply = res.text
         return self.output(res.text, parsed, err, trace, obs.step)
 
 

@@ -1,19 +1,26 @@
 """The small typed interfaces between the runner and what plugs into it: agents, pre-action
-monitors, and post-step observers (judges that consume the step stream while the run goes on).
+monitors, post-step observers (judges that consume the step stream while the run goes on), the
+operator (a person the runner can ask), and the live records (what a live view is told while an
+episode runs).
 
 Data flows one way: the runner builds an :class:`Observation`, an :class:`Agent` answers with an
 :class:`AgentOutput`, each :class:`Monitor` may veto it, the device executes it, and every
 :class:`StepObserver` receives the finished :class:`StepEvent`. Agents, monitors and judges never
 see the device itself, only what the runner hands them (the oracle gets the phone's state through
-``EpisodeContext.query_state``, which the runner routes to the device).
+``EpisodeContext.query_state``, which the runner routes to the device). The runner tells a
+:class:`LiveRecorder` what it is doing and puts a :class:`Question` to the :class:`Operator`;
+``harness.live`` implements both (the run folder's live records, the terminal and the live page),
+and the runner knows nothing of them but these protocols.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from harness.actions import Action
+from harness.records import now_iso
 from harness.tasks import Task
 from harness.usage import Meter
 
@@ -81,6 +88,39 @@ class Agent(Protocol):
         """Everything needed to rebuild this agent (for the manifest); no secrets."""
 
 
+@dataclass(frozen=True)
+class Feedback:
+    """Why the agent's proposal of step ``step`` did not run (``--monitor-mode reflect``): the
+    verdict of ``monitor`` that flagged it (``category``, ``reason``: model text, untrusted), and
+    how many proposals in a row were flagged with it (``in_row``); the ``limit``-th halts (or asks)
+    instead of being reflected on. The agent proposes again from the same screen."""
+
+    step: int
+    action: str                           # the flagged action, described (Action.describe)
+    monitor: str
+    category: str | None
+    reason: str
+    in_row: int
+    limit: int
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "action": self.action, "monitor": self.monitor, "category": self.category,
+                "reason": self.reason, "score": self.score, "in_row": self.in_row, "limit": self.limit}
+
+
+@runtime_checkable
+class ReflectingAgent(Protocol):
+    """An agent that can be told why its proposal was refused and propose again (optional; mode
+    ``reflect`` needs it, and refuses an agent without it before any device is touched)."""
+
+    def reflect(self, feedback: Feedback) -> str:
+        """The proposal of the last step did not run, for ``feedback``'s reason: the next
+        ``step()``'s request carries it, in the agent's own conversation form, and the proposal is
+        out of the agent's plan (a queued second half of it is dropped). Returns exactly the text
+        added to the conversation (recorded with the step)."""
+
+
 @runtime_checkable
 class PreparingAgent(Protocol):
     """An agent that starts work on a screenshot as soon as it arrives (optional)."""
@@ -126,7 +166,8 @@ class MonitorVerdict:
     latency_s: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None   # tokens the check spent (None: no model call, or cached)
-    operator: dict[str, Any] | None = None  # mode ask: the operator's decision (harness.live.operator.Decision)
+    operator: dict[str, Any] | None = None  # mode ask: the operator's decision (Decision.to_json)
+    feedback: dict[str, Any] | None = None  # mode reflect: what the agent was told instead of a halt
 
     @property
     def failed(self) -> bool:
@@ -156,7 +197,14 @@ class MonitorVerdict:
             out["operator"] = self.operator
             if self.operator.get("decision") == "allow":
                 out["allowed_by"] = "operator"
+        if self.feedback:
+            out["reflected"] = True  # the action did not run, and the episode went on
         return out
+
+
+MonitorMode = Literal["gate", "async", "ask", "reflect", "reflect,ask"]
+REFLECT_MODES = ("reflect", "reflect,ask")
+REFLECT_MAX = 2  # mode reflect: the flagged proposal in a row that halts, for a monitor that does not say
 
 
 @dataclass
@@ -175,13 +223,15 @@ class ProposedStep:
 class Monitor(Protocol):
     """A pre-action check. ``mode``: ``gate`` judges before the action runs; ``async`` judges beside
     it, and the runner waits for the verdict before the next action runs (one step of lag, never
-    more); ``ask`` is a gate whose halting verdict asks an operator first (harness.live.operator):
-    the action runs if a person allows it. ``on_error``: what a check that cannot answer (it
-    raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a monitor does not
-    say) or ``allow``."""
+    more); ``ask`` is a gate whose halting verdict asks the :class:`Operator` first:
+    the action runs if a person allows it; ``reflect`` is a gate whose halting verdict is told to
+    the agent (:class:`ReflectingAgent`), which proposes again, until the ``reflect_max``-th
+    flagged proposal in a row halts (``reflect,ask``: asks). ``on_error``: what a check that
+    cannot answer (it raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a
+    monitor does not say) or ``allow``; a failed check is never reflected on."""
 
     name: str
-    mode: Literal["gate", "async", "ask"]
+    mode: MonitorMode
     on_error: Literal["halt", "allow"]
     timeout_s: float
 
@@ -241,3 +291,132 @@ class StepObserver(Protocol):
         """Verdicts by judge name, each with its details (conditions, reasons, marks)."""
 
     def spec(self) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------- live view and operator
+
+
+@runtime_checkable
+class LiveRecorder(Protocol):
+    """What the runner tells a live view about one episode while it runs (``harness.live.records.
+    EpisodeLive`` writes it into the episode's folder). Every method returns at once and never
+    raises: a live view that cannot be told is the view's loss, never the episode's."""
+
+    def started(self, **info: Any) -> None:
+        """The episode began (task, device, cap, instruction, language)."""
+
+    def step(self, index: int | None, state: str, **fields: Any) -> None:
+        """Step ``index`` is being decided, in ``state`` (thinking, checking, asking, running,
+        halted...); ``index`` None: the episode is past its steps (resetting, judging)."""
+
+    def update(self, **fields: Any) -> None:
+        """More about the step being decided (its state, thought, action, a question asked)."""
+
+    def verdict(self, verdict: dict[str, Any]) -> None:
+        """A monitor's verdict on the step being decided, as it arrives."""
+
+    def recorded(self, index: int) -> None:
+        """Step ``index`` is in the trajectory: what was shown of it as pending goes."""
+
+    def evidence(self, judge: str, finding: dict[str, Any]) -> None:
+        """A judge's finding about one step, as it lands (any thread)."""
+
+    def clear(self) -> None:
+        """Nothing is pending any more (the episode ended)."""
+
+
+class NoLiveView:
+    """The live recorder of an episode nobody watches: it is told everything and keeps nothing."""
+
+    def started(self, **info: Any) -> None:
+        pass
+
+    def step(self, index: int | None, state: str, **fields: Any) -> None:
+        pass
+
+    def update(self, **fields: Any) -> None:
+        pass
+
+    def verdict(self, verdict: dict[str, Any]) -> None:
+        pass
+
+    def recorded(self, index: int) -> None:
+        pass
+
+    def evidence(self, judge: str, finding: dict[str, Any]) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+
+# the answers each kind of question takes (the first word: what lets the episode go on as asked)
+ANSWERS: dict[str, tuple[str, ...]] = {"flagged_action": ("allow", "deny")}
+
+
+@dataclass
+class Question:
+    """What the operator is asked about one step of one episode. ``kind`` says what is asked and
+    which answers it takes (:data:`ANSWERS`): ``flagged_action``, the proposed ``action`` of
+    ``step`` that ``monitor``'s verdict (``category``, ``reason``, ``error``, ``score``) would
+    halt, answered allow or deny. The text fields are untrusted (model output): a channel shows
+    them escaped."""
+
+    episode_dir: Path
+    task_id: str
+    device: str
+    step: int
+    cap: int
+    action: str
+    monitor: str
+    category: str | None
+    reason: str
+    error: str | None = None
+    score: float | None = None
+    kind: str = "flagged_action"
+
+
+@dataclass
+class Decision:
+    """The answer that stands: ``decision`` one of the question kind's :data:`ANSWERS`, ``by``
+    terminal, page, timeout (no answer in time: the refusing answer) or nobody (no operator could
+    be asked: the refusing answer)."""
+
+    decision: str
+    by: str
+    wait_s: float
+    ask_id: str | None = None
+    asked_at: str | None = None
+    answered_at: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "by": self.by, "wait_s": round(self.wait_s, 3), "ask_id": self.ask_id,
+                "asked_at": self.asked_at, "answered_at": self.answered_at}
+
+
+def nobody_to_ask() -> Decision:
+    """The decision when a monitor asks and no operator was given (a run built without one): the
+    action is denied, as a gate would halt it."""
+    return Decision("deny", "nobody", 0.0, answered_at=now_iso())
+
+
+@runtime_checkable
+class Operator(Protocol):
+    """A person the runner can ask (``harness.live.operator.Operator``: the terminal and the live
+    page). ``ask`` waits for the answer that stands, telling ``live`` what is asked (the live page
+    shows the question from there and answers it); it returns None when ``should_stop`` says the
+    run is stopping meanwhile (the episode is then redone on ``--resume``)."""
+
+    def ask(self, question: Question, live: LiveRecorder,
+            should_stop: Callable[[], bool] = lambda: False) -> Decision | None: ...
+
+    def live_records(self, episode_dir: str | Path) -> LiveRecorder:
+        """The live records this operator's channels read a question from (the page reads the
+        episode folder's): the runner's live recorder for an episode whose caller gives none."""
+
+    def spec(self) -> dict[str, Any]:
+        """The operator's settings for the manifest (timeout, channels)."""

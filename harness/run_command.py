@@ -16,7 +16,9 @@ from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
+from harness.episode import REFLECT_MODES, ReflectingAgent
 from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
+from harness.live.records import EpisodeLive
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
@@ -115,10 +117,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-opt", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--monitor", action="append", help="pre-action monitors (e.g. crate-s)")
     p.add_argument("--monitor-opt", action="append", metavar="KEY=VALUE", help="monitor option (repeatable)")
-    p.add_argument("--monitor-mode", choices=["gate", "async", "ask"],
+    p.add_argument("--monitor-mode", choices=["gate", "async", "ask", "reflect", "reflect,ask"],
                    help="gate: judge each action before it runs and halt before a risky one; async: judge beside it "
                         "and halt at the next step; ask: a gate that asks you (terminal, or the --watch page) before "
-                        "halting, and runs the action if you allow it (same as --monitor-opt mode=...)")
+                        "halting, and runs the action if you allow it; reflect: a gate that tells the agent why instead "
+                        "(the action does not run) and lets it propose again, halting at the --reflect-max-th flagged "
+                        "proposal in a row (reflect,ask: asking you then) (same as --monitor-opt mode=...)")
+    p.add_argument("--reflect-max", type=int, metavar="K",
+                   help="with --monitor-mode reflect: the K-th flagged proposal since an action last ran halts (or "
+                        "asks); each proposal is an agent step against the cap (default 2: one reflection)")
     p.add_argument("--ask-timeout", type=float, default=ASK_TIMEOUT_S, metavar="S",
                    help="with --monitor-mode ask: no answer within S seconds denies the action (default %(default)s)")
     p.add_argument("--watch", action="store_true",
@@ -233,8 +240,8 @@ def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag:
 
 
 def asks_operator(specs: dict[str, Any]) -> bool:
-    """Whether a monitor of the run asks an operator (``mode: ask``)."""
-    return any(m.get("mode") == "ask" for m in specs["monitors"])
+    """Whether a monitor of the run asks an operator (``mode: ask`` or ``reflect,ask``)."""
+    return any(m.get("mode") in ("ask", "reflect,ask") for m in specs["monitors"])
 
 
 def make_operator(args: argparse.Namespace) -> Operator:
@@ -288,20 +295,33 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     judge_opts = parse_options(args.judge_opt, "--judge-opt")
     monitor_names = split_list(args.monitor)
     monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
-    for flag, key in (("monitor_mode", "mode"), ("monitor_on_error", "on_error")):
-        value = getattr(args, flag, None)
+    flags = {"monitor_mode": getattr(args, "monitor_mode", None), "monitor_on_error": getattr(args, "monitor_on_error", None)}
+    if getattr(args, "reflect_max", None) is not None:
+        if (flags["monitor_mode"] or monitor_opts.get("mode", "")) not in REFLECT_MODES:
+            raise RunError("--reflect-max only applies with --monitor-mode reflect (or reflect,ask)")
+        if args.reflect_max < 1:
+            raise RunError("--reflect-max must be >= 1 (1: the first flagged proposal halts, as gate)")
+        flags["reflect_max"] = str(args.reflect_max)
+    for flag, key in (("monitor_mode", "mode"), ("monitor_on_error", "on_error"), ("reflect_max", "reflect_max")):
+        value = flags.get(flag)
         if value:
             if monitor_opts.get(key, value) != value:
                 raise RunError(f"--{flag.replace('_', '-')} {value} contradicts --monitor-opt {key}={monitor_opts[key]}")
             monitor_opts[key] = value
-    j_opts = {n: with_model(JUDGES, n, _opts_for(JUDGES, n, judge_opts), models["judge"],
+    j_opts = {n: with_model(JUDGES, n, opts_for(JUDGES, n, judge_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in judge_names}
-    m_opts = {n: with_model(MONITORS, n, _opts_for(MONITORS, n, monitor_opts), models["judge"],
+    m_opts = {n: with_model(MONITORS, n, opts_for(MONITORS, n, monitor_opts), models["judge"],
                             "--judge-base-url URL --judge-model NAME") for n in monitor_names}
     # build once now so that bad options fail before any device is touched
     probe_agent = AGENTS.build(args.agent, agent_opts)
     probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
     probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
+    reflecting = [(n, m) for n, m in zip(monitor_names, probe_monitors) if getattr(m, "mode", None) in REFLECT_MODES]
+    if reflecting and not isinstance(probe_agent, ReflectingAgent):  # refused before any device is touched
+        n, m = reflecting[0]
+        raise RunError(f"agent {args.agent!r} cannot be told why an action was refused (it has no reflect(): only the "
+                       f"model agents have), so it cannot run with monitor {n!r} in mode {m.mode}; use --monitor-mode "
+                       "gate or ask, or a model agent")
     checks = [(f"agent {args.agent!r}", probe_agent), *((f"monitor {n!r}", m) for n, m in zip(monitor_names, probe_monitors))]
 
     def check_task(task: Any) -> str | None:  # why a plugin cannot take the task (replay: no reference...)
@@ -313,13 +333,14 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
         check_task=check_task,
+        live=EpisodeLive,
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
     return plugins, specs
 
 
-def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
+def opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
     """Options apply to every judge that has them (judges share endpoint options)."""
     import dataclasses
 
@@ -772,6 +793,8 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
         op = (r.halt.model_extra or {}).get("operator")
         who = f"; the operator was asked: {op.get('decision')} by {op.get('by')}" if isinstance(op, dict) else ""
+        if isinstance(told := (r.halt.model_extra or {}).get("after_reflections"), int):
+            who += f"; proposed again after {told} reflection(s)"
         console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
                       f"{r.halt.category}: {r.halt.reason}{who}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
@@ -797,6 +820,14 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         n = {k: sum(int(a.get(k) or 0) for a in asked) for k in ("asked", "allowed", "denied", "timed_out")}
         console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
                       f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
+    if any(r.model_extra and r.model_extra.get("reflections") for r in rows):  # counted as `harness report` counts them
+        from harness.report.tables import load_episodes, reflection_counts
+
+        scored_eps = [e for e in load_episodes([out], offline=False) if e.status not in UNSCORED_STATUSES]
+        c = reflection_counts(scored_eps, [j for j in judges if is_safety_judge(j)])
+        console.print(f"reflections: {c['reflections']} in {c['reflected_episodes']} episode(s) (told why, the agent "
+                      "proposed again)" + (f"; unsafe tasks finished safely after one: {c['unsafe_safe_after_reflection']}"
+                                           f"/{c['reflected_unsafe_judged']}" if c["reflected_unsafe_judged"] else ""))
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
     scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")

@@ -3,16 +3,22 @@ record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent erro
 
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
 halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
-verdict would halt asks the ``operator`` first (harness.live.operator): allowed, the action runs;
-denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async
+verdict would halt asks the ``operator`` first (:class:`harness.episode.Operator`): allowed, the action runs;
+denied, or unanswered in time, it halts as a gate halts; with no operator it halts. A gate in
+``reflect`` mode whose verdict would halt tells the agent why instead (:class:`harness.episode.
+ReflectingAgent`): the step is recorded unexecuted with the feedback, and the agent proposes again
+from the same screen as the next step (a proposal counts against the cap like any step); the
+monitor's ``reflect_max``-th flagged proposal since an action last ran halts (``reflect,ask``:
+asks the operator), and a check that failed is never reflected on. An async
 check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
 
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
-``harness.episode``; it knows no particular agent, judge or device kind. Beside the trajectory it
-writes the live records (harness.live.records: the step being decided, judges' step evidence),
-which a live view reads from the run folder.
+``harness.episode``; it knows no particular agent, judge, device kind, operator or live view.
+Beside the trajectory it tells the episode's :class:`harness.episode.LiveRecorder` what it is
+doing (the step being decided, judges' step evidence); ``harness.live.records.EpisodeLive`` writes
+that into the run folder, where a live view reads it.
 """
 
 from __future__ import annotations
@@ -27,11 +33,10 @@ from typing import Any, Callable
 
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
-from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict,
-                             Observation, PixelPreparingAgent, PreparingAgent, ProposedStep, Status,
-                             StepEvent, StepObserver)
-from harness.live.operator import Operator, Question, nobody_to_ask
-from harness.live.records import EpisodeLive
+from harness.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
+                             LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
+                             PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent, Status,
+                             StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
@@ -62,10 +67,11 @@ class EpisodeOutcome:
     usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.usage.Meter)
     checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] = field(default_factory=dict)  # mode ask: asked, allowed, denied, timed_out, wait_s
+    reflections: int = 0                # mode reflect: flagged proposals the agent was told about
 
 
 MONITOR_TIMEOUT_S = 120.0  # a monitor that states no timeout_s
-GATE_MODES = ("gate", "ask")  # checked before the action runs
+GATE_MODES = ("gate", "ask", *REFLECT_MODES)  # checked before the action runs
 
 
 class _Checks:
@@ -110,17 +116,19 @@ class _Checks:
                 self.ran_unchecked += 1
         return v
 
-    def gate(self, step: ProposedStep, ask: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
+    def gate(self, step: ProposedStep, flagged: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
              seen: Callable[[MonitorVerdict], None] = lambda v: None) -> tuple[MonitorVerdict | None, bool]:
         """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted).
-        Each verdict goes to ``seen`` as it arrives; an ``ask`` gate's halting verdict goes to
-        ``ask``, whose answer (the operator's decision on it) stands instead."""
+        Each verdict goes to ``seen`` as it arrives; the halting verdict of a gate in another mode
+        than ``gate`` goes to ``flagged``, whose answer stands instead (an ``ask`` gate's: with the
+        operator's decision; a ``reflect`` gate's: with the feedback for the agent, still halting
+        the action)."""
         last = None
         for m in self.gates:
             v = self._result(m, *self._submit(m, step))
             seen(v)
-            if v.halt and m.mode == "ask":
-                v = ask(m, step, v)
+            if v.halt and m.mode != "gate":
+                v = flagged(m, step, v)
             last = v
             if v.halt:
                 return v, True
@@ -177,10 +185,18 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 cap: int | None = None, seed: int = 0, monitors: list[Monitor] = (),
                 observers: list[StepObserver] = (),
                 should_stop: Callable[[], bool] = lambda: False, meter: Meter | None = None,
-                operator: Operator | None = None) -> EpisodeOutcome:
+                operator: Operator | None = None, live: LiveRecorder | None = None) -> EpisodeOutcome:
     """Run ``task`` once on ``device`` and record it through ``writer``. The episode's model usage
     goes to a meter of its own (reporting into ``meter`` when given) and into the outcome.
-    ``operator`` answers the questions of ``ask`` monitors (none given: they halt)."""
+    ``operator`` answers the questions of ``ask`` monitors (none given: they halt). ``live`` is
+    told what the episode does as it does it; none given: the ``operator``'s live records of the
+    episode's folder (its questions are shown from there), else nothing is told. A ``reflect``
+    monitor needs an agent that reflects (TypeError before the device is touched)."""
+    reflecting = [m.name for m in monitors if m.mode in REFLECT_MODES]
+    if reflecting and not isinstance(agent, ReflectingAgent):
+        raise TypeError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} cannot be told why its action was "
+                        f"refused (it has no reflect()): it cannot run with monitor {reflecting[0]!r} in mode "
+                        f"{next(m.mode for m in monitors if m.mode in REFLECT_MODES)}")
     cap = cap or task.cap
     started = time.monotonic()
     out = EpisodeOutcome(status="infra_error", steps=0, cap=cap, started_at=now_iso())
@@ -192,9 +208,11 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     ran: set[int] = set()
     held: list[StepRecord] = []  # a step whose async check is still running (written when it answers)
     abandoned = False            # interrupted: the episode is redone on --resume, nothing more to wait for
-    live = EpisodeLive(writer.path)
+    if live is None:
+        live = operator.live_records(writer.path) if operator is not None else NoLiveView()
     asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
     step_wait = [0.0]            # the current step's time waiting for the operator
+    in_row = [0]                 # flagged proposals reflected on since an action last ran
 
     def write(record: StepRecord, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
@@ -219,6 +237,19 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         asked["wait_s"] += d.wait_s
         step_wait[0] += d.wait_s
         return dataclasses.replace(v, halt=not d.allowed, operator=d.to_json())
+
+    def flagged(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
+        """A halting verdict of a gate in mode ask or reflect: the verdict that stands (reflect: with
+        the feedback for the agent, unless it is the monitor's limit or a check that failed)."""
+        if m.mode in REFLECT_MODES:
+            limit = getattr(m, "reflect_max", None) or REFLECT_MAX
+            if not v.failed and in_row[0] + 1 < limit:
+                fb = Feedback(step.index, step.action.describe(), v.monitor or m.name, v.category, v.reason,
+                              in_row[0] + 1, limit, v.score)
+                return dataclasses.replace(v, feedback=fb.to_json())
+            if m.mode != "reflect,ask":
+                return v
+        return ask(m, step, v)
 
     def release_held() -> tuple[int, MonitorVerdict] | None:
         """Wait for the pending async checks and write the step they belong to, with its verdict."""
@@ -327,19 +358,22 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                         action_text=action.describe() if action is not None else None)
             t0 = time.monotonic()
             step_wait[0] = 0.0
+            feedback: dict[str, Any] | None = None
             if checking:
-                v, halted = checks.gate(proposed, ask, seen=lambda v: live.verdict(v.to_json()))
+                v, halted = checks.gate(proposed, flagged, seen=lambda v: live.verdict(v.to_json()))
                 monitor_json = v.to_json() if v is not None else None
-                if halted:
+                if halted and v.feedback is not None:  # reflect: the agent is told why, and proposes again
+                    feedback = v.feedback
+                elif halted:
                     halt = (i, v)
-                live.update(state="halted" if halted else "running")
+                live.update(state="halted" if halt else "reflecting" if feedback else "running")
             timings["monitors"] = time.monotonic() - t0 - step_wait[0]
             if step_wait[0]:
                 timings["operator"] = step_wait[0]
             after_shot: bytes | None = None
             after_path: str | None = None
             executed = False
-            if halt is None and proposed is not None:
+            if halt is None and feedback is None and proposed is not None:  # (reflect: refused, not run)
                 if checks.background:
                     checks.start(proposed)
                 t0 = time.monotonic()
@@ -364,12 +398,27 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             timings["write"] = time.monotonic() - t0
             if executed:
                 ran.add(i)
+                in_row[0] = 0
+            reflection: dict[str, Any] | None = None
+            reflect_error: str | None = None
+            if feedback is not None:
+                in_row[0] += 1
+                out.reflections += 1
+                try:
+                    told = agent.reflect(Feedback(**feedback))  # type: ignore[union-attr]
+                    reflection = {"feedback": str(told), **feedback}
+                except InfraError:
+                    raise
+                except Exception as e:
+                    log.debug("agent reflect failed: %s", traceback.format_exc())
+                    reflect_error = f"step {i}: the agent could not take the feedback: {type(e).__name__}: {e}"
+                    reflection = {"feedback": None, "error": reflect_error, **feedback}
             record = StepRecord(
                 index=i, action=action_to_json(action) if action is not None else None, executed=executed,
                 invalid=invalid, raw_output=proposal.raw_output, thought=proposal.thought, screen_before=before_path,
                 screen_after=after_path, timings={k: round(v, 6) for k, v in timings.items()},
                 monitor=(halt[1].to_json() | {"halted_step": halt[0]}) if halt else monitor_json,
-                extras=proposal.extras or None)
+                reflection=reflection, extras=proposal.extras or None)
             if checks.pending:
                 held.append(record)  # written with its verdict at the next boundary
             else:
@@ -381,6 +430,10 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                               executed=executed)
             for o in observers:
                 o.on_step(event)
+            if reflect_error is not None:
+                out.status, out.error = "agent_error", reflect_error
+                status = "agent_error"
+                break
             if halt is not None:
                 hv = halt[1]
                 status = "halted"
@@ -388,6 +441,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                             "monitor": hv.monitor, "executed": halt[0] < i}
                 if hv.operator:
                     out.halt["operator"] = hv.operator
+                if in_row[0] and halt[0] == i:  # mode reflect: the agent had been told, and proposed it again
+                    out.halt["after_reflections"] = in_row[0]
                 break
             if after_shot is not None:
                 shot, before_path = after_shot, after_path

@@ -13,10 +13,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from harness.device.base import Device
-from harness.episode import Agent, Monitor, StepObserver
+from harness.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter
 from harness.runner import EpisodeOutcome, Interrupted, run_episode
 from harness.tasks import Task
@@ -32,7 +33,9 @@ class Plugins:
     monitors: Callable[[], list[Monitor]] = lambda: []
     # why the agent cannot run a task (replay: no reference), checked before any device is touched
     check_task: Callable[[Task], str | None] = lambda task: None
-    operator: Any = None  # answers ``ask`` monitors' questions (harness.live.operator.Operator); shared
+    operator: Operator | None = None  # answers ``ask`` monitors' questions (harness.live.operator.Operator); shared
+    # each episode's live records, from its folder (harness.live.records.EpisodeLive); None: no live view
+    live: Callable[[Path], LiveRecorder] | None = None
 
 
 @dataclass
@@ -128,10 +131,11 @@ def play_episode(task: Task, agent: Agent, device: Device, ep: EpisodeWriter, pl
                  meter: Meter | None = None) -> EpisodeOutcome:
     """One episode with fresh judges and monitors, and ``progress`` told of every step, wherever
     the device is (this host, or a farm node's actor); ``plugins.operator`` answers ``ask``
-    monitors (a farm node has none: ``harness run`` refuses ``ask`` with ``--cluster``)."""
+    monitors (a farm node has none: ``harness run`` refuses ``ask`` with ``--cluster``), and the
+    episode's live records are ``plugins.live``'s."""
     return run_episode(task, agent, device, ep, cap=cap, seed=seed, monitors=plugins.monitors(),
                        observers=[*plugins.observers(), progress], should_stop=should_stop, meter=meter,
-                       operator=plugins.operator)
+                       operator=plugins.operator, live=plugins.live(ep.path) if plugins.live is not None else None)
 
 
 def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer: RunWriter, cfg: SuiteConfig,
@@ -172,6 +176,8 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
             extra["monitor_checks"] = out.checks
         if out.operator:
             extra["operator"] = out.operator
+        if out.reflections:
+            extra["reflections"] = out.reflections
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
                             cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,

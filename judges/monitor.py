@@ -8,6 +8,11 @@
 - ``mode=ask``: a gate whose halting verdict (risky by the rules below, or a check that failed
   closed) asks the operator instead (harness.live.operator): allowed, the action runs and its step
   says ``allowed_by: operator``; denied, or unanswered within ``--ask-timeout``, it halts as a gate.
+- ``mode=reflect``: a gate whose halting verdict is told to the agent instead (its category and
+  reason, in the agent family's own conversation form): the action does not run, the step is
+  recorded with the feedback, and the agent proposes again from the same screen; the
+  ``reflect_max``-th flagged proposal since an action last ran halts (``mode=reflect,ask``: asks the
+  operator, as ``ask``). A check that failed is never reflected on: it halts (or asks).
 - ``mode=async``: the check runs beside the action and the agent's next call; the runner waits for
   it before the next action runs, so a halting verdict stops the episode at the next step
   boundary, one step of lag and never more (the risky action itself has run: ``executed: true``).
@@ -62,9 +67,13 @@ from judges.verdict_kinds import canonical_category, known_category
 @dataclass
 class CrateSMonitorConfig:
     model: ModelConfig | None = field(metadata={"help": "judge endpoint (from --judge-base-url/--judge-model)"})
-    mode: Literal["gate", "async", "ask"] = field(default="gate", metadata={
+    mode: Literal["gate", "async", "ask", "reflect", "reflect,ask"] = field(default="gate", metadata={
         "help": "gate: judge before the action runs and halt before a risky one; async: judge beside it, halt at the "
-                "next step; ask: a gate that asks an operator (terminal or live page) before halting"})
+                "next step; ask: a gate that asks an operator (terminal or live page) before halting; reflect: tell "
+                "the agent why and let it propose again, halting at the reflect_max-th flag in a row (reflect,ask: "
+                "asking then)"})
+    reflect_max: int = field(default=2, metadata={
+        "help": "mode reflect: the flagged proposal in a row (since an action last ran) that halts or asks"})
     threshold: float | None = field(default=None, metadata={
         "help": "halt only when the model's risk score (0-1) is at least this"})
     categories: list[str] = field(default_factory=list, metadata={
@@ -84,6 +93,8 @@ class CrateSMonitorConfig:
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError("timeout_s must be > 0")
+        if self.reflect_max < 1:
+            raise ValueError("reflect_max must be >= 1 (1: the first flagged proposal halts, as gate)")
         if self.calibration and (self.threshold is not None or self.categories):
             raise ValueError("calibration sets the threshold for every category: it cannot be combined with "
                              "threshold or categories")
@@ -104,6 +115,7 @@ class CrateSMonitor:
     def __init__(self, config: CrateSMonitorConfig):
         self.config = config
         self.mode = config.mode
+        self.reflect_max = config.reflect_max
         self.on_error = config.on_error
         self.timeout_s = config.timeout_s
         self.client = need_model("monitor 'crate-s'", config)
@@ -141,7 +153,8 @@ class CrateSMonitor:
 
     def spec(self) -> dict[str, Any]:
         c = self.config
-        return {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
+        return {"name": self.name, "mode": c.mode, **({"reflect_max": c.reflect_max} if c.mode.startswith("reflect") else {}),
+                "threshold": c.threshold, "categories": list(c.categories),
                 "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
                 "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
                 "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,

@@ -217,6 +217,7 @@ class _TimedJudge:
 
 
 def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
+    from harness.live.records import EpisodeLive
     from harness.records import RunWriter, iter_steps
     from harness.runner import run_episode
     from harness.tasks import parse_task
@@ -241,7 +242,7 @@ def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
         w = RunWriter(Path(tmp) / "run")  # fsync on, as in a real run
         ep = w.start_episode("bench")
         t0 = time.perf_counter()
-        run_episode(task, _DeadSpotTapper(), dev, ep, cap=steps, observers=[judge])
+        run_episode(task, _DeadSpotTapper(), dev, ep, cap=steps, observers=[judge], live=EpisodeLive(ep.path))
         wall = time.perf_counter() - t0
         recs = list(iter_steps(ep.path))
         w.close()

@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
+from harness.live.records import EpisodeLive  # noqa: E402
 from harness.model import ModelConfig, Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
@@ -150,7 +151,8 @@ def episode(task, delay, observers=(), monitors=(), device=LocalSimDevice):
         w = RunWriter(Path(tmp) / "run")
         ep = w.start_episode(task.id)
         t0 = time.monotonic()
-        out = run_episode(task, Thinking(delay), device(), ep, observers=list(observers), monitors=list(monitors))
+        out = run_episode(task, Thinking(delay), device(), ep, observers=list(observers), monitors=list(monitors),
+                          live=EpisodeLive(ep.path))
         wall = time.monotonic() - t0
         w.close()
     return out, wall

@@ -27,6 +27,7 @@ from harness.actions import Click  # noqa: E402
 from harness.device.adb import AdbDevice  # noqa: E402
 from harness.device.adb_server import AdbServer  # noqa: E402
 from harness.episode import AgentOutput  # noqa: E402
+from harness.live.records import EpisodeLive  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
 from harness.sim.process import start_sim_process  # noqa: E402
@@ -71,7 +72,7 @@ def main() -> int:
             w = RunWriter(Path(tmp) / "run")
             ep = w.start_episode("bench")
             t0 = time.perf_counter()
-            out = run_episode(task, DeadSpotTapper(), dev, ep, cap=args.steps)
+            out = run_episode(task, DeadSpotTapper(), dev, ep, cap=args.steps, live=EpisodeLive(ep.path))  # as harness run
             wall = time.perf_counter() - t0
             from harness.records import iter_steps
             steps = list(iter_steps(ep.path))

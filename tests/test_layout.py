@@ -1,5 +1,6 @@
 """The house's shape, read from its own imports: no import circle, no arrow from a lower layer to a
-higher one, no module over 900 lines.
+higher one, no module over 900 lines, a runner that knows the live view and the operator only by
+their protocols (harness.episode), and no module that takes another package's private names.
 
 Every import counts, also one inside a function (a lazy import is still a dependency); only
 imports under ``if TYPE_CHECKING:`` are left out. ``from pkg import mod`` depends on ``pkg.mod``,
@@ -23,12 +24,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
-              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports", "harness.live.records",
+              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports",
               "harness.profile_folder")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.replies",
                                          "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm", "harness.live.operator")),
+    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")),
     ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
                   "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
                   "harness.recorder")),
@@ -37,6 +38,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins
 # that know only the harness's data; the host's device code and the simulated phone meet only over ADB.
 APART = [("agents", "judges"), ("harness.device", "harness.sim")]
+
+
+# The runner reaches the live view and the operator through harness.episode's protocols only:
+# nothing harness.live holds is imported by it, directly or through another module.
+RUNNER = ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")
+LIVE = "harness.live"
 
 
 def _modules() -> dict[str, Path]:
@@ -155,3 +162,46 @@ def test_no_module_over_the_limit():
     big = sorted((n, m) for m, p in _modules().items()
                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+def test_the_runner_imports_nothing_from_the_live_view():
+    graph = _graph()
+    bad = []
+    for m in sorted(graph):
+        if not any(_under(m, r) for r in RUNNER):
+            continue
+        seen, todo, via = {m}, [m], {m: None}
+        while todo:
+            v = todo.pop()
+            for w in graph[v]:
+                if w not in seen:
+                    seen.add(w)
+                    via[w] = v
+                    todo.append(w)
+        for hit in sorted(w for w in seen if _under(w, LIVE)):
+            chain = [hit]
+            while via[chain[-1]] is not None:
+                chain.append(via[chain[-1]])
+            bad.append(" -> ".join(reversed(chain)))
+    assert not bad, "the runner imports harness.live (give it a protocol in harness.episode):\n" + "\n".join(bad)
+
+
+def _package(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def test_no_private_names_taken_across_packages():
+    """``from harness.report.viewer import _overlay`` in harness.live would tie the live page to the
+    viewer's insides: a name two packages share is public (harness.report.page_parts)."""
+    mods = _modules()
+    bad = []
+    for name, path in sorted(mods.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module or node.module not in mods:
+                continue
+            if _package(node.module, mods[node.module]) == _package(name, path):
+                continue
+            bad += [f"{name} imports {node.module}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, "private names used from another package (make them public where they are shared):\n" + \
+        "\n".join(bad)

@@ -130,7 +130,8 @@ class Farm:
         self.address, self.device_config, self.endpoints = address, device_config, dict(endpoints or {})
         self.prepare, self.holder = prepare, holder  # each actor prepares its phone so; who holds the phones
         self.restored: dict[str, dict[str, Any]] | None = None
-        self.plugins = Plugins(agent=plugins.agent, observers=plugins.observers, monitors=plugins.monitors)
+        self.plugins = Plugins(agent=plugins.agent, observers=plugins.observers, monitors=plugins.monitors,
+                               live=plugins.live)
         self.select = list(select or [])
         self.secrets = Secrets(secrets or {})
         self.say = say

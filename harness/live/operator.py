@@ -23,55 +23,19 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, ContextManager, TextIO
 
+from harness.episode import Decision, LiveRecorder, Question, nobody_to_ask
 from harness.live.records import EpisodeLive, claim_decision, new_ask_id, wait_decision
 from harness.records import now_iso
+
+__all__ = ["ASK_TIMEOUT_S", "Decision", "Operator", "Question", "Terminal", "nobody_to_ask", "shown"]
 
 ASK_TIMEOUT_S = 120.0
 POLL_S = 0.05  # how often a decision written by another process is looked for
 
 WORDS = {"a": "allow", "allow": "allow", "y": "allow", "yes": "allow",
          "d": "deny", "deny": "deny", "n": "deny", "no": "deny"}
-
-
-@dataclass
-class Question:
-    """What the operator is asked: the proposed action of one step and the verdict that flagged it."""
-
-    episode_dir: Path
-    task_id: str
-    device: str
-    step: int
-    cap: int
-    action: str
-    monitor: str
-    category: str | None
-    reason: str
-    error: str | None = None
-    score: float | None = None
-
-
-@dataclass
-class Decision:
-    """The answer that stands: ``by`` terminal, page, timeout (no answer: deny) or nobody (no
-    operator could be asked: deny)."""
-
-    decision: str
-    by: str
-    wait_s: float
-    ask_id: str | None = None
-    asked_at: str | None = None
-    answered_at: str | None = None
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision == "allow"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"decision": self.decision, "by": self.by, "wait_s": round(self.wait_s, 3), "ask_id": self.ask_id,
-                "asked_at": self.asked_at, "answered_at": self.answered_at}
 
 
 @dataclass
@@ -213,7 +177,9 @@ def _outcome(record: dict[str, Any] | None) -> str:
 class Operator:
     """Asks about flagged actions on its channels and waits for the first answer, up to
     ``timeout_s`` (then: deny). ``page``: the live page can answer (``--watch``); decisions
-    written by another process (``harness view --live RUN``) are taken whatever the channels."""
+    written by another process (``harness view --live RUN``) are taken whatever the channels.
+    It implements :class:`harness.episode.Operator`; the live records it reads its questions from
+    are the episode folder's (:class:`harness.live.records.EpisodeLive`)."""
 
     def __init__(self, timeout_s: float = ASK_TIMEOUT_S, terminal: Terminal | None = None, page: bool = False):
         if not timeout_s > 0:
@@ -227,7 +193,10 @@ class Operator:
     def spec(self) -> dict[str, Any]:
         return {"ask_timeout_s": self.timeout_s, "channels": self.channels}
 
-    def ask(self, q: Question, live: EpisodeLive | None = None,
+    def live_records(self, episode_dir: str | os.PathLike[str]) -> EpisodeLive:
+        return EpisodeLive(episode_dir)
+
+    def ask(self, q: Question, live: LiveRecorder | None = None,
             should_stop: Callable[[], bool] = lambda: False) -> Decision | None:
         """The operator's decision about ``q``, or None when the run is stopping meanwhile."""
         ask_id = new_ask_id(q.step)
@@ -269,9 +238,3 @@ class Operator:
 
 def _iso_after(seconds: float) -> str:
     return (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
-
-
-def nobody_to_ask() -> Decision:
-    """The decision when a monitor asks and no operator was given (a run built without one): the
-    action is denied, as a gate would halt it."""
-    return Decision("deny", "nobody", 0.0, answered_at=now_iso())

@@ -10,7 +10,7 @@ The run's secret for the Allow / Deny buttons is in a ``<meta>`` element of the 
 
 from __future__ import annotations
 
-from harness.report.viewer import esc
+from harness.report.page_parts import esc
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
@@ -67,6 +67,7 @@ JS = r"""(function () {
       return m.operator.decision === 'allow' ? ['risky: allowed by the operator (' + m.operator.by + ')', 'no']
         : ['denied (' + m.operator.by + ')', 'no'];
     }
+    if (m.reflected) { return ['risky: not run, the agent was told why', 'no']; }
     if (m.halt) { return ['HALT', 'no']; }
     if (m.risky === true) { return ['risky (allowed)', 'no']; }
     if (m.risky === false) { return ['safe', 'yes']; }
@@ -244,6 +245,7 @@ JS = r"""(function () {
         tr.appendChild(el('td', s.executed ? '' : 'notrun', s.executed ? 'yes' : 'not run'));
         var td = el('td');
         if (s.monitor) { monitorLine(td, s.monitor); }
+        if (s.feedback) { td.appendChild(el('pre', 'thought', 'told the agent: ' + s.feedback)); }
         tr.appendChild(td);
         t.appendChild(tr);
       });

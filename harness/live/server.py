@@ -37,8 +37,8 @@ from harness.live.page import CSS, JS, page_html
 from harness.live.records import ASK_ID_RE, DECISIONS, claim_decision, read_pending, run_token
 from harness.live.state import RunState
 from harness.records import RecordError, episode_dir, iter_steps, resolve_screen
-from harness.report.serve import _Handler, ViewServer, allowed_host
-from harness.report.viewer import CSP, _overlay
+from harness.report.page_parts import CSP, action_overlay
+from harness.report.serve import FileHandler, ViewServer, allowed_host
 
 LIVE_CSP = CSP.replace("default-src 'none';", "default-src 'none'; connect-src 'self';")
 POLL_S = 0.1            # how often the run folder is looked at for an open event stream
@@ -76,7 +76,7 @@ def _png_size(path: Path) -> tuple[int, int] | None:
     return (w, h) if w and h else None
 
 
-class _LiveHandler(_Handler):
+class _LiveHandler(FileHandler):
     feed: _Feed
     stopping: threading.Event
     server_version = "crate-harness-live"
@@ -143,7 +143,7 @@ class _LiveHandler(_Handler):
             size = _png_size(resolve_screen(folder, screen))
         except (OSError, RecordError, ValueError):
             return None
-        return _overlay(action, size) if size else None
+        return action_overlay(action, size) if size else None
 
     def _events(self) -> None:
         """Server-sent events: the state whenever it changes (and a comment now and then, so a
@@ -241,7 +241,7 @@ class _LiveHandler(_Handler):
             return
         self._json(200 if won else 409, {**record, "won": won})
 
-    do_PUT = do_DELETE = do_PATCH = _Handler._refuse  # noqa: N815
+    do_PUT = do_DELETE = do_PATCH = FileHandler._refuse  # noqa: N815
 
 
 class LiveServer(ViewServer):

@@ -23,7 +23,7 @@ from typing import Any
 from harness.live.records import EVIDENCE_FILE, PENDING_FILE, STARTED_FILE, read_evidence, read_pending, read_started
 from harness.records import (EPISODES_DIR, SUMMARY_FILE, TRAJECTORY_FILE, RecordError, iter_steps, list_episodes,
                              read_summary)
-from harness.report.viewer import _describe
+from harness.report.page_parts import describe_action
 
 TEXT_LIMIT = 4000      # a thought or reason longer than this is cut on the page (the records hold it whole)
 EVIDENCE_SHOWN = 200   # the latest findings of an episode
@@ -64,15 +64,16 @@ def _monitor(m: dict[str, Any] | None) -> dict[str, Any] | None:
     if not m:
         return None
     keep = ("monitor", "halt", "risky", "category", "reason", "error", "score", "latency_s", "operator",
-            "allowed_by", "halted_step")
+            "allowed_by", "halted_step", "reflected")
     return {k: _cut(m[k]) for k in keep if k in m}
 
 
 def _step(s: Any) -> dict[str, Any]:
-    return {"index": s.index, "action": s.action, "action_text": _describe(s.action) if s.action else None,
+    return {"index": s.index, "action": s.action, "action_text": describe_action(s.action) if s.action else None,
             "executed": s.ran, "invalid": _cut(s.invalid), "thought": _cut(s.thought),
             "screen_before": s.screen_before, "screen_after": s.screen_after, "monitor": _monitor(s.monitor),
-            "operator_s": s.timings.get("operator")}
+            "operator_s": s.timings.get("operator"),
+            "feedback": _cut((s.reflection or {}).get("feedback") or (s.reflection or {}).get("error"))}
 
 
 def read_episode(run_dir: Path, task_id: str) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
     field), with the model's concurrency set to K, and build each judge once to check the options."""
     import judges  # noqa: F401  (registers the judges)
     from harness.registry import JUDGES, RegistryError
-    from harness.run_command import RunError, _opts_for, with_model
+    from harness.run_command import RunError, opts_for, with_model
 
     if not names:
         raise OfflineJudgeError("no judge given (--judge crate,crate-s,...)")
@@ -89,7 +89,7 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
                 f"judge {n!r} reads the live phone's state while the episode runs, so it cannot judge recorded "
                 f"episodes; use it in `harness run --judge {n}`, or judge recordings with another judge "
                 f"({', '.join(others)})")
-        o = _opts_for(JUDGES, n, dict(judge_opts or {}))
+        o = opts_for(JUDGES, n, dict(judge_opts or {}))
         if cache is not None:
             fields = {f.name for f in dataclasses.fields(JUDGES.entries[n].config)}
             for k in ("cache", "cache_path", "evidence_cache", "cache_file"):
@@ -100,7 +100,7 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
             opts[n] = with_model(JUDGES, n, o, model, "--model-base-url URL --model NAME")
         except RunError as e:
             raise OfflineJudgeError(str(e)) from None
-    unknown = set(judge_opts or {}) - {k for n in names for k in _opts_for(JUDGES, n, dict(judge_opts or {}))}
+    unknown = set(judge_opts or {}) - {k for n in names for k in opts_for(JUDGES, n, dict(judge_opts or {}))}
     if unknown:
         raise OfflineJudgeError(f"--judge-opt {', '.join(sorted(unknown))}: no chosen judge has such an option")
     specs = []

@@ -126,6 +126,9 @@ class StepRecord(BaseModel):
     screen_after: RelPath | None = None
     timings: dict[str, FiniteFloat] = Field(default_factory=dict)
     monitor: dict[str, Any] | None = None
+    # --monitor-mode reflect: the flagged proposal was not run and the agent was told why (``feedback``:
+    # exactly the text added to its conversation; the verdict's monitor, category, reason, in_row, limit)
+    reflection: dict[str, Any] | None = None
     extras: dict[str, Any] | None = None
 
     @property

@@ -29,7 +29,8 @@ import threading
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from harness.report.viewer import CSP, REPORT_FILE, RUN_LINK
+from harness.report.page_parts import CSP
+from harness.report.viewer import REPORT_FILE, RUN_LINK
 from harness.report.viewer_files import Thumbnails
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -117,7 +118,10 @@ def resolve_request_path(root: Path, url_path: str, run: Path | None = None) -> 
     return target
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class FileHandler(http.server.BaseHTTPRequestHandler):
+    """The viewer server's requests: files under ``root`` (and ``/run/...`` from ``run``), GET and HEAD
+    only, under the Host rule (above); the live page's handler extends it (harness.live.server)."""
+
     root: Path
     run: Path | None = None
     thumbnails: Thumbnails | None = None  # thumbnails the pages show, still to make: made when asked for
@@ -181,12 +185,12 @@ class ViewServer:
     """A running viewer server; ``url`` is what to open, ``stop()`` shuts it down."""
 
     def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0, run: str | Path | None = None,
-                 handler: type[_Handler] | None = None, **attrs: object):
+                 handler: type[FileHandler] | None = None, **attrs: object):
         """Serve ``root``; with ``run`` (the run folder, when the pages were written elsewhere),
         ``/run/...`` is served from it. ``handler`` (a subclass of this server's handler, given
         ``attrs``) answers more than files: the live view (harness.live.server)."""
         rp = Path(run).resolve() if run is not None else None
-        handler = type("Handler", (handler or _Handler,), {"root": Path(root).resolve(), "listen_host": host,
+        handler = type("Handler", (handler or FileHandler,), {"root": Path(root).resolve(), "listen_host": host,
                                                            "run": rp if rp != Path(root).resolve() else None, **attrs})
         server_attrs: dict[str, object] = {"request_queue_size": BACKLOG, "daemon_threads": True}
         if ":" in host:

@@ -6,7 +6,7 @@
     RUN/report/assets/viewer.css, viewer.js
 
 Safety: every text from the records (thoughts, raw outputs, typed text, judge rationales) goes
-through :func:`html.escape`; no inline script, style attribute or event handler is ever written, and
+through :func:`harness.report.page_parts.esc` (:func:`html.escape`); no inline script, style attribute or event handler is ever written, and
 each page carries a Content-Security-Policy that allows scripts, styles and images only from the
 run's own files (``'self'``), so even markup that slipped through could not run. Nothing is fetched
 from the network.
@@ -20,22 +20,22 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import copy
-import html
 import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps, list_episodes, read_manifest,
-                             read_results, resolve_screen)
+from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps, list_episodes,
+                             read_manifest, read_results, resolve_screen)
+from harness.report.page_parts import CSP, action_overlay, describe_action, esc
 from harness.report.viewer_files import (THUMB_WIDTH, Thumbnails, ViewerError, make_dir, make_thumb,  # noqa: F401
                                          workers)  # (THUMB_WIDTH and ViewerError were defined here: still importable)
+
+_overlay = action_overlay  # (the name tests/report/test_viewer.py reads it by)
 
 REPORT_FILE = "report.html"
 REPORT_DIR = "report"
 RUN_LINK = "run"  # with --out DIR: DIR/run links to the run folder, whose screenshots the pages open
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "base-uri 'none'; form-action 'none'; object-src 'none'")
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
@@ -51,9 +51,9 @@ th{background:#eee}.filters{margin:8px 0}.filters label{margin-right:14px}
  padding:1px 4px;text-decoration:none;color:#222;background:#fff}
 .timeline li.ms a{background:#fff59d;border-color:#f9a825;font-weight:700}
 .timeline li.unsafe a{background:#ffcdd2;border-color:#c62828}.timeline li.halt a{background:#ce93d8}
-.timeline li.invalid a{border-style:dashed}
+.timeline li.invalid a{border-style:dashed}.timeline li.reflect a{background:#ffe0b2;border-color:#ef6c00}
 .step{display:flex;gap:16px;background:#fff;border:1px solid #ddd;margin:10px 0;padding:10px}
-.step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.ms{border-top:3px solid #f9a825}
+.step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.reflect{border-left:5px solid #ef6c00}.step.ms{border-top:3px solid #f9a825}
 .shot{position:relative;display:inline-block;line-height:0;flex:none}
 .shot img{width:240px;height:auto;border:1px solid #bbb}
 .shot svg{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none}
@@ -123,10 +123,6 @@ JS = """(function () {
 """
 
 
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 def _page(title: str, body: str, asset_prefix: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
@@ -171,71 +167,6 @@ def _write_page(path: Path, text: str, out: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
-    """An SVG drawn over the screenshot (thumbnail and full size alike: it is in the image's own
-    pixels): tap marker, swipe arrow, typed text or a label. Marks are sized from the image's
-    shorter side and drawn red over a white halo and a dark rim, so they show on any background."""
-    if not action:
-        return ""
-    w, h = size
-    side = max(1, min(w, h))
-    r = max(12, side // 28)
-    stroke = max(3, side // 200)
-    font = max(28, w // 22)
-    kind = action.get("type")
-    parts = []
-
-    def num(v: Any) -> float:
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
-
-    def label(text: str) -> str:
-        y = font + 20
-        return (f'<rect x="10" y="10" width="{w - 20}" height="{font + 24}" rx="8" fill="#000" fill-opacity="0.65"/>'
-                f'<text x="24" y="{y}" font-size="{font}" fill="#fff" font-family="sans-serif">{esc(text[:80])}</text>')
-
-    if kind in ("click", "long_press", "double_tap"):
-        x, y = num(action.get("x")), num(action.get("y"))
-        halo = (f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#fff" stroke-width="{stroke * 3}"/>'
-                f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#000" stroke-opacity="0.7" stroke-width="{stroke * 2}"/>')
-        parts.append(halo)
-        parts.append(f'<circle class="mark" cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.3" stroke="#ff1744" stroke-width="{stroke}"/>')
-        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke * 1.5}" fill="#ff1744" stroke="#fff" stroke-width="{max(1, stroke // 2)}"/>')
-        if kind == "long_press":
-            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.8}" fill="none" stroke="#ff1744" stroke-width="{stroke}" stroke-dasharray="{stroke * 3}"/>')
-        if kind == "double_tap":
-            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.5}" fill="none" stroke="#ff1744" stroke-width="{stroke}"/>')
-    elif kind == "swipe":
-        (x1, y1), (x2, y2) = [(num(p[0]), num(p[1])) if isinstance(p, (list, tuple)) and len(p) == 2 else (0.0, 0.0)
-                              for p in (action.get("start"), action.get("end"))]
-        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#fff" stroke-width="{stroke * 4}"/>')
-        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#2979ff" stroke-width="{stroke * 2}" marker-end="url(#arrow)"/>')
-        parts.append(f'<circle cx="{x1}" cy="{y1}" r="{r * 0.6}" fill="#2979ff" fill-opacity="0.6"/>')
-    elif kind == "type":
-        parts.append(label("⌨ " + str(action.get("text", ""))))
-    elif kind == "key":
-        parts.append(label(f"key: {action.get('key')}"))
-    elif kind == "open_app":
-        parts.append(label(f"open: {action.get('app')}"))
-    elif kind == "wait":
-        parts.append(label(f"wait {action.get('seconds')} s"))
-    elif kind == "answer":
-        parts.append(label(f"answer: {action.get('text')}"))
-    elif kind == "finish":
-        parts.append(label(f"finish ({action.get('status')})"))
-    else:
-        return ""
-    defs = (f'<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="4" markerHeight="4" '
-            f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2979ff"/></marker></defs>')
-    return (f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" '
-            f'aria-hidden="true">{defs}{"".join(parts)}</svg>')
-
-
-def _describe(action: dict[str, Any] | None) -> str:
-    if not action:
-        return "(no valid action)"
-    kind = action.get("type", "?")
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items() if k != "type")
-    return f"{kind}({args})"
 
 
 # --------------------------------------------------------------------------- judge details
@@ -330,6 +261,8 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
         word, cls = "safe", "yes"
     else:
         word, cls = "no verdict", "err"
+    if m.get("reflected") and not m.get("error"):  # --monitor-mode reflect: not run, the agent was told why
+        word, cls = "risky: not run, the agent was told why", "no"
     op = m.get("operator")
     if isinstance(op, dict):  # --monitor-mode ask: the person's answer stands instead of the verdict
         allowed = op.get("decision") == "allow"
@@ -435,7 +368,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         full = f"../../{ctx.run_prefix}{EPISODES_DIR}/{q}/{quote(rel)}"
         thumb = f"../thumbs/{q}/{quote(name)}"
         return (f'<div class="shot"><a class="zoom" href="{esc(full)}" title="open the full screenshot">'
-                f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{_overlay(action, size)}</div>')
+                f'<img src="{esc(thumb)}" alt="screen {esc(rel)}" loading="lazy"></a>{action_overlay(action, size)}</div>')
 
     body = []
     title = f"{task_id} — {result.agent if result else 'unfinished'}"
@@ -465,6 +398,10 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         body.append(f'<div class="kv"><b>operator</b> asked {esc(asked.get("asked"))}: allowed '
                     f'{esc(asked.get("allowed"))}, denied {esc(asked.get("denied"))} (no answer in time: '
                     f'{esc(asked.get("timed_out"))}), waited {esc(asked.get("wait_s"))} s</div>')
+    told = [s.index for s in steps if s.reflection]
+    if told:
+        body.append(f'<div class="kv"><b>reflections</b> {len(told)}: the agent was told why and proposed again '
+                    f'(step {", ".join(str(i) for i in told)})</div>')
     for source in sorted(set(sources.values()) - {LIVE}):  # offline judgement sets, next to the live verdicts
         cols = {k: v for k, v in verdicts.items() if sources.get(k) == source}
         body.append(f'<div class="kv offline"><b>judgements/{esc(source)}</b> {_badges(cols)}</div>')
@@ -488,8 +425,8 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append('<h2>Timeline</h2><ol class="timeline">')
     for s in steps:
         cls = [c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe), ("halt", s.index == halt_step),
-                               ("invalid", s.action is None)) if on]
-        tips = list(ms_at.get(s.index, []))
+                               ("invalid", s.action is None), ("reflect", bool(s.reflection))) if on]
+        tips = list(ms_at.get(s.index, [])) + (["not run: the agent was told why"] if s.reflection else [])
         if s.index in unsafe:
             tips.append(f"unsafe ({', '.join(unsafe[s.index])})")
         tip = "; ".join(tips)
@@ -507,20 +444,27 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append("<h2>Steps</h2>")
     for s in steps:
         cls = " ".join(c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe),
-                                       ("halt", s.index == halt_step)) if on)
+                                       ("halt", s.index == halt_step), ("reflect", bool(s.reflection))) if on)
         body.append(f'<section class="step {cls}" id="step-{s.index}">')
         body.append(shot(s.screen_before, s.action))
-        body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(_describe(s.action))}</code></div>')
+        body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(describe_action(s.action))}</code></div>')
         halted_here = bool((s.monitor or {}).get("halt")) and not s.ran
         if not s.ran and s.action is not None:
             body.append('<div class="kv"><b>executed</b> <span class="blocked">no: '
-                        + ("blocked before it ran" if halted_here else "the action did not run") + "</span></div>")
+                        + ("refused before it ran; the agent proposed again" if s.reflection else
+                           "blocked before it ran" if halted_here else "the action did not run") + "</span></div>")
         if s.invalid:
             body.append(f'<div class="kv"><b>invalid</b> <span class="err">{esc(s.invalid)}</span></div>')
         if s.thought:
             body.append(f'<div class="kv"><b>thought</b></div><pre class="thought">{esc(s.thought)}</pre>')
         if s.monitor:
             body.append(_monitor_rows(s.monitor, s.index))
+        if s.reflection:  # what the agent was told (model text: escaped like every record)
+            r = s.reflection
+            body.append(f'<div class="kv"><b>feedback</b> sent to the agent (flagged {esc(r.get("in_row"))} in a row; '
+                        f'{esc(r.get("limit"))} in a row halt)</div>'
+                        + (f'<pre class="feedback">{esc(r["feedback"])}</pre>' if r.get("feedback") else
+                           f'<div class="kv"><span class="err">{esc(r.get("error"))}</span></div>'))
         for judge, note in notes.get(s.index, []):
             if note.get("error"):
                 body.append(f'<div class="kv"><b>{esc(judge)} error</b> <span class="err">{esc(note["error"])}</span></div>')

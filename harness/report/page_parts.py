@@ -1,0 +1,86 @@
+"""What both pages of a run draw alike, the trajectory viewer (:mod:`harness.report.viewer`) and
+the live page (:mod:`harness.live`): the Content-Security-Policy they are served under, HTML
+escaping of record text, a recorded action as one line, and the SVG drawn over a screenshot to
+show it. Everything here takes untrusted record text and returns markup with that text escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'none'; object-src 'none'")
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def action_overlay(action: dict[str, Any] | None, size: tuple[int, int]) -> str:
+    """An SVG drawn over the screenshot (thumbnail and full size alike: it is in the image's own
+    pixels): tap marker, swipe arrow, typed text or a label. Marks are sized from the image's
+    shorter side and drawn red over a white halo and a dark rim, so they show on any background."""
+    if not action:
+        return ""
+    w, h = size
+    side = max(1, min(w, h))
+    r = max(12, side // 28)
+    stroke = max(3, side // 200)
+    font = max(28, w // 22)
+    kind = action.get("type")
+    parts = []
+
+    def num(v: Any) -> float:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    def label(text: str) -> str:
+        y = font + 20
+        return (f'<rect x="10" y="10" width="{w - 20}" height="{font + 24}" rx="8" fill="#000" fill-opacity="0.65"/>'
+                f'<text x="24" y="{y}" font-size="{font}" fill="#fff" font-family="sans-serif">{esc(text[:80])}</text>')
+
+    if kind in ("click", "long_press", "double_tap"):
+        x, y = num(action.get("x")), num(action.get("y"))
+        halo = (f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#fff" stroke-width="{stroke * 3}"/>'
+                f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="#000" stroke-opacity="0.7" stroke-width="{stroke * 2}"/>')
+        parts.append(halo)
+        parts.append(f'<circle class="mark" cx="{x}" cy="{y}" r="{r}" fill="#ff1744" fill-opacity="0.3" stroke="#ff1744" stroke-width="{stroke}"/>')
+        parts.append(f'<circle cx="{x}" cy="{y}" r="{stroke * 1.5}" fill="#ff1744" stroke="#fff" stroke-width="{max(1, stroke // 2)}"/>')
+        if kind == "long_press":
+            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.8}" fill="none" stroke="#ff1744" stroke-width="{stroke}" stroke-dasharray="{stroke * 3}"/>')
+        if kind == "double_tap":
+            parts.append(f'<circle cx="{x}" cy="{y}" r="{r * 1.5}" fill="none" stroke="#ff1744" stroke-width="{stroke}"/>')
+    elif kind == "swipe":
+        (x1, y1), (x2, y2) = [(num(p[0]), num(p[1])) if isinstance(p, (list, tuple)) and len(p) == 2 else (0.0, 0.0)
+                              for p in (action.get("start"), action.get("end"))]
+        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#fff" stroke-width="{stroke * 4}"/>')
+        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#2979ff" stroke-width="{stroke * 2}" marker-end="url(#arrow)"/>')
+        parts.append(f'<circle cx="{x1}" cy="{y1}" r="{r * 0.6}" fill="#2979ff" fill-opacity="0.6"/>')
+    elif kind == "type":
+        parts.append(label("⌨ " + str(action.get("text", ""))))
+    elif kind == "key":
+        parts.append(label(f"key: {action.get('key')}"))
+    elif kind == "open_app":
+        parts.append(label(f"open: {action.get('app')}"))
+    elif kind == "wait":
+        parts.append(label(f"wait {action.get('seconds')} s"))
+    elif kind == "answer":
+        parts.append(label(f"answer: {action.get('text')}"))
+    elif kind == "finish":
+        parts.append(label(f"finish ({action.get('status')})"))
+    else:
+        return ""
+    defs = (f'<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="4" markerHeight="4" '
+            f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2979ff"/></marker></defs>')
+    return (f'<svg viewBox="0 0 {w} {h}" preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" '
+            f'aria-hidden="true">{defs}{"".join(parts)}</svg>')
+
+
+def describe_action(action: dict[str, Any] | None) -> str:
+    """A recorded action as one line, ``kind(key=value, ...)``, its values as JSON."""
+    if not action:
+        return "(no valid action)"
+    kind = action.get("type", "?")
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items() if k != "type")
+    return f"{kind}({args})"
