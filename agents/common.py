@@ -2,10 +2,13 @@
 images sent, bytes, usage and latency per call, parse notes, the agent layer's own time), and the
 queue for model actions that take two device steps.
 
-A :class:`ModelError` from the client (after its retries) is raised out of ``step()``: the runner
-ends the episode as ``agent_error`` with the message. An output that does not parse is not an
-error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward the
-step cap while the episode goes on.
+A :class:`ModelError` from the client (after its retries, or when its deadline passed: every
+attempt must bring the whole reply within ``--model-timeout``) is raised out of ``step()``: the
+runner ends the episode as ``agent_error`` with the message. An output that does not parse is not
+an error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward
+the step cap while the episode goes on. A reply cut by the client at its byte limit
+(``--model-max-reply-bytes``) or by the server at ``max_tokens`` is marked ``truncated`` (with
+``truncated_by``) in the step's extras, and an unparseable one says which limit to raise.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from harness.actions import Action, action_to_json
 from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
                            prefetch_pixels)
+from harness.records import kept_thought
 from harness.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
@@ -241,6 +245,7 @@ class ModelAgent:
             res = dataclasses.replace(res, text=with_tool_calls(res.text, res.tool_calls))
         if res.truncated and purpose == "action":
             trace.extra["truncated"] = True
+            trace.extra["truncated_by"] = res.truncated_by
         trace.skip()
         return res
 
@@ -271,10 +276,16 @@ class ModelAgent:
         extras = trace.to_json()
         if parsed is None:
             extras["parse_error"] = str(error)
-            cut = (f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
-                   if extras.get("truncated") else "")
+            cut = ""
+            if extras.get("truncated_by") == "max_reply_bytes":
+                cut = (f" (the reply passed {self.model.max_reply_bytes} bytes and was cut there: raise "
+                       "--model-max-reply-bytes)")
+            elif extras.get("truncated"):
+                cut = f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
             return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}{cut}", extras=extras)
-        extras["raw_action"] = parsed.raw
+        extras["raw_action"], raw_cut = kept_thought(parsed.raw, text)
+        if raw_cut:
+            extras["raw_action_cut"] = raw_cut
         if parsed.notes:
             extras["parse_notes"] = parsed.notes
         if len(parsed.actions) > 1:

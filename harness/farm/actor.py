@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import ray
 
+from harness.model import allow_calls, stop_calls
 from harness.records import RunWriter
 from harness.records.layout import is_side_file
 from harness.runner import Interrupted
@@ -78,6 +79,7 @@ class DeviceActor:
 
     def halt(self) -> None:
         self._stop.set()
+        stop_calls("the run is stopping (the driver halted this phone's episode)")  # this actor's calls only
 
     def reconnect(self, timeout: float) -> bool:
         return self.device.reconnect(timeout)
@@ -88,6 +90,7 @@ class DeviceActor:
         (records on its disk, the agent's construction) is raised, and reaches the driver."""
         with self._busy:
             self._stop.clear()
+            allow_calls()  # a halt cut the last episode's calls; this one's may go out
             yield {"kind": "started", "pid": os.getpid()}
             tmp = Path(tempfile.mkdtemp(prefix="crate-farm-"))
             writer = RunWriter(tmp / "run", fsync=False)  # a scratch copy: the driver's is the record
