@@ -405,7 +405,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             out.proposed_steps = i
             event = StepEvent(index=i, action=action, raw_output=proposal.raw_output, invalid=invalid,
                               screenshot_before=shot, screenshot_after=after_shot, screen_before_path=before_path,
-                              screen_after_path=after_path, thought=proposal.thought, monitor=record.monitor,
+                              screen_after_path=after_path, thought=thought, monitor=record.monitor,
                               executed=executed)
             for o in observers:
                 o.on_step(event)
