@@ -463,9 +463,23 @@ def stop_calls(reason: str = "the run is stopping (Ctrl-C or SIGTERM)") -> None:
     transport.cut_all(reason)
 
 
+PAUSE_STEP_S = 0.5  # a wait between two attempts notices a stop (stop_calls) within this long
+
+
+def _pause(seconds: float) -> None:
+    """Wait ``seconds`` between two attempts of a call, in steps of at most PAUSE_STEP_S, ending
+    early when the calls are stopped (a Retry-After of minutes must not outlast Ctrl-C)."""
+    left = seconds
+    while left > 0 and not _stopped[0]:
+        step = min(left, PAUSE_STEP_S)
+        time.sleep(step)
+        left -= step
+
+
 def allow_calls() -> None:
     """Let calls go out again after :func:`stop_calls`."""
     _stopped[0] = None
+    transport.allow()
 
 
 @contextmanager
@@ -685,7 +699,7 @@ class ModelClient:
                 raise self._fail(f"no time left to retry within the call's deadline of {budget} after {attempts} "
                                  f"attempt(s) (the next try was due in {delay:.2g}s); last error: {last}", "timeout",
                                  attempts, status)
-            time.sleep(delay)
+            _pause(delay)
 
     def _result(self, body: bytes, cut: bool, latency: float, attempts: int, mode: str, verdict: bool) -> ChatResult:
         """The :class:`ChatResult` of a reply body (``cut``: the first ``max_reply_bytes`` of a

@@ -51,6 +51,7 @@ class Attempt:
 _local = threading.local()
 _active: set[Attempt] = set()
 _active_lock = threading.Lock()
+_stopped: list[str | None] = [None]  # cut_all's reason until allow(): every attempt begun meanwhile is cut
 
 
 def current() -> Attempt | None:
@@ -88,6 +89,7 @@ def attempt(until: float, max_bytes: int | None = None) -> Iterator[Attempt]:
     _local.attempt = a
     with _active_lock:
         _active.add(a)
+        a.cut = _stopped[0]  # begun after a cut_all (or racing it): its first socket operation fails
     try:
         yield a
     finally:
@@ -98,14 +100,22 @@ def attempt(until: float, max_bytes: int | None = None) -> Iterator[Attempt]:
 
 def cut_all(reason: str) -> int:
     """Stop every attempt in flight now: its sockets are shut (a blocked read returns at once) and
-    its later socket operations fail with ``reason``. Returns how many were cut."""
+    its later socket operations fail with ``reason``; so do those of every attempt begun after it,
+    until :func:`allow`. Returns how many were cut."""
     with _active_lock:
+        _stopped[0] = reason
         attempts = list(_active)
     for a in attempts:
         a.cut = reason
         for stream in list(a.streams):
             _shut(stream)
     return len(attempts)
+
+
+def allow() -> None:
+    """Let attempts go out again after :func:`cut_all`."""
+    with _active_lock:
+        _stopped[0] = None
 
 
 def _shut(stream: Any) -> None:

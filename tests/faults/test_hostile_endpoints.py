@@ -19,7 +19,8 @@ from harness.device.prepare import Journal
 from harness.records import THOUGHT_CHARS, iter_steps, read_manifest, read_results
 from harness.sim.phone import LATIN_IME
 from tests.fakes.model_server import Reply, ScriptedModelServer, refusing_structured_output
-from tests.faults.helpers import harness_popen, write_suite
+from tests.faults.helpers import SMALL_SIZE, harness_popen, write_suite
+from tests.faults.helpers import run_cli as _run
 from tests.judges.helpers import SUITE, good_reply, kind_of
 
 pytestmark = pytest.mark.faults
@@ -28,17 +29,11 @@ STUCK_S = 60.0       # what the stuck endpoint would cost without a deadline (it
 WAIT = "Thought: nothing to do yet\nAction: wait()"
 
 
-def _run(args: list[str], capsys) -> tuple[int, str, str]:
-    from harness.cli import main
-
-    rc = main(args)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
-
-
 @pytest.fixture
-def phone(adb, serve_sim):
-    return serve_sim(width=540, height=1200)
+def phone(serve_sim):
+    """An in-process simulated phone, small (PNG encoding dominates a step)."""
+    w, h = (int(n) for n in SMALL_SIZE.split("x"))
+    return serve_sim(width=w, height=h)
 
 
 def test_a_trickling_agent_endpoint_ends_the_step_as_an_error_within_its_deadline(adb, phone, tmp_path, capsys):

@@ -17,6 +17,7 @@ from harness.model import ModelClient, ModelConfig, ModelError, ReplyError, pars
 from harness.records import iter_steps, read_manifest, read_results
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
+from tests.faults.helpers import run_cli as _run
 
 pytestmark = pytest.mark.faults
 
@@ -167,14 +168,6 @@ def _agent_or_skip() -> str:
     if not names:
         pytest.skip("no model-backed agent is registered (harness agents lists none of uitars, qwen, vlm, m3a)")
     return names[0]
-
-
-def _run(args: list[str], capsys) -> tuple[int, str, str]:
-    from harness.cli import main
-
-    rc = main(args)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
 
 
 @pytest.fixture

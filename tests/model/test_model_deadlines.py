@@ -189,6 +189,41 @@ def test_stop_calls_cuts_a_call_in_flight_and_refuses_new_ones():
         assert ModelClient(cfg(s2)).chat([user_message("x")]).text == "back"
 
 
+def test_an_attempt_begun_after_the_stop_is_cut_before_it_sends():
+    """A call that got its slot just as the run stopped (the slot given back by a call the stop cut)
+    begins its attempt after the cut: it is cut too, and nothing of it reaches the network."""
+    try:
+        with calls_stopped("test stop"):
+            with model_transport.attempt(time.monotonic() + 5) as a:
+                assert a.cut == "test stop"
+                with pytest.raises(Exception, match="stopped: test stop"):
+                    model_transport.DeadlineBackend().connect_tcp("127.0.0.1", 9)
+        with model_transport.attempt(time.monotonic() + 5) as a:
+            assert a.cut is None
+    finally:
+        allow_calls()
+
+
+def test_stop_calls_ends_a_wait_between_attempts():
+    """A call told to wait 30 s before its retry (Retry-After) is not left sleeping through a stop."""
+    with ScriptedModelServer([Reply(status=429, headers={"Retry-After": "30"}, error="later")]) as s:
+        errors: list[ModelError] = []
+        t = threading.Thread(target=lambda: errors.append(_fails(cfg(s, max_retries=3, max_wait_s=STUCK_S))[0]))
+        t.start()
+        end = time.monotonic() + 10
+        while not s.requests and time.monotonic() < end:
+            time.sleep(0.01)
+        assert s.requests, "the call never went out"
+        time.sleep(0.2)  # in its wait now
+        try:
+            with calls_stopped("test stop"):
+                t.join(STUCK_S / 4)
+        finally:
+            allow_calls()
+        assert not t.is_alive() and len(s.requests) == 1, "the call slept through the stop"
+    assert errors[0].kind == "interrupted" and "test stop" in str(errors[0]), errors
+
+
 # --- structured output per endpoint and model ---------------------------------------------------------
 def test_structured_output_is_remembered_per_endpoint_and_model_and_reported():
     """One server, two models: it refuses response_format for "plain-m" only. plain-m is asked in
