@@ -103,6 +103,8 @@ def test_a_trickling_gate_fails_closed_within_its_deadline_and_the_risky_step_ne
         passes = json.loads((run / "judgements" / "probe" / "manifest.json").read_text())["passes"]
         (used,) = [e for e in passes[-1]["structured_output"] if e["model"] == "judge-m"]
         assert set(used["used"]) == {"none"} and "json_schema" in used["refused"]
+        (line,) = [json.loads(x) for x in (run / "judgements" / "probe" / "results.jsonl").read_text().splitlines()]
+        assert line["usage"]["structured"] == {"none": line["usage"]["calls"]} and line["usage"]["calls"] > 0, line
 
 
 def test_a_huge_reply_is_cut_marked_and_stored_once(adb, phone, tmp_path, capsys):
