@@ -14,6 +14,7 @@ the step cap while the episode goes on. A reply cut by the client at its byte li
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +23,35 @@ from harness.actions import Action, action_to_json
 from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
                            prefetch_pixels)
-from harness.records import kept_thought
+from harness.records import THOUGHT_CHARS
 from harness.registry import RegistryError
 
-from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
+from agents.parsing import Parsed, ParseError, clean_text, read_reply, with_tool_calls
+
+RAW_STRING_CHARS = 1000  # the most of one string a cut raw_action keeps
+
+
+def kept_raw_action(raw: Any) -> tuple[Any, dict[str, Any] | None]:
+    """The model's own action as parsed, as a step's ``extras.raw_action`` keeps it, and the note a
+    cut one gets (``raw_action_cut``). Its strings repeat the reply's (UI-TARS: the call, its
+    arguments and the package's inputs each hold a typed text), so a raw action whose JSON passes
+    THOUGHT_CHARS keeps the first RAW_STRING_CHARS of each longer string: the whole is in the
+    step's ``raw_output``, and a reply is stored once."""
+    size = len(json.dumps(raw, ensure_ascii=False, default=str))
+    if size <= THOUGHT_CHARS:
+        return raw, None
+
+    def cut(v: Any) -> Any:
+        if isinstance(v, str):
+            return v[:RAW_STRING_CHARS]
+        if isinstance(v, dict):
+            return {k: cut(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [cut(x) for x in v]
+        return v
+
+    return cut(raw), {"chars": size, "strings_kept": RAW_STRING_CHARS, "whole_in": "raw_output"}
+
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
 
@@ -259,10 +285,7 @@ class ModelAgent:
                  empty: str = "") -> AgentOutput:
         """Parse a reply that answers with one action, remember what the model said for the history
         (the cleaned text, or the raw text when even cleaning fails), and build the step's output."""
-        try:
-            parsed, err = parse(res.text), None
-        except ParseError as e:
-            parsed, err = None, e
+        parsed, err = read_reply(parse, res.text)
         try:
             said = clean_text(res.text)[0]
         except ParseError:
@@ -283,7 +306,7 @@ class ModelAgent:
             elif extras.get("truncated"):
                 cut = f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
             return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}{cut}", extras=extras)
-        extras["raw_action"], raw_cut = kept_thought(parsed.raw, text)
+        extras["raw_action"], raw_cut = kept_raw_action(parsed.raw)
         if raw_cut:
             extras["raw_action_cut"] = raw_cut
         if parsed.notes:

@@ -110,33 +110,52 @@ def test_a_trickling_gate_fails_closed_within_its_deadline_and_the_risky_step_ne
 def test_a_huge_reply_is_cut_marked_and_stored_once(adb, phone, tmp_path, capsys):
     """Step 1's reply holds a 1 MB thought (under the limit): the thought is stored as its first
     THOUGHT_CHARS characters, the whole once, in raw_output. Step 2's reply is 6 MB: cut at the
-    2 MiB limit, the step invalid saying which limit to raise, marked truncated. The trajectory
-    holds each reply once; the viewer's pages stay small."""
+    2 MiB limit, the step invalid saying which limit to raise, marked truncated. Step 3 answers with
+    a 50 kB text, over what an answer may hold: an invalid step saying so (the episode goes on; it
+    was an episode error). Step 4 answers with 9,000 characters: the answer is the action, and the
+    raw action (which repeats it three times: the call, its arguments, the package's inputs) keeps
+    only the first characters of each string. The trajectory holds each reply once; the viewer's
+    pages stay small."""
+    from agents.common import RAW_STRING_CHARS
+    from harness.actions import MAX_TEXT
     from harness.model import MAX_REPLY_BYTES
     from harness.report.viewer import write_viewer
 
-    replies = [Reply("Thought: " + "t" * 1_000_000 + "\nAction: wait()"), Reply("z" * 6_000_000)]
+    too_long, answer = "b" * 50_000, "a" * 9_000
+    replies = [Reply("Thought: " + "t" * 1_000_000 + "\nAction: wait()"), Reply("z" * 6_000_000),
+               Reply(f"Thought: done\nAction: finished(content='{too_long}')"),
+               Reply(f"Thought: done\nAction: finished(content='{answer}')")]
     suite = write_suite(tmp_path / "suite.yaml", ["settings_wifi_off"])
     run = tmp_path / "run"
     with ScriptedModelServer(replies) as s:
         rc, out, err = _run(["run", "--suite", str(suite), "--device", phone.serial, "--agent", "uitars",
-                             "--model-base-url", s.base_url, "--model", "m", "--max-steps", "2", "--judge", "oracle",
+                             "--model-base-url", s.base_url, "--model", "m", "--max-steps", "4", "--judge", "oracle",
                              "--adb-port", str(adb.port), "--out", str(run), "--quiet"], capsys)
     assert rc == 0, err
     ep = run / "episodes" / "settings_wifi_off"
-    first, second = list(iter_steps(ep))
-    assert first.action == {"type": "wait", "seconds": first.action.get("seconds")} or first.action["type"] == "wait"
+    (row,) = read_results(run)
+    steps = list(iter_steps(ep))
+    assert len(steps) == 4 and row.error is None, (row.status, row.error)
+    first, second, third, fourth = steps
+    assert first.action["type"] == "wait"
     assert len(first.raw_output) > 1_000_000 and len(first.thought) == THOUGHT_CHARS
     assert first.extras["thought_cut"] == {"chars": len(first.raw_output) - len("Thought: \nAction: wait()"),
                                            "kept": THOUGHT_CHARS, "whole_in": "raw_output"}
     assert second.action is None and "--model-max-reply-bytes" in second.invalid, second.invalid
     assert second.extras["truncated"] is True and second.extras["truncated_by"] == "max_reply_bytes"
     assert MAX_REPLY_BYTES - 1000 < len(second.raw_output) <= MAX_REPLY_BYTES and second.thought is None
+    assert third.action is None and f"answer: text: String should have at most {MAX_TEXT}" in third.invalid, \
+        third.invalid[:300]
+    assert fourth.action == {"type": "answer", "text": answer}, str(fourth.action)[:200]
+    raw = json.dumps(fourth.extras["raw_action"])
+    assert answer not in raw and "a" * RAW_STRING_CHARS in raw and len(raw) < 4 * RAW_STRING_CHARS + 2000, len(raw)
+    assert fourth.extras["raw_action_cut"]["whole_in"] == "raw_output" and answer in fourth.raw_output
     size = (ep / "trajectory.jsonl").stat().st_size
-    assert size < 1_000_000 + MAX_REPLY_BYTES + 200_000, size  # each reply once (was: twice, and 6 MB whole)
+    # each reply once (was: twice, and 6 MB whole), the answer once more as the action it is
+    assert size < 1_000_000 + MAX_REPLY_BYTES + len(too_long) + 2 * len(answer) + 200_000, size
     index = write_viewer(run)
     pages = sum(p.stat().st_size for p in (run / "report").rglob("*.html")) + index.stat().st_size
-    assert pages < 200_000, pages
+    assert pages < 400_000, pages
     page = (run / "report" / "episodes" / "settings_wifi_off.html").read_text(encoding="utf-8")
     assert "more characters not shown here" in page and "reply cut" in page
 
