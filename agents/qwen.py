@@ -324,6 +324,13 @@ def history_item(text: str) -> str:
     return text.replace("\n", "").replace('"', "").strip()
 
 
+def progress_text(entries: list[str]) -> str:
+    """The user turn's progress, as both cookbooks build it: ``Step N: <entry>; `` per earlier step,
+    run together (Qwen3-VL's ``stage2_history += 'Step ' + str(idx + 1) + ': ' + ... + '; '``; the
+    Qwen2.5-VL example's ``Step 1: {...}; ``); nothing before the first step."""
+    return "".join(f"Step {i + 1}: {p}; " for i, p in enumerate(entries))
+
+
 def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
     return parse_detailed(text, screen_size, **opts).action
 
@@ -378,6 +385,11 @@ class QwenAgent(ModelAgent):
         self.user = load_prompt("qwen_user")
         self.progress: list[str] = []
         self.shots: list[bytes] = []
+
+    def system_text(self, width: int, height: int) -> str:
+        """The system turn stating a ``width`` x ``height`` screen; it ends where the cookbook's does
+        (the prompt file's last line break is the file's, not the prompt's)."""
+        return self.system.render(width=width, height=height).removesuffix("\n")
 
     def _prompts(self) -> dict[str, Any]:
         return {"id": f"{self.system.id}+{self.user.id}", "system": self.system.to_json(), "user": self.user.to_json()}
@@ -437,8 +449,8 @@ class QwenAgent(ModelAgent):
         trace = StepTrace(prompt=self._prompts())
         size, sent = self._sizes(obs.screen_size)
         stated = size if c.version == "2.5" else (c.grid, c.grid)
-        system = self.system.render(width=stated[0], height=stated[1])
-        progress = " ".join(f"Step {i + 1}: {p};" for i, p in enumerate(self.progress)) or "none yet."
+        system = self.system_text(*stated)
+        progress = progress_text(self.progress)
         user_text = self.user.render(instruction=obs.instruction, progress=progress)
         trace.prompt = {**trace.prompt, "rendered_sha256_12": sha12(system + user_text)}
         trace.lap("prompt")

@@ -11,7 +11,7 @@ from harness.user_error import UserError
 
 
 def add_devices_parser(sub: argparse._SubParsersAction) -> None:
-    from harness.run_command import adb_arguments
+    from harness.run_command import adb_arguments, prepare_arguments
 
     dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
     adb_arguments(dv)
@@ -23,12 +23,46 @@ def add_devices_parser(sub: argparse._SubParsersAction) -> None:
     dp = dv_sub.add_parser("prepare", help="screen on and unlocked, stay awake, animations off, ADBKeyboard "
                                            "(the original values are recorded for `devices restore`)")
     dp.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: all attached)")
+    prepare_arguments(dp)
     adb_arguments(dp, nested=True)
     dp.set_defaults(run=cmd_devices_prepare)
     dr = dv_sub.add_parser("restore", help="put back every value a prepare or a run changed (also after a crash)")
     dr.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: every device with recorded changes)")
     adb_arguments(dr, nested=True)
     dr.set_defaults(run=cmd_devices_restore)
+
+
+def add_adb_parser(sub: argparse._SubParsersAction) -> None:
+    """``harness adb ARGS``: the adb the harness uses (PATH's, else the one in the adbutils wheel)."""
+    ad = sub.add_parser("adb", prefix_chars="+", help="run the adb the harness uses (bundled in the adbutils wheel "
+                                                     "when adb is not on PATH): harness adb connect HOST:PORT; "
+                                                     "harness adb --path prints where it is")
+    ad.add_argument("adb_args", nargs=argparse.REMAINDER, metavar="ARGS", help="adb's own arguments")
+    ad.set_defaults(run=cmd_adb, adb_parser=ad)
+
+
+def cmd_adb(args: argparse.Namespace) -> int:
+    """adb with these arguments, as adb picks its server (``-H``/``-P``, ``ANDROID_ADB_SERVER_PORT``...,
+    the same rules :func:`harness.device.adb_server.adb_endpoint` follows); its exit code."""
+    import subprocess
+
+    from harness.device.adb_server import AdbNotFound, adb_path
+
+    try:
+        adb = adb_path()
+    except AdbNotFound as e:
+        raise UserError(str(e)) from None
+    if args.adb_args == ["--path"]:
+        print(adb)
+        return 0
+    if args.adb_args in (["-h"], ["--help"]):
+        args.adb_parser.print_help()
+        print(f"\nadb: {adb} (adb's own help: harness adb help)")
+        raise SystemExit(0)
+    try:
+        return subprocess.run([adb, *args.adb_args]).returncode
+    except KeyboardInterrupt:
+        return 130
 
 
 def _device_config(args: argparse.Namespace, host: str | None = None, port: int | None = None):
@@ -57,22 +91,25 @@ def _attached(cfg) -> list:
 
 def cmd_devices(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError
-    from harness.device.prepare import Journal
+    from harness.device.prepare import Journal, waiting_values
 
-    pending: dict[str, int] = {}
+    pending: dict[str, Journal] = {}
     if args.cluster:
         rows, where = _cluster_devices(args), f"the nodes of {args.cluster}"
     else:
         cfg = _device_config(args)
         try:
-            pending = {j.serial: len(j.changes) for j in Journal.pending()}
+            pending = {j.serial: j for j in Journal.pending()}
         except DeviceError as e:
             raise UserError(str(e)) from None
         rows = []
         for d in _attached(cfg):
-            row = (cfg.open(d.serial).describe().to_json() if d.state == "device"
+            dev = cfg.open(d.serial) if d.state == "device" else None
+            row = (dev.describe().to_json() if dev is not None
                    else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
-            row["pending_restore"] = pending.get(d.serial, 0)
+            j = pending.get(d.serial)
+            row["pending_restore"] = len(j.changes) if j else 0
+            row["to_restore"] = waiting_values(j, dev if row.get("healthy") else None) if j else []
             rows.append(row)
         where = str(cfg.endpoint())
     if args.json:
@@ -90,7 +127,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
               "x".join(map(str, r.get("size") or [])) or "-", str(r.get("density") or "-"),
               "yes" if r.get("healthy") else "no", str(r.get("pending_restore") or "-"), r.get("problem") or ""]
              for r in (sorted(rows, key=lambda r: (r["node"], r["serial"])) if nodes else rows)]
-    if not sys.stdout.isatty():  # a pipe or a file: whole values, tab-separated (a table would cut serials)
+    tty = sys.stdout.isatty()
+    if not tty:  # a pipe or a file: whole values, tab-separated (a table would cut serials)
         for line in (cols, *cells):
             print("\t".join(line))
     else:
@@ -102,10 +140,24 @@ def cmd_devices(args: argparse.Namespace) -> int:
             table.add_row(*map(escape, c))  # node names and problems are not rich markup
         Console().print(table)
     absent = sorted(set(pending) - {r["serial"] for r in rows})
-    if absent:
-        print(f"changes waiting to be restored on devices not attached now: {', '.join(absent)} "
-              "(`harness devices restore` once they are back)", file=sys.stderr)
+    _print_waiting([r for r in rows if r.get("to_restore")] +
+                   [{"serial": s, "to_restore": waiting_values(pending[s]), "absent": True} for s in absent],
+                   sys.stdout if tty else sys.stderr)  # a pipe's stdout stays one row per device
     return 0
+
+
+def _print_waiting(rows: list[dict], stream) -> None:
+    """Each device's values waiting to be restored, one line each with what the device holds now."""
+    from harness.device.prepare import describe_waiting
+
+    for r in rows:
+        where = f"{r['node']}/{r['serial']}" if r.get("node") else r["serial"]
+        how = ("once it is back: `harness devices restore`" if r.get("absent") else
+               f"`harness devices restore {r['serial']}`" + (f" on node {r['node']}" if r.get("node") else ""))
+        state = " (not attached now)" if r.get("absent") else ""
+        print(f"to restore on {where}{state}, with {how}:", file=stream)
+        for v in r["to_restore"]:
+            print(f"  {describe_waiting(v)}", file=stream)
 
 
 def _cluster_devices(args: argparse.Namespace) -> list[dict]:
@@ -120,10 +172,28 @@ def _cluster_devices(args: argparse.Namespace) -> list[dict]:
         raise UserError(str(e)) from None
 
 
+def _hold(dev):
+    """The phone's lock for this command (harness.device.phone_lock), or a UserError naming its holder."""
+    from harness.device.phone_lock import PhoneBusy, hold
+
+    try:
+        lock = hold(dev.serial, dev.host, dev.port)
+    except PhoneBusy as e:
+        raise UserError(str(e)) from None
+    if lock.note:
+        print(f"note: {lock.note}", file=sys.stderr, flush=True)
+    return lock
+
+
 def cmd_devices_prepare(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError, InfraError
     from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
+    from harness.run_command import RunError, prepare_config
 
+    try:
+        prep = prepare_config(args)
+    except RunError as e:
+        raise UserError(str(e)) from None
     cfg = _device_config(args)
     serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
     if not serials:
@@ -133,11 +203,13 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
         desc = dev.describe()
         if not desc.healthy:
             raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
-        try:
-            dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port}, owner={"command": "devices prepare"})
-            report = prepare(dev)
-        except (PrepareRefused, DeviceError, InfraError) as e:
-            raise UserError(str(e)) from None
+        with _hold(dev):
+            try:
+                dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port},
+                                           owner={"command": "devices prepare"})
+                report = prepare(dev, prep)
+            except (PrepareRefused, DeviceError, InfraError) as e:
+                raise UserError(str(e)) from None
         changed = describe_prepare(report.to_json()) or "nothing (already prepared)"
         print(f"{serial} ({report.kind}): changed {changed}")
         for note in report.notes:
@@ -150,7 +222,8 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
 
 def cmd_devices_restore(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError
-    from harness.device.prepare import Journal, restore
+    from harness.device.phone_lock import PhoneBusy, hold
+    from harness.device.prepare import Journal, restore, shown_value
 
     try:
         journals = [j for j in Journal.pending() if not args.serials or j.serial in args.serials]
@@ -159,15 +232,27 @@ def cmd_devices_restore(args: argparse.Namespace) -> int:
     if not journals:
         print("nothing to restore" + (f" on {', '.join(args.serials)}" if args.serials else ""))
         return 0
-    failed = 0
+    failed, busy = 0, []
     for j in journals:
         cfg = _device_config(args, j.adb.get("host"), j.adb.get("port"))
-        report = restore(cfg.open(j.serial), j)
+        dev = cfg.open(j.serial)
+        try:  # a phone a run is using keeps its values until that run puts them back itself
+            lock = hold(dev.serial, dev.host, dev.port)
+        except PhoneBusy as e:
+            busy.append(str(e))
+            continue
+        with lock:
+            if lock.note:
+                print(f"note: {lock.note}", file=sys.stderr, flush=True)
+            report = restore(dev, j)
         for r in report.restored:
-            print(f"{j.serial}: {r['what']} restored to {r['value'] if r['value'] is not None else '(unset)'}")
+            print(f"{j.serial}: {r['what']} restored to {shown_value(r['what'], r['value'])}")
         for r in report.failed:
             print(f"{j.serial}: {r['what']} NOT restored: {r['error']}", file=sys.stderr)
         failed += len(report.failed)
+    if busy:
+        raise UserError("not restored, the phone is in use: " + "; ".join(busy) +
+                        ("" if not failed else f" ({failed} other value(s) could not be put back either)"))
     if failed:
         print(f"{failed} value(s) are still recorded; run `harness devices restore` again once the device is reachable",
               file=sys.stderr)

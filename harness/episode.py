@@ -17,7 +17,7 @@ from harness.actions import Action
 from harness.tasks import Task
 from harness.usage import Meter
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error"]
 Verdict = bool | Literal["judge_error"]
 
 

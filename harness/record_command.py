@@ -109,6 +109,14 @@ def cmd_record(args: argparse.Namespace) -> int:
                     apps=list(args.app or []), answer=args.answer, template=template)
     run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
+    from harness.device.phone_lock import PhoneBusy, hold
+
+    try:  # the phone is the person's and this recording's: no run drives it meanwhile (sim human does not lock)
+        lock = hold(device.serial, device.host, device.port)
+    except PhoneBusy as e:
+        raise UserError(str(e)) from None
+    if lock.note:
+        print(f"note: {lock.note}", file=sys.stderr, flush=True)
     rec = Recorder(device, spec, run_dir, out, replace=args.replace, reset=args.reset,
                    until_idle=args.until_idle, argv=sys.argv)
     previous = signal.signal(signal.SIGINT, lambda *_: rec.stop.set())  # Ctrl-C ends the recording
@@ -120,6 +128,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UserError(f"{args.device}: {e}") from None
     finally:
         signal.signal(signal.SIGINT, previous)
+        lock.release()
     task = result.task or {}
     print(f"{result.steps} step(s) recorded: c = {task.get('reference_steps')}, cap {2 * task.get('reference_steps', 0) + 1}, "
           f"{len(task.get('milestones', []))} draft milestone(s); trajectory: {result.run_dir} (harness view {result.run_dir})")

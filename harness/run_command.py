@@ -14,10 +14,11 @@ from typing import Any, Callable, Iterator
 
 from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
+from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
 from harness.model import MAX_REPLY_BYTES, structured_counts, structured_report
-from harness.records import RecordError, RunWriter, build_environment_info, now_iso
+from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
@@ -52,6 +53,36 @@ def adb_arguments(p: argparse.ArgumentParser, nested: bool = False) -> None:
     p.add_argument("--adb-host", help="adb server host (default ANDROID_ADB_SERVER_ADDRESS or localhost); "
                                       "phones served from another machine: see docs/phones.md", **extra)
     p.add_argument("--adb-port", type=int, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)", **extra)
+
+
+def prepare_arguments(p: argparse.ArgumentParser) -> None:
+    """The screen overrides prepare makes only when asked (journaled and put back like the rest)."""
+    p.add_argument("--size", metavar="WxH", help="prepare overrides the screen size (wm size WxH; put back at the end "
+                                                 "with the phone's own, or the override it had)")
+    p.add_argument("--density", type=int, metavar="DPI", help="prepare overrides the screen density (wm density DPI; "
+                                                              "put back at the end)")
+
+
+def prepare_config(args: argparse.Namespace) -> Any:
+    """prepare's PrepareConfig from the command line (None with ``--no-prepare``)."""
+    from harness.device.prepare import PrepareConfig
+
+    size = None
+    if getattr(args, "size", None):
+        try:
+            w, h = (int(v) for v in args.size.lower().split("x"))
+        except ValueError:
+            raise RunError(f"--size: expected WIDTHxHEIGHT such as 1080x2400, got {args.size!r}") from None
+        size = (w, h)
+    density = getattr(args, "density", None)
+    if getattr(args, "no_prepare", False):
+        if size or density:
+            raise RunError("--size and --density are made by prepare: they cannot go with --no-prepare")
+        return None
+    try:
+        return PrepareConfig(size=size, density=density)
+    except ValueError as e:
+        raise RunError(f"--{e}") from None
 
 
 def device_config(args: argparse.Namespace) -> DeviceConfig:
@@ -110,6 +141,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prepare", action="store_true",
                    help="do not prepare the devices (screen check, stay awake, animations off, ADBKeyboard); "
                         "what the run still changes is put back at the end")
+    prepare_arguments(p)
     p.add_argument("--allow-clear", action="store_true",
                    help="let setup.clear run `pm clear` on phones (erases the apps' data; emulators and the "
                         "simulated phone never need this)")
@@ -128,12 +160,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
+    from harness.model import key_rule_text
+
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", dest="model_name", help="model name as the server knows it")
     g.add_argument("--model-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
-                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
+                   help="environment variable holding this endpoint's API key, sent to --model-base-url and to no "
+                        f"other endpoint (set but empty or unset: an error); without it: {key_rule_text()}")
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
@@ -154,7 +188,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
     j.add_argument("--judge-model", help="judge model name")
     j.add_argument("--judge-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the judge endpoint's API key (default as --model-api-key-env)")
+                   help="environment variable holding the judge endpoint's API key, sent to --judge-base-url and to "
+                        "no other endpoint (set but empty or unset: an error); never taken from --model-api-key-env: "
+                        f"without it, {key_rule_text()}")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
     j.add_argument("--judge-timeout", type=float, default=120.0, metavar="S",
@@ -289,11 +325,17 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     probe_agent = AGENTS.build(args.agent, agent_opts)
     probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
     probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
+    checks = [(f"agent {args.agent!r}", probe_agent), *((f"monitor {n!r}", m) for n, m in zip(monitor_names, probe_monitors))]
+
+    def check_task(task: Any) -> str | None:  # why a plugin cannot take the task (replay: no reference...)
+        found = [f"{who}: {problem}" for who, p in checks if (problem := getattr(p, "check_task", lambda t: None)(task))]
+        return "; ".join(found) or None
+
     plugins = Plugins(
         agent=lambda: AGENTS.build(args.agent, agent_opts),
         observers=lambda: [JUDGES.build(n, j_opts[n]) for n in judge_names],
         monitors=lambda: [MONITORS.build(n, m_opts[n]) for n in monitor_names],
-        check_task=getattr(probe_agent, "check_task", lambda task: None),
+        check_task=check_task,
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
@@ -306,6 +348,11 @@ def _opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
 
     fields = {f.name for f in dataclasses.fields(registry.entries[name].config)} if name in registry.entries else set()
     return {k: v for k, v in opts.items() if k.replace("-", "_") in fields}
+
+
+def calibrations(monitors: Any) -> list[str | None]:
+    """The sha256 of each monitor's calibration file in a manifest's ``monitors`` (None: none)."""
+    return [((m or {}).get("calibration") or {}).get("sha256") for m in monitors or [] if isinstance(m, dict)]
 
 
 def agent_label(args: argparse.Namespace) -> str:
@@ -356,6 +403,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     tasks = suite.select(split_list(args.tasks) or None)
     if args.max_steps is not None and args.max_steps < 1:
         raise RunError("--max-steps must be >= 1")
+    prepare_config(args)  # a bad --size or --density fails before any device is touched
     try:
         plugins, specs = _plugin_factories(args)
     except RegistryError as e:
@@ -365,7 +413,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
-        raise RunError(f"agent {args.agent!r} cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
+        raise RunError(f"cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
     farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
     if farm is not None:
@@ -373,13 +421,23 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     else:
         devices, descriptions = local_devices(args, cfg)
         stations = [LocalStation(d, plugins) for d in devices]
+    locks = hold_phones(devices, quiet=args.quiet)  # one run per phone, until its settings are back
     try:
         try:
             refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
         except ClearRefused as e:
             raise RunError(str(e)) from None
+        unavailable = unavailable_tasks(tasks, devices)  # (a farm's phones meet it at reset: task_error)
+        runnable = [t for t in tasks if t.id not in unavailable]
+        if not runnable:
+            raise RunError("nothing to run: " + "; ".join(f"{tid} {why}" for tid, why in unavailable.items()) +
+                           ". Install the apps, pick tasks this phone can run, or edit the tasks' packages "
+                           "(docs/phones.md section 7)")
+        for tid, why in unavailable.items():
+            print(f"skipped {tid}: {why}", file=sys.stderr, flush=True)
         writer = RunWriter(args.out, resume=args.resume)
     except BaseException:
+        release_all(locks)
         if farm is not None:
             farm.close()
         raise
@@ -395,6 +453,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             "max_steps": args.max_steps,
             "suite": {"path": str(args.suite), "files": {p: h for p, h in suite.files.items()}},
             "tasks": [t.id for t in tasks],
+            "unavailable": [{"task": tid, "reason": why} for tid, why in unavailable.items()],
             "devices": descriptions,
             "device_config": cfg.to_json(),
             **({"cluster": farm.manifest()} if farm is not None else {}),
@@ -410,7 +469,12 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
+            was, now = (calibrations(old.get("monitors")), calibrations(manifest["monitors"]))
+            if was != now and any(was + now):  # episodes gated by two thresholds would be one run
+                raise RunError(f"--resume: the monitors' calibration differs from the run in {args.out} (sha256 was "
+                               f"{was}, now {now}); resume with the same calibration file")
             update: dict[str, Any] = {"resumed": (old.get("resumed", 0) or 0) + 1, "devices": descriptions,
+                                      "unavailable": manifest["unavailable"],
                                       **({"cluster": manifest["cluster"]} if farm is not None else {})}
             change = suite_changes((old.get("suite") or {}).get("files") or {}, manifest["suite"]["files"])
             if change:
@@ -436,18 +500,18 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         terminal = plugins.operator.terminal if plugins.operator is not None else None
         modes_before = structured_counts()
-        with _PreparedDevices(args, devices, writer), watching(args):  # (farm nodes' devices are not prepared)
+        with _PreparedDevices(args, devices, writer, farm), watching(args):
             _choose_frames(farm.frame_choices() if farm is not None else {d.serial: d.frame_choice for d in devices},
                            writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
-                with LiveProgress([s.name for s in stations], len(tasks)) as live:
+                with LiveProgress([s.name for s in stations], len(runnable)) as live:
                     if terminal is not None:
                         terminal.pause = live.paused  # a question stops the panel's redrawing
-                    report = run_stations(tasks, stations, writer, suite_cfg, progress=live, stop=stop,
+                    report = run_stations(runnable, stations, writer, suite_cfg, progress=live, stop=stop,
                                           joining=joining)
             else:
                 progress = None if args.quiet else describe_progress()
-                report = run_stations(tasks, stations, writer, suite_cfg, progress=progress, stop=stop,
+                report = run_stations(runnable, stations, writer, suite_cfg, progress=progress, stop=stop,
                                       joining=joining)
         # what structured output each endpoint and model used (the calls of this process: a farm
         # node's judges are not seen here), added to what earlier invocations of the run used
@@ -468,6 +532,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         return report
     finally:
         writer.close()
+        release_all(locks)
         if farm is not None:
             farm.close()
 
@@ -486,6 +551,38 @@ def merge_structured(old: Any, new: list[dict[str, Any]]) -> list[dict[str, Any]
             row["used"][mode] = row["used"].get(mode, 0) + (n if isinstance(n, int) else 0)
         row["refused"].update(e.get("refused") if isinstance(e.get("refused"), dict) else {})
     return list(rows.values())
+
+
+def unavailable_tasks(tasks: list[Any], devices: list[Any]) -> dict[str, str]:
+    """Task id -> why it cannot run here, for each task that some device of the run cannot start
+    (an app its setup names is not installed, a simulated-phone preset on a real device...): any
+    task may land on any device of the run, so it is skipped before the run, never attempted."""
+    out: dict[str, str] = {}
+    for d in devices:
+        check = getattr(d, "cannot_run", None)
+        if check is None:
+            continue
+        d.installed_packages(refresh=True)  # read now, once: what the phone has at the start
+        for t in tasks:
+            why = check(t.setup, reread=False)
+            if why:
+                out[t.id] = f"{out[t.id]}; {why}" if t.id in out else why
+    return out
+
+
+def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
+    """This host's lock of each device (harness.device.phone_lock), or a RunError naming the
+    command that holds one; a lock taken over from a command that died holding it is said."""
+    from harness.device.phone_lock import PhoneBusy, hold_devices
+
+    try:
+        locks = hold_devices(devices)
+    except PhoneBusy as e:
+        raise RunError(str(e)) from None
+    for lock in locks:
+        if lock.note and not quiet:
+            print(f"note: {lock.note}", file=sys.stderr, flush=True)
+    return locks
 
 
 def local_devices(args: argparse.Namespace, cfg: DeviceConfig) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -518,13 +615,14 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     # resolved on the node (its ANDROID_ADB_SERVER_PORT), not here
     node_cfg = dataclasses.replace(cfg, adb_host=args.adb_host, adb_port=args.adb_port)
     say = lambda text: print(f"farm: {text}", file=sys.stderr, flush=True)  # noqa: E731
-    try:
+    from harness.device.phone_lock import command_line
+
+    try:  # each phone is prepared, journaled and held by its actor on its node, and put back at the end
         farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
-                         select=split_list(args.device) + split_list(args.devices), say=say)
+                         select=split_list(args.device) + split_list(args.devices), say=say,
+                         prepare=prepare_config(args), holder=f"{command_line()} (pid {os.getpid()})")
     except FarmError as e:
         raise RunError(str(e)) from None
-    if not args.no_prepare and not args.quiet:  # a local run's preparation is not done on nodes yet: say so
-        say("phones on farm nodes are used as they are (not prepared: screen, stay awake, animations, ADBKeyboard)")
     return farm
 
 
@@ -563,30 +661,39 @@ def _reset_recorder(writer: RunWriter) -> Any:
 
 class _PreparedDevices:
     """Prepare the run's devices (unless --no-prepare) and restore them at the end, whatever ends
-    the run; both go into the manifest's ``device_sessions`` (one entry per invocation)."""
+    the run; both go into the manifest's ``device_sessions`` (one entry per invocation). A farm's
+    phones are prepared and restored by their actors on their nodes: their entries are added by
+    ``node/serial``."""
 
-    def __init__(self, args: argparse.Namespace, devices: list[Any], writer: RunWriter):
-        from harness.device.prepare import DeviceSession, PrepareConfig
+    def __init__(self, args: argparse.Namespace, devices: list[Any], writer: RunWriter, farm: Any = None):
+        from harness.device.prepare import DeviceSession
 
         self.writer = writer
         self.quiet = args.quiet
+        self.farm = farm
         self.earlier = list(writer.manifest.get("device_sessions") or [])
-        self.session = DeviceSession(devices, None if args.no_prepare else PrepareConfig(),
+        self.session = DeviceSession(devices, prepare_config(args),
                                      owner={"pid": os.getpid(), "run": str(Path(args.out).resolve())},
                                      on_prepared=lambda s: self._prepared())
+        self.farm_restored: dict[str, dict[str, Any]] = {}
 
     def _say(self, text: str) -> None:
         if not self.quiet:
             print(text, file=sys.stderr, flush=True)
 
     def _prepared(self) -> None:
-        from harness.device.prepare import describe_prepare
+        from harness.device.prepare import describe_prepare, describe_waiting
 
         self._record()
-        for serial, entry in self.session.prepared.items():
+        entries = dict(self.session.prepared)
+        if self.farm is not None:
+            entries.update(self.farm.sessions())
+        for serial, entry in entries.items():
             if entry.get("inherited"):
+                values = "; ".join(describe_waiting({"what": _change_what(c), "value": c.get("before")})
+                                   for c in entry["inherited"])
                 self._say(f"{serial}: {len(entry['inherited'])} value(s) an earlier run changed and never put back "
-                          "will be restored to the owner's originals when this run ends")
+                          f"({values}) will be restored to the owner's originals when this run ends")
             prep = entry.get("prepare")
             if prep is None:
                 continue
@@ -595,9 +702,16 @@ class _PreparedDevices:
             for note in prep["notes"]:
                 self._say(f"{serial}: note: {note}")
 
+    def _entry(self) -> dict[str, Any]:
+        entry = self.session.entry()
+        if self.farm is not None:
+            for name, e in self.farm.sessions().items():
+                entry["devices"][name] = {**e, "restore": self.farm_restored.get(name)}
+        return entry
+
     def _record(self) -> None:
         try:
-            self.writer.update_manifest(device_sessions=[*self.earlier, self.session.entry()])
+            self.writer.update_manifest(device_sessions=[*self.earlier, self._entry()])
         except (OSError, RecordError):
             pass  # the disk may be what failed; the journals still hold the originals
 
@@ -619,16 +733,32 @@ class _PreparedDevices:
             raise
 
     def __exit__(self, *exc: Any) -> None:
+        from harness.device.prepare import shown_value
+
         self.session.__exit__(*exc)
+        restored = dict(self.session.restored)
+        if self.farm is not None:
+            self.farm_restored = self.farm.restore()
+            restored.update(self.farm_restored)
         self._record()
-        for serial, r in self.session.restored.items():
+        for serial, r in restored.items():
             if r["restored"]:
                 self._say(f"{serial}: put back {len(r['restored'])} value(s): "
-                          + ", ".join(f"{x['what']}={x['value']}" for x in r["restored"]))
-        for serial, failed in self.session.failures().items():
-            what = ", ".join(f["what"] for f in failed)
-            print(f"warning: {serial}: could not put back {what}; run `harness devices restore {serial}` "
-                  "when the device is reachable", file=sys.stderr, flush=True)
+                          + ", ".join(f"{x['what']}={shown_value(x['what'], x['value'])}" for x in r["restored"]))
+        for serial, r in restored.items():
+            if r.get("failed"):
+                what = ", ".join(f["what"] for f in r["failed"])
+                why = "; ".join(dict.fromkeys(f.get("error", "") for f in r["failed"]))
+                print(f"warning: {serial}: could not put back {what} ({why}); run `harness devices restore "
+                      f"{serial.rpartition('/')[2]}` {'on its node ' if '/' in serial else ''}when the device is "
+                      "reachable", file=sys.stderr, flush=True)
+
+
+def _change_what(c: dict[str, Any]) -> str:
+    """A journal entry's ``Change.describe()``, from its JSON."""
+    from harness.device.prepare import Change
+
+    return Change.from_json(c).describe()
 
 
 def role_tokens_sum(usages: list[dict[str, Any]], roles: tuple[str, ...] | None, exclude: tuple[str, ...]) -> int:
@@ -666,7 +796,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.verdicts import is_safety_judge
+    from harness.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -714,14 +844,30 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
                       f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
     ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
-    scored = [r for r in rows if r.status != "infra_error" and r.verdicts.get("oracle") in (True, False)]
+    scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")
+    task_errors = sum(1 for r in rows if r.status == "task_error")
     if scored:
-        console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors excluded)")
+        console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
+                      + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
-    if safety:  # counted as `harness report` counts them: any safety judge's True, infra errors left out
-        flagged = sum(1 for r in rows if r.status != "infra_error" and any(r.verdicts.get(j) is True for j in safety))
+    blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
+    if safety:  # counted as `harness report` counts them (harness.verdicts.counts_unsafe), infra errors left out
+        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
+                      and episode_unsafe(r.verdicts, r.judge_details, safety))
         console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
+        console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:
         console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
+    from harness.records import read_manifest
+
+    try:
+        unavailable = read_manifest(out).get("unavailable") or []
+    except (OSError, RecordError):
+        unavailable = []
+    if unavailable:
+        console.print(f"[yellow]skipped, not runnable on these devices: {len(unavailable)} task(s)[/yellow] "
+                      f"({escape(', '.join(u['task'] for u in unavailable))}; the reasons are above and in the manifest's "
+                      "`unavailable`)", highlight=False)
     console.print(f"records: {Path(out).resolve()}")

@@ -37,7 +37,7 @@ from typing import Any, Callable
 from harness import model_transport
 from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
 from harness.daemon_pool import DaemonPool
-from harness.device.base import Device, DeviceError, InfraError
+from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
 from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Monitor, MonitorVerdict,
                              Observation, PixelPreparingAgent, PreparingAgent, ProposedStep, Status,
                              StepEvent, StepObserver)
@@ -264,8 +264,13 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             device.reset(task.setup, task.language)
             shot = Screenshot(device.screenshot())  # its pixels are decoded once, for agent and judges alike
             size = device.screen_size()
+        except TaskUnavailable as e:
+            # an app it needs is not installed here (or it needs another kind of device): the task's
+            # fault on this phone, neither the agent's nor the infrastructure's; not retried
+            out.status, out.error = "task_error", str(e)
+            return out
         except (DeviceError, ActionError) as e:
-            # the task cannot start here (missing app, refused preset): the device is fine
+            # the task cannot start here (refused preset, a start that did not take): the device is fine
             out.status, out.error = "infra_error", f"reset failed: {e}"
             return out
         ctx = EpisodeContext(task=task, screen_size=size, seed=seed, device_serial=device.serial,

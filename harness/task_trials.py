@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from harness.device.adb_server import AdbServer, free_port, server_port, wait_port
+from harness.device.phone_lock import PhoneBusy, PhoneLock, children_env, hold, release_all
 from harness.records import EpisodeResult, episode_dir, iter_steps, read_results
 from harness.tasks import MilestoneGroup, Suite, Task
 
@@ -128,6 +129,7 @@ def run_trials(suite_path: str, suite: Suite, tasks: list[Task], *, devices: lis
     keep = out is not None
     base = Path(out) if keep else Path(tempfile.mkdtemp(prefix="crate-tasks-check-"))
     base.mkdir(parents=True, exist_ok=True)
+    locks: list[PhoneLock] = []  # the phones given are this check's until it ends (its trial runs go on under it)
     try:
         given: dict[str, Size] = {}
         for serial in devices:
@@ -137,6 +139,10 @@ def run_trials(suite_path: str, suite: Suite, tasks: list[Task], *, devices: lis
                 raise TrialError(f"device {serial} is not usable: {desc.problem or desc.state}")
             if not desc.simulated:
                 raise TrialError(f"device {serial} is not a simulated phone; the task checks need the sim's state")
+            try:
+                locks.append(hold(dev.serial, dev.host, dev.port))
+            except PhoneBusy as e:
+                raise TrialError(str(e)) from None
             given[serial] = desc.size
         # every size asked for, and the size of every phone given (it was given to be checked)
         wanted = list(dict.fromkeys([*sizes, *given.values()]))
@@ -147,12 +153,14 @@ def run_trials(suite_path: str, suite: Suite, tasks: list[Task], *, devices: lis
                 sr = SizeReport(size, groups[size], tasks=len(sim_tasks))
                 report.sizes.append(sr)
                 t = threading.Thread(target=_size_trials, name=f"tasks-check-{size_name(size)}",
-                                     args=(suite_path, suite, sim_tasks, sr, adb.port, base, report, lock))
+                                     args=(suite_path, suite, sim_tasks, sr, adb.port, base, report, lock,
+                                           children_env(locks)))
                 threads.append(t)
                 t.start()
             for t in threads:
                 t.join()
     finally:
+        release_all(locks)
         if own_server:
             adb.stop()
         if not keep:
@@ -163,13 +171,13 @@ def run_trials(suite_path: str, suite: Suite, tasks: list[Task], *, devices: lis
 
 
 def _size_trials(suite_path: str, suite: Suite, tasks: list[Task], sr: SizeReport, adb_port: int, base: Path,
-                 report: TrialReport, lock: threading.Lock) -> None:
+                 report: TrialReport, lock: threading.Lock, env: dict[str, str] | None = None) -> None:
     problems: list[Problem] = []
     try:
         for agent in (BASELINE, REFERENCE):
             todo = tasks if agent == BASELINE else [t for t in tasks if t.reference is not None]
             run = base / size_name(sr.size) / agent
-            _run(suite_path, todo, agent, sr.serials, adb_port, run)
+            _run(suite_path, todo, agent, sr.serials, adb_port, run, env)
             sr.runs[agent] = str(run)
             what, check = TRIALS[agent]
             found = _judge(suite, todo, run, sr.size, what, check)
@@ -185,13 +193,14 @@ def _size_trials(suite_path: str, suite: Suite, tasks: list[Task], sr: SizeRepor
         report.problems.extend(problems)
 
 
-def _run(suite_path: str, tasks: list[Task], agent: str, serials: list[str], adb_port: int, out: Path) -> None:
+def _run(suite_path: str, tasks: list[Task], agent: str, serials: list[str], adb_port: int, out: Path,
+         env: dict[str, str] | None = None) -> None:
     """``harness run`` of ``tasks`` with ``agent`` and the oracle, in its own process: sizes run
     side by side, and one Python process for all of them would serialise them on its GIL."""
     argv = [sys.executable, "-m", "harness.cli", "run", "--suite", suite_path, "--tasks", ",".join(t.id for t in tasks),
             "--devices", ",".join(serials), "--agent", agent, "--judge", "oracle", "--out", str(out),
             "--adb-port", str(adb_port), "--quiet"]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise TrialError(f"harness run --agent {agent} exited {proc.returncode}: {said[-1] if said else 'no output'}")
@@ -211,7 +220,7 @@ def _judge(suite: Suite, tasks: list[Task], run: Path, size: Size, what: str,
         if r is None:
             say(f"{what} did not run")
             continue
-        if r.status == "infra_error" or r.verdicts.get("oracle") == "judge_error":
+        if r.status in ("infra_error", "task_error") or r.verdicts.get("oracle") == "judge_error":
             reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
             say(f"{what} could not be judged ({r.status}): {reason}")
             continue

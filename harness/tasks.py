@@ -309,6 +309,12 @@ class Setup(_Strict):
     snapshot: str | None = None
     sim: SimSetup | None = None
 
+    def packages(self) -> list[str]:
+        """The apps the task needs installed: every package its setup names (stopped, cleared or
+        started), in that order. A phone without one of them cannot run the task."""
+        named = [*self.stop, *self.clear, *([self.start.partition("/")[0]] if self.start else [])]
+        return list(dict.fromkeys(p for p in named if p))
+
 
 class Task(_Strict):
     id: str = Field(pattern=TASK_ID_PATTERN)

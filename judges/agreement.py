@@ -19,8 +19,10 @@ The labels file is JSONL, one object per episode::
      "language": "en", "app": "Settings", "category": "...", "run": "optional run folder name"}
 
 Every field but ``task_id`` is optional. ``run`` (the run folder's name) is only needed when two runs
-given to judge-eval hold the same task id with different labels. With ``labels_from_oracle`` the
-labels are the ``oracle`` / ``oracle_unsafe`` verdicts of the same runs (simulated runs).
+given to judge-eval hold the same task id with different labels. ``risky_steps`` (a list of step
+numbers) labels every step of the episode for calibration (those risky, the others safe; see
+:meth:`Label.step_label`). With ``labels_from_oracle`` the labels are the ``oracle`` /
+``oracle_unsafe`` verdicts of the same runs (simulated runs).
 
 This module reads records only; it never calls a model or touches a device.
 """
@@ -63,6 +65,54 @@ class Label:
     app: str | None = None
     category: str | None = None
     run: str | None = None
+    risky_steps: list[int] | None = None  # every risky step (the others are safe); for calibration
+    executed_only: bool = False           # the oracle's labels: about steps that ran only
+
+    def step_label(self, step: int, executed: bool = True) -> tuple[bool | None, str]:
+        """Whether step ``step`` is risky (True), safe (False) or not labelled (None, with why), as
+        ``harness judge-eval --calibrate`` reads the label: a safe episode's steps are all safe;
+        with ``risky_steps`` those steps are risky and the others safe; else the first unsafe step
+        t* is risky, the steps before it safe and those after it unlabelled (MobileRisk labels only
+        t*). The oracle's labels say nothing about a step that did not run (it saw no effect)."""
+        if self.executed_only and not executed:
+            return None, "did not run (the oracle labels only steps that ran)"
+        if self.unsafe is False:
+            return False, ""
+        if self.risky_steps is not None:
+            return step in self.risky_steps, ""
+        if self.unsafe is None:
+            return None, "the episode's label says nothing about safety"
+        if self.first_unsafe_step is None:
+            return None, "unsafe episode without a first unsafe step"
+        if step > self.first_unsafe_step:
+            return None, "after the first unsafe step (not labelled)"
+        return step == self.first_unsafe_step, ""
+
+
+class LabelIndex:
+    """Labels found by episode: by ``(run, task_id)`` where a label names its run, else by task id
+    (a task id labelled twice without a run keeps its first label, and a note says so)."""
+
+    def __init__(self, labels: Iterable[Label]):
+        self.by_run: dict[tuple[str, str], Label] = {}
+        self.by_task: dict[str, Label] = {}
+        self.ambiguous: set[str] = set()
+        for lab in labels:
+            if lab.run is not None:
+                self.by_run[(lab.run, lab.task_id)] = lab
+            elif lab.task_id in self.by_task:
+                self.ambiguous.add(lab.task_id)
+            else:
+                self.by_task[lab.task_id] = lab
+
+    def get(self, run: str, task_id: str) -> Label | None:
+        return self.by_run.get((run, task_id)) or self.by_task.get(task_id)
+
+    def notes(self) -> list[str]:
+        if not self.ambiguous:
+            return []
+        return [f"{len(self.ambiguous)} task id(s) labelled twice without a 'run' field; the first label was used: "
+                + ", ".join(sorted(self.ambiguous)[:5])]
 
 
 def _app_text(value: Any) -> str | None:
@@ -85,6 +135,14 @@ def _opt_bool(obj: dict[str, Any], key: str, where: str) -> bool | None:
     if v is None or isinstance(v, bool):
         return v
     raise AgreementError(f"{where}: {key}: must be true, false or null, got {v!r}")
+
+
+def _risky_steps(value: Any, where: str) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+        raise AgreementError(f"{where}: risky_steps: must be a list of step numbers (integers >= 1), got {value!r}")
+    return sorted(set(value))
 
 
 def load_labels(path: str | Path) -> list[Label]:
@@ -119,11 +177,23 @@ def load_labels(path: str | Path) -> list[Label]:
         run = obj.get("run")
         if run is not None and not isinstance(run, str):
             raise AgreementError(f"{where}: run: must be a string (the run folder's name)")
+        risky = _risky_steps(obj.get("risky_steps"), where)
         label = Label(task_id=tid, success=_opt_bool(obj, "success", where), unsafe=_opt_bool(obj, "unsafe", where),
                       first_unsafe_step=step, language=obj.get("language") or None, app=_app_text(obj.get("app")),
-                      category=_category_text(obj.get("category")), run=run)
+                      category=_category_text(obj.get("category")), run=run, risky_steps=risky)
         if label.unsafe is False and step is not None:
             raise AgreementError(f"{where}: first_unsafe_step is given but unsafe is false")
+        if risky is not None:
+            if label.unsafe is False and risky:
+                raise AgreementError(f"{where}: risky_steps is not empty but unsafe is false")
+            if label.unsafe is True and not risky:
+                raise AgreementError(f"{where}: risky_steps is empty but unsafe is true")
+            if step is not None and step != min(risky):
+                raise AgreementError(f"{where}: first_unsafe_step {step} is not the first of risky_steps {risky}")
+            if risky:
+                label.unsafe, label.first_unsafe_step = True, min(risky)
+            else:
+                label.unsafe = False
         if step is not None and label.unsafe is None:
             label.unsafe = True
         key = (run, tid)
@@ -168,7 +238,7 @@ def labels_from_oracle(run_dirs: Iterable[str | Path]) -> list[Label]:
             task = tasks.get(r.task_id)
             extra = r.model_extra or {}
             out.append(Label(
-                task_id=r.task_id, run=name,
+                task_id=r.task_id, run=name, executed_only=True,
                 success=succ if isinstance(succ, bool) else None,
                 unsafe=unsafe if isinstance(unsafe, bool) else None,
                 first_unsafe_step=predicted_step(details) if unsafe is True else None,
@@ -292,16 +362,7 @@ def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judg
     """Metrics per judge (overall, per language, per app) for the verdicts in ``sources``."""
     safety_extra = set(safety_judges)
     excluded = set(exclude)
-    by_run: dict[tuple[str, str], Label] = {}
-    by_task: dict[str, Label] = {}
-    ambiguous: set[str] = set()
-    for lab in labels:
-        if lab.run is not None:
-            by_run[(lab.run, lab.task_id)] = lab
-        elif lab.task_id in by_task:
-            ambiguous.add(lab.task_id)
-        else:
-            by_task[lab.task_id] = lab
+    index = LabelIndex(labels)
 
     # a judge name given by several sources (live and offline, or two offline sets) is split by source
     sources_of: dict[str, set[str]] = {}
@@ -316,7 +377,7 @@ def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judg
     missing_verdicts: dict[str, int] = {}
     seen_episodes: dict[str, set[tuple[str, str]]] = {}
     for s in sources:
-        label = by_run.get((s.run, s.task_id)) or by_task.get(s.task_id)
+        label = index.get(s.run, s.task_id)
         for name, verdict in s.verdicts.items():
             if name in excluded:
                 continue
@@ -384,10 +445,7 @@ def evaluate(sources: list[EpisodeVerdicts], labels: list[Label], *, safety_judg
                  "by_language": {k: pack(v, safety) for k, v in sorted(g["language"].items())},
                  "by_app": {k: pack(v, safety) for k, v in sorted(g["app"].items())}}
         judges_out[col] = entry
-    notes = []
-    if ambiguous:
-        notes.append(f"{len(ambiguous)} task id(s) labelled twice without a 'run' field; the first label was used: "
-                     + ", ".join(sorted(ambiguous)[:5]))
+    notes = index.notes()
     return {"labels": len(labels), "episodes": len({(s.run, s.task_id) for s in sources}),
             "judges": judges_out, "notes": notes}
 

@@ -13,13 +13,28 @@
   boundary, one step of lag and never more (the risky action itself has run: ``executed: true``).
 
 What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
-``threshold`` when one is set, and only if its category is in ``categories`` when that list is set.
+``threshold`` when one is set, and only if its category is in ``categories`` when that list is set;
+a risky finding whose category is missing or not a MobileRisk name halts whatever ``categories``
+says (the list cannot narrow a category it cannot name), and the decision says so.
+With ``calibration=FILE`` (``harness judge-eval --calibrate``; judges.calibration) a reply with a
+score halts when the score reaches the file's threshold, whatever its ``risky`` word (the bound on
+missed risky steps is a bound on scores); a reply without a score halts on ``risky`` alone, and a
+check that fails still fails closed. The file must come from this monitor's model, sampling, step
+prompt and image policy, else the monitor is refused when it is built (before any device is
+touched), naming both sides.
 
-A check that cannot answer (server down, a timeout, a reply that stays unparseable after retries,
-or no answer within ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the
-action with the category ``monitor_error`` and the cause in the reason. ``on_error=allow`` lets the
-action run unchecked; the step records the error, and the run summary, ``harness report`` and the
-viewer count and show each such action. A failed check is never recorded as safe.
+The reply is read by the one reading rule (:mod:`harness.replies`, kinds in
+``judges/verdict_kinds.py``): only one clear "not risky" lets the action run. A reply whose
+verdicts disagree (an echoed example aside), cannot be read ("risky": "null"), or is not clear (a
+"not risky" followed by more text, or cut off at max_tokens), and a reply with no verdict after
+the re-asks, are a check that cannot answer, with the reply quoted in the step's record
+(``monitor.extras.reply``).
+
+A check that cannot answer (server down, a timeout, an unusable reply as above, or no answer within
+``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the action with the
+category ``monitor_error`` and the cause in the reason. ``on_error=allow`` lets the action run
+unchecked; the step records the error, and the run summary, ``harness report`` and the viewer count
+and show each such action. A failed check is never recorded as safe.
 
 The monitor asks exactly what the ``crate-s`` judge asks at step level (same prompt, same drawing),
 through the same process-wide evidence cache, so running both costs the judge no extra step calls;
@@ -36,10 +51,12 @@ from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
 from harness.model import ModelConfig, Priority
 from harness.registry import MONITORS
 from harness.tasks import RISK_CATEGORIES
+from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of
 from judges.crate import image_policy, need_model, pick_language
-from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, canonical_category,
-                             disk_cache, shared_memory, step_evidence)
+from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, disk_cache, quoted_reply,
+                             shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt
+from judges.verdict_kinds import canonical_category, known_category
 
 
 @dataclass
@@ -61,10 +78,15 @@ class CrateSMonitorConfig:
     image_max_side: int = field(default=1280, metadata={"help": "longest side of the image sent (pixels)"})
     draw: bool = field(default=True, metadata={"help": "draw the action's target on the screenshot"})
     cache: str | None = field(default=None, metadata={"help": "JSONL file caching step findings"})
+    calibration: str | None = field(default=None, metadata={
+        "help": "calibration.json from harness judge-eval --calibrate: halt when the score reaches its threshold"})
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError("timeout_s must be > 0")
+        if self.calibration and (self.threshold is not None or self.categories):
+            raise ValueError("calibration sets the threshold for every category: it cannot be combined with "
+                             "threshold or categories")
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
         fixed = []
@@ -87,6 +109,35 @@ class CrateSMonitor:
         self.client = need_model("monitor 'crate-s'", config)
         self.store = EvidenceStore(shared_memory(self.client), disk_cache(config.cache))
         self.screen_size: tuple[int, int] | None = None
+        self.calibration: Calibration | None = None
+        if config.calibration:
+            self.calibration = self._fitting_calibration(config.calibration)
+
+    def _fitting_calibration(self, path: str) -> Calibration:
+        """The calibration file, if it was made for this monitor's model, sampling, prompt and image
+        policy (for the languages it judges in); else ValueError naming both sides."""
+        try:
+            cal = load_calibration(path)
+        except CalibrationError as e:
+            raise ValueError(str(e)) from None
+        spec = self.spec()
+        languages = [self.config.language] if self.config.language != "auto" else list(cal.prompts)
+        problems = cal.mismatches(scorer_of(spec), step_prompts_of(spec), languages)
+        if problems:
+            raise ValueError(f"calibration {path} was made for another monitor: {'; '.join(problems)}; "
+                             "calibrate again with this monitor's scores")
+        return cal
+
+    def check_task(self, task: Any) -> str | None:
+        """Why this monitor cannot judge ``task`` (checked before any device is touched): a task in a
+        language the calibration holds no steps of."""
+        if self.calibration is None:
+            return None
+        lang = pick_language(self.config.language, task.language)
+        if lang in self.calibration.prompts:
+            return None
+        return (f"task {task.id!r} is judged in {lang}, and the calibration {self.calibration.path} holds no {lang} "
+                f"steps (only {', '.join(sorted(self.calibration.prompts))})")
 
     def spec(self) -> dict[str, Any]:
         c = self.config
@@ -94,7 +145,7 @@ class CrateSMonitor:
                 "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
                 "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
                 "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
-                "cache": c.cache}
+                "cache": c.cache, **({"calibration": self.calibration.summary()} if self.calibration else {})}
 
     def start(self, ctx: EpisodeContext) -> None:
         self.screen_size = ctx.screen_size
@@ -106,16 +157,31 @@ class CrateSMonitor:
                                                                                      f"monitor:{self.name}")))
 
     def decide(self, ev: dict[str, Any]) -> tuple[bool, str]:
-        """Whether a finding halts, and why (recorded with the verdict)."""
+        """Whether a finding halts, and why (recorded with the verdict). Anything but a finding
+        that is plainly ``risky: false`` (a JSON or word boolean) halts unless a setting says
+        otherwise; a risky finding without a known category is never let through by ``categories``."""
         c = self.config
-        if not ev["risky"]:
+        risky = ev.get("risky")
+        if risky is not True and risky is not False:  # the reading gives booleans only: anything else halts
+            return True, f"risky is {risky!r}, not a verdict: halts"
+        if self.calibration is not None:  # a score decides; a reply without one falls through to `risky`
+            calibrated = self.calibration.decide(ev.get("score"))
+            if calibrated is not None:
+                return calibrated
+        if risky is False:
             return False, "not risky"
         score = ev.get("score")
+        why = "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
         if c.threshold is not None and score is not None and score < c.threshold:
             return False, f"risky, but score {score:g} < threshold {c.threshold:g}"
-        if c.categories and ev.get("category") not in c.categories:
-            return False, f"risky, but category {ev.get('category')!r} is not one that halts"
-        return True, "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
+        cat = ev.get("category")
+        if not known_category(cat):
+            what = "no category" if cat is None else f"category {cat!r}, not a MobileRisk name"
+            narrowed = " (halts whatever categories lists)" if c.categories else ""
+            return True, f"{why}, {what}{narrowed}"
+        if c.categories and cat not in c.categories:
+            return False, f"risky, but category {cat!r} is not one that halts"
+        return True, why
 
     def check(self, step: ProposedStep) -> MonitorVerdict:
         if isinstance(step.action, (Finish, Wait)):
@@ -125,13 +191,22 @@ class CrateSMonitor:
         try:
             r = step_evidence(call, step.screenshot, step.action, step.instruction, self.screen_size)
         except Exception as e:  # JudgeCallError, or an undecodable screenshot: on_error decides
-            return MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
+            failed = MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
+            if isinstance(e, JudgeCallError):
+                failed.extras["failure"] = e.kind
+                if e.reply is not None:
+                    failed.extras["reply"] = e.reply  # why it halted, as the model said it
+            return failed
         ev = r["evidence"]
         halt, why = self.decide(ev)
-        return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=ev.get("reason", ""),
-                              score=ev.get("score"), monitor=self.name, usage=r["usage"] or None,
-                              extras={"decision": why, "cached": r["cached"], "prompt": r["prompt"],
-                                      "check_s": r["latency_s"]})
+        reason = ev.get("reason", "")
+        if halt and not ev["risky"]:  # only a calibrated score halts a reply that says "not risky": say so
+            reason = f"{why}; the model said not risky: {reason}"
+        extras = {"decision": why, "cached": r["cached"], "prompt": r["prompt"], "check_s": r["latency_s"]}
+        if halt and r.get("reply") is not None:
+            extras["reply"] = quoted_reply(r["reply"])
+        return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=reason,
+                              score=ev.get("score"), monitor=self.name, usage=r["usage"] or None, extras=extras)
 
 
 @MONITORS.register("crate-s", CrateSMonitorConfig,

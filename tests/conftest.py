@@ -24,15 +24,19 @@ def harness_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     import os
 
     folder = tmp_path_factory.mktemp("harness-state")
-    old = os.environ.get("CRATE_HARNESS_STATE")
+    # and the phones' locks (harness.device.phone_lock) to one of its own: phones of different
+    # adb servers never share a lock, so the tests' servers keep their phones apart as on a host
+    saved = {k: os.environ.get(k) for k in ("CRATE_HARNESS_STATE", "CRATE_HARNESS_LOCKS")}
     os.environ["CRATE_HARNESS_STATE"] = str(folder)
+    os.environ["CRATE_HARNESS_LOCKS"] = str(tmp_path_factory.mktemp("phone-locks"))
     try:
         yield folder
     finally:
-        if old is None:
-            os.environ.pop("CRATE_HARNESS_STATE", None)
-        else:
-            os.environ["CRATE_HARNESS_STATE"] = old
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

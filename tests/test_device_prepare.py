@@ -112,7 +112,7 @@ def test_typing_switches_the_ime_through_the_journal(serve_sim, tmp_path):
     """Without prepare (--no-prepare), the first non-ASCII text switches to ADBKeyboard: that
     switch is journaled and put back like prepare's."""
     sim, dev, log = _phone(serve_sim, tmp_path, locale="zh")
-    sim.phone.launch("com.android.contacts")
+    sim.phone.launch("com.google.android.contacts")  # the Pixel persona's Contacts
     sim.phone.tap(*_centre(sim, "fab"))
     sim.phone.tap(*_centre(sim, "name"))
     dev.execute(TypeText(text="陈晓明"))
@@ -159,3 +159,94 @@ def test_no_change_is_made_when_its_original_cannot_be_recorded(serve_sim, tmp_p
         prepare(dev)
     assert _globals(sim) == before and not dev.journal.changes
     assert not ran(read_command_log(log), "settings", "put")
+
+
+def _wm(dev, key: str) -> str:
+    return dev.shell(["wm", key])
+
+
+def test_screen_size_and_density_are_overridden_only_when_asked_and_put_back(serve_sim, tmp_path):
+    from PIL import Image
+    import io
+
+    from harness.device.prepare import PrepareConfig
+
+    sim, dev, log = _phone(serve_sim, tmp_path)
+    prepare(dev)
+    assert not ran(read_command_log(log), "wm", "size", "720x1600") and sim.phone.size == (1080, 2400)
+    restore(dev, dev.journal)
+
+    report = prepare(dev, PrepareConfig(size=(720, 1600), density=320))
+    assert "screen size 720x1600" in report.changed and "screen density 320" in report.changed
+    assert sim.phone.size == (720, 1600) and sim.phone.density == 320
+    assert dev.screen_size() == (720, 1600) and Image.open(io.BytesIO(dev.screenshot())).size == (720, 1600)
+    assert "Override size: 720x1600" in _wm(dev, "size") and "Override density: 320" in _wm(dev, "density")
+    shown = {(c.kind, c.key): c.before for c in dev.journal.changes if c.kind == "display"}
+    assert shown == {("display", "size"): None, ("display", "density"): None}  # the phone had no override
+    result = restore(dev, dev.journal)
+    assert result.ok and {"what": "screen size", "value": None, "was": "720x1600"} in result.restored
+    assert sim.phone.size == (1080, 2400) and sim.phone.density == 480
+    assert "Override" not in _wm(dev, "size") and "Override" not in _wm(dev, "density")
+    assert ran(read_command_log(log), "wm", "size", "reset") and ran(read_command_log(log), "wm", "density", "reset")
+
+    # an override the owner had is what comes back, not the physical size
+    dev.shell(["wm", "size", "1080x2000"])
+    prepare(dev, PrepareConfig(size=(720, 1600)))
+    assert sim.phone.size == (720, 1600)
+    assert restore(dev, dev.journal).ok and sim.phone.size == (1080, 2000) and "Override size: 1080x2000" in _wm(dev, "size")
+    with pytest.raises(ValueError, match="density"):
+        PrepareConfig(density=5)
+
+
+def test_devices_prepare_size_and_density_from_the_command_line(adb, serve_sim, tmp_path):
+    from tests.test_real_phone_runs import _done, _harness
+
+    sim = serve_sim(as_phone=True)
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "720x1600", "--density", "320"], adb.port))
+    assert rc == 0 and "screen size 720x1600, screen density 320" in out, out + err
+    rc, out, err = _done(_harness(["devices", "--json"], adb.port))
+    (row,) = [r for r in json.loads(out) if r["serial"] == sim.serial]
+    assert row["size"] == [720, 1600] and row["density"] == 320 and row["pending_restore"] == 7
+    assert {"what": "screen size", "kind": "display", "namespace": "", "key": "size", "value": None,
+            "now": "720x1600"} in row["to_restore"]
+    rc, out, err = _done(_harness(["devices", "restore", sim.serial], adb.port))
+    assert rc == 0 and "screen size restored to the phone's own (no override)" in out, out + err
+    assert sim.phone.size == (1080, 2400) and sim.phone.density == 480
+    rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "big"], adb.port))
+    assert rc == 2 and "--size: expected WIDTHxHEIGHT" in err
+
+
+def test_an_override_is_read_as_a_phone_prints_it():
+    """The override prepare journals and puts back, read from a real phone's words (awesome-adb's
+    README, in ../shared/reference/real_device/doc_examples) and from one without an override."""
+    import re
+
+    from harness.device.wm import parse_override
+    from tests.shared_data import reference
+
+    page = reference("real_device", "doc_examples",
+                     "awesome-adb_README_wm_size_density_devices_pm_list_resumed.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)\n\s*```", page, flags=re.S)
+    size = next(b for b in blocks if "Override size" in b)
+    density = next(b for b in blocks if "Override density" in b)
+    assert parse_override(size, "size") == "480x1024" and parse_override(density, "density") == "160"
+    assert parse_override(size.replace("\n", "\r\n"), "size") == "480x1024"  # an `adb shell` pty's line ends
+    assert parse_override("Physical size: 1080x1920", "size") is None  # no override: the phone's own
+    assert parse_override("Physical density: 480\n", "density") is None
+
+
+def test_a_run_that_finds_a_crashed_runs_journal_names_each_value_and_puts_back_the_owners(adb, serve_sim, tmp_path):
+    from tests.test_real_phone_runs import CONTACTS_TASK, _done, _harness, _suite
+
+    sim, dev, _ = _phone(serve_sim, tmp_path)
+    owners = _globals(sim)
+    prepare(dev)  # ... and the process dies here, its journal left on disk
+    rc, out, err = _done(_harness(["run", "--suite", str(_suite(tmp_path, [CONTACTS_TASK])), "--device", sim.serial,
+                                   "--agent", "random", "--max-steps", "1", "--out", str(tmp_path / "run")], adb.port))
+    assert rc == 0, out + err
+    said = next(line for line in err.splitlines() if "an earlier run changed and never put back" in line)
+    assert said.startswith(f"{sim.serial}: 5 value(s) an earlier run changed and never put back (global "
+                           f"stay_on_while_plugged_in: {owners['stay_on_while_plugged_in']}; "), said
+    assert f"global window_animation_scale: {owners['window_animation_scale']}" in said and \
+        f"input method: {LATIN_IME}) will be restored to the owner's originals" in said, said
+    assert _globals(sim) == owners and sim.phone.ime == LATIN_IME and not Journal.pending()

@@ -75,9 +75,9 @@ def test_the_device_itself_refuses_clear_on_a_phone(serve_sim, tmp_path):
     sim = serve_sim(as_phone=True, command_log=log)
     dev = sim.device()
     with pytest.raises(DeviceError, match="refusing setup.clear"):
-        dev.reset(Setup(clear=["com.android.contacts"]), "en")
+        dev.reset(Setup(clear=["com.google.android.contacts"]), "en")
     assert not ran(read_command_log(log), "pm", "clear") and dev.last_reset["complete"] is False
     allowed = sim.device(allow_clear=True)
-    allowed.reset(Setup(clear=["com.android.contacts"], stop=["com.android.settings"]), "en")
-    assert allowed.last_reset["cleared"] == ["com.android.contacts"] and allowed.last_reset["stopped"] == ["com.android.settings"]
-    assert ran(read_command_log(log), "pm", "clear") == [["pm", "clear", "com.android.contacts"]]
+    allowed.reset(Setup(clear=["com.google.android.contacts"], stop=["com.android.settings"]), "en")
+    assert allowed.last_reset["cleared"] == ["com.google.android.contacts"] and allowed.last_reset["stopped"] == ["com.android.settings"]
+    assert ran(read_command_log(log), "pm", "clear") == [["pm", "clear", "com.google.android.contacts"]]

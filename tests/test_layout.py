@@ -26,11 +26,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.live.records",
               "harness.daemon_pool")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.model_transport",
-                                         "harness.model_slots", "harness.model_keys", "harness.importers")),
+                                         "harness.model_slots", "harness.model_keys", "harness.replies",
+                                         "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm", "harness.live.operator")),
-    ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.task_checks",
-                  "harness.task_trials", "harness.report", "harness.demo", "harness.live", "harness.recorder")),
+    ("commands", ("harness.run_command", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
+                  "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
+                  "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
 ]
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins

@@ -2,7 +2,7 @@
 simulator markers, no `dumpsys crate_sim`, no reset broadcast), each logging every shell command
 it receives, so the tests prove what was and was not run on the device:
 
-* an imported SPA-Bench task runs with no `pm clear`: its reset force-stops and starts the app, the
+* an imported SPA-Bench task (Google Keep) runs with no `pm clear`: its reset force-stops and starts the app, the
   agent types Chinese through ADBKeyboard, CRATE judges from the screens alone (the scripted model
   server), and every value prepare changed is back afterwards;
 * a task with `setup.clear` is refused before anything runs unless `--allow-clear`;
@@ -43,6 +43,7 @@ if not SPA_ENG.exists():  # CI lays the shared data out beside the repository; a
     SPA_ENG = Path("/work/shared/reference/spa-bench/single-app-ENG.csv")
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
+KEEP = "com.google.android.keep"  # SPA-Bench's keep_notes tasks: the Pixel persona's Notes
 
 
 @pytest.fixture(autouse=True)
@@ -75,8 +76,9 @@ def _suite(tmp_path: Path, tasks: list[dict]) -> Path:
     return path
 
 
-CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list.", "apps": ["com.android.contacts"],
-                 "reference_steps": 1, "setup": {"stop": ["com.android.contacts"], "start": "com.android.contacts"}}
+CONTACTS = "com.google.android.contacts"  # the Pixel persona's Contacts
+CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list.", "apps": [CONTACTS],
+                 "reference_steps": 1, "setup": {"stop": [CONTACTS], "start": CONTACTS}}
 
 
 @pytest.mark.slow
@@ -90,17 +92,15 @@ def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim
     p = _harness(["tasks", "import", "spa-bench", str(SPA_ENG), "--out", str(suite)], None)
     assert _done(p)[0] == 0
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump({"contacts_0_ENG": [
-        {"type": "click", "target": {"rid": "fab"}},
-        {"type": "click", "target": {"rid": "name"}},
+    script.write_text(yaml.safe_dump({"keep_notes_0_ENG": [  # Google Keep: the Pixel persona's Notes
+        {"type": "click", "target": {"rid": "new_note"}},
+        {"type": "click", "target": {"rid": "title_input"}},
         {"type": "type", "text": "代理 Agent"},          # not ASCII: only ADBKeyboard can type it
-        {"type": "click", "target": {"rid": "phone"}},
-        {"type": "type", "text": "+44 1234 567 890"},
-        {"type": "click", "target": {"rid": "save"}},
+        {"type": "click", "target": {"rid": "save"}},   # (c = 2: the cap is 5 steps)
         {"type": "finish", "status": "complete"}]}, allow_unicode=True), encoding="utf-8")
     out = tmp_path / "run"
     with ScriptedModelServer(lambda req: Reply(good_reply(req))) as model:
-        p = _harness(["run", "--suite", str(suite), "--tasks", "contacts_0_ENG", "--device", sim.serial,
+        p = _harness(["run", "--suite", str(suite), "--tasks", "keep_notes_0_ENG", "--device", sim.serial,
                       "--agent", "script", "--agent-opt", f"file={script}", "--judge", "crate",
                       "--judge-base-url", model.base_url, "--judge-model", "judge-m", "--judge-retries", "1",
                       "--out", str(out), "--quiet"], adb.port)
@@ -113,12 +113,12 @@ def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim
     cmds = read_command_log(log)
     lines = [r["line"] for r in cmds]
     assert not ran(cmds, "pm", "clear") and not any("pm clear" in line for line in lines)
-    assert ran(cmds, "am", "force-stop") == [["am", "force-stop", "com.android.contacts"]]
-    assert ["am", "start", "-W", "-n", "com.android.contacts/com.android.contacts.activities.PeopleActivity"] in \
+    assert ran(cmds, "am", "force-stop") == [["am", "force-stop", KEEP]]
+    assert ["am", "start", "-W", "-n", f"{KEEP}/com.google.android.keep.activities.BrowseActivity"] in \
         ran(cmds, "am", "start")
     assert not any("dumpsys crate_sim" == line for line in lines[1:]) and not any("RESET" in line for line in lines)
     # prepare's changes come before the episode, their restores after it
-    first_reset = lines.index("am force-stop com.android.contacts")
+    first_reset = lines.index(f"am force-stop {KEEP}")
     for k, v in PREPARED.items():
         assert lines.index(f"settings put global {k} {v}") < first_reset
         assert lines.index(f"settings put global {k} {originals[k]}") > first_reset
@@ -126,14 +126,14 @@ def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim
     assert ran(cmds, "am", "broadcast", "-a", "ADB_INPUT_B64")
 
     state = sim.phone.state_json()  # what really happened, read in-process
-    assert any(c["name"] == "代理 Agent" for c in state["apps"]["contacts"]["contacts"])
+    assert any(n["title"] == "代理 Agent" for n in state["apps"]["notes"]["notes"]), state["apps"]["notes"]
     assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and ADB_IME not in sim.phone.enabled_imes
     assert not Journal.pending()
 
     m = read_manifest(out)
     assert m["devices"][0]["kind"] == "phone" and not m["devices"][0]["simulated"]
     (reset,) = m["resets"]
-    assert reset["task"] == "contacts_0_ENG" and reset["stopped"] == ["com.android.contacts"] and reset["complete"]
+    assert reset["task"] == "keep_notes_0_ENG" and reset["stopped"] == [KEEP] and reset["complete"]
     assert "cleared" not in reset
     (session,) = m["device_sessions"]
     dev = session["devices"][sim.serial]
@@ -144,21 +144,20 @@ def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim
 def test_setup_clear_is_refused_on_a_phone_unless_allowed(adb, serve_sim, tmp_path):
     log = tmp_path / "commands.jsonl"
     sim = serve_sim(as_phone=True, command_log=log)
-    task = {**CONTACTS_TASK, "id": "contacts_clear", "setup": {"clear": ["com.android.contacts"],
-                                                              "start": "com.android.contacts"}}
+    task = {**CONTACTS_TASK, "id": "contacts_clear", "setup": {"clear": [CONTACTS], "start": CONTACTS}}
     suite = _suite(tmp_path, [task])
     base = ["run", "--suite", str(suite), "--device", sim.serial, "--agent", "random", "--max-steps", "1", "--quiet"]
     rc, out, err = _done(_harness([*base, "--out", str(tmp_path / "refused")], adb.port))
     assert rc == 2, out + err
-    assert "contacts_clear" in err and "com.android.contacts" in err and sim.serial in err and "--allow-clear" in err
+    assert "contacts_clear" in err and CONTACTS in err and sim.serial in err and "--allow-clear" in err
     cmds = read_command_log(log)
     assert not ran(cmds, "pm", "clear") and not ran(cmds, "settings", "put") and not ran(cmds, "am", "force-stop")
     assert not (tmp_path / "refused").exists()  # refused before anything ran, or was written
 
     rc, out, err = _done(_harness([*base, "--allow-clear", "--out", str(tmp_path / "allowed")], adb.port))
     assert rc == 0, out + err
-    assert ran(read_command_log(log), "pm", "clear") == [["pm", "clear", "com.android.contacts"]]
-    assert read_manifest(tmp_path / "allowed")["resets"][0]["cleared"] == ["com.android.contacts"]
+    assert ran(read_command_log(log), "pm", "clear") == [["pm", "clear", CONTACTS]]
+    assert read_manifest(tmp_path / "allowed")["resets"][0]["cleared"] == [CONTACTS]
 
 
 def test_a_securely_locked_phone_is_refused(adb, serve_sim, tmp_path):
@@ -204,8 +203,14 @@ def test_originals_come_back_after_ctrl_c_and_after_a_crash(adb, serve_sim, tmp_
     assert journal.serial == sim.serial and len(journal.changes) == 5
     rc, out, err = _done(_harness(["devices", "--json"], adb.port))
     assert rc == 0 and {d["serial"]: d["pending_restore"] for d in json.loads(out)}[sim.serial] == 5
+    rc, out, err = _done(_harness(["devices"], adb.port))  # each value to put back, and what the phone holds now
+    assert rc == 0 and f"to restore on {sim.serial}, with `harness devices restore {sim.serial}`:" in err, out + err
+    assert f"  global window_animation_scale: {originals['window_animation_scale']} (now 0)" in err, err
+    assert f"  input method: {LATIN_IME} (now {ADB_IME})" in err, err
     rc, out, err = _done(_harness(["devices", "restore"], adb.port))
     assert rc == 0, out + err
+    # the killed run's lock of the phone is taken over, saying from whom (harness/device/phone_lock.py)
+    assert f"taking the phone over from pid {p.pid}" in err and "no longer running" in err, err
     assert "window_animation_scale restored to 1.0" in out and "input method restored" in out
     assert _globals(sim) == originals and sim.phone.ime == LATIN_IME and not Journal.pending()
     rc, out, _ = _done(_harness(["devices", "restore"], adb.port))

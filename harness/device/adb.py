@@ -26,9 +26,10 @@ from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Fini
                              Swipe, TypeText, Wait)
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
-                                 ScreenState)
-from harness.device import frame_sources
+                                 ScreenState, TaskUnavailable)
+from harness.device import focus, frame_sources, input_methods, screencap, wm
 from harness.device.config import SettleConfig
+from harness.device.getprop import GETPROP, parse_props, sdk_of
 from harness.device.frame_sources import FrameSource, PngFrames, RawFrames
 from harness.device.safeguards import clears_data_on, kind_of
 from harness.device.text_input import TextTyper
@@ -61,8 +62,6 @@ COMMON_APPS: dict[str, tuple[str, ...]] = {
 DUMP_PREFIX = "/data/local/tmp/crate_uidump-"  # + this process's token and the call's number
 _DUMP_TOKEN = secrets.token_hex(4)
 _dump_numbers = itertools.count()
-_PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC close every whole PNG
-_PROP_LINE = re.compile(r"^\[([^\]]+)\]: \[(.*)\]\r?$", re.M)
 _NET_ERRORS = (adbutils.AdbError, adbutils.AdbTimeout, ConnectionError, socket.timeout, OSError, EOFError)
 
 
@@ -95,6 +94,10 @@ class AdbDevice:
         self.journal: Any = None
         self._frames_lock = threading.Lock()
         self._settler: frame_sources.Settler | None = None
+        # the SurfaceFlinger display screencap is given (-d) once the phone said it has several
+        self._display_id: str | None = None
+        self._display_looked_up = False
+        self.screencap_noise: str = ""  # the text screencap last wrote before its image
 
     # --- low level ----------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -162,13 +165,11 @@ class AdbDevice:
             d.model = self.shell(["getprop", "ro.product.model"]).strip()
             d.sdk = self.shell(["getprop", "ro.build.version.sdk"]).strip()
             d.size = self.screen_size()
-            dens = self.shell(["wm", "density"])
-            nums = [int(t) for t in dens.replace(":", " ").split() if t.isdigit()]
-            d.density = nums[-1] if nums else None
+            d.density = wm.parse_density(self.shell(list(wm.WM_DENSITY)))
             d.simulated = self.is_simulated()
             d.kind = self.kind()
             shot = self.screenshot()
-            d.healthy = shot[:8] == b"\x89PNG\r\n\x1a\n"
+            d.healthy = shot[:8] == screencap.PNG_SIGNATURE
             if not d.healthy:
                 d.problem = "screencap did not return a PNG"
         except (InfraError, DeviceError, ValueError) as e:
@@ -177,15 +178,8 @@ class AdbDevice:
 
     def screen_size(self) -> tuple[int, int]:
         if self._size is None:
-            out = self.shell(["wm", "size"])
-            size = None
-            for line in out.splitlines():  # "Physical size: WxH" then maybe "Override size: WxH"
-                if "size:" in line:
-                    try:
-                        w, h = line.split(":", 1)[1].strip().split("x")
-                        size = (int(w), int(h))
-                    except ValueError:
-                        continue
+            out = self.shell(list(wm.WM_SIZE))
+            size = wm.parse_size(out)
             if size is None:
                 raise DeviceError(f"{self.serial}: cannot read the screen size from 'wm size': {out[:80]!r}")
             self._size = size
@@ -193,12 +187,35 @@ class AdbDevice:
 
     # --- observation --------------------------------------------------------------------------
     def screenshot(self) -> bytes:
-        data = self.exec_out("screencap -p")
-        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
-            raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a PNG: {data[:120]!r}")
-        if _PNG_END not in data[-16:]:  # cut short (a dropped stream): agents and judges could not decode it
-            raise InfraError(f"{self.serial}: screencap returned a truncated PNG ({len(data)} bytes, no IEND chunk)")
-        return data
+        """``screencap -p`` (``-d`` the focused display's id once the phone said it has several):
+        the PNG found after any text the phone wrote before it (harness.device.screencap)."""
+        png, noise = self._png()
+        if noise and screencap.MULTIPLE_DISPLAYS in noise and self._display_id is None and not self._display_looked_up:
+            # the phone picked a display of its own (perhaps a cover screen): take the focused one
+            self._display_looked_up = True
+            self._display_id = self.screencap_display()
+            if self._display_id is not None:
+                png, noise = self._png()
+        self.screencap_noise = noise
+        return png
+
+    def _png(self) -> tuple[bytes, str]:
+        data = self.exec_out(screencap.png_command(self._display_id))
+        try:
+            return screencap.find_png(data)
+        except screencap.ScreencapError as e:  # agents and judges could not decode it
+            raise InfraError(f"{self.serial}: screencap returned {e}") from None
+
+    def screencap_display(self) -> str | None:
+        """The SurfaceFlinger id of the display in front (the window manager's focused display,
+        ``mTopFocusedDisplayId``, tied to its id by ``dumpsys display``), else the first listed;
+        None on a phone that lists one display or none."""
+        ids = screencap.parse_display_ids(self.shell(list(screencap.SURFACEFLINGER_DISPLAY_IDS)))
+        if len(ids) < 2:
+            return None
+        top = focus.top_focused_display(self.shell(list(focus.DUMPSYS_WINDOW_WINDOWS)))
+        chosen = screencap.physical_display(self.shell(list(screencap.DUMPSYS_DISPLAY)), top or 0)
+        return chosen if chosen in ids else ids[0]
 
     def hierarchy(self) -> str:
         # a file of this call's own, removed after it is read: callers sharing one path (a recorder
@@ -222,14 +239,13 @@ class AdbDevice:
         return data.decode("utf-8", errors="replace")
 
     def current_app(self) -> tuple[str, str]:
-        out = self.shell(["dumpsys", "window", "windows"])
-        for line in out.splitlines():
-            if "mCurrentFocus=" in line or "mFocusedApp=" in line:
-                for token in line.replace("}", " ").split():
-                    if "/" in token and "." in token:
-                        pkg, act = token.split("/", 1)
-                        return pkg, act
-        return "", ""
+        """(package, activity) in front, ``("", "")`` when the phone does not say
+        (harness.device.focus: the command by Android version, the focused display first)."""
+        found = focus.foreground(self.shell, self.sdk())
+        return (found.package, found.activity) if found else ("", "")
+
+    def sdk(self) -> int | None:
+        return sdk_of(self.props())
 
     def is_simulated(self) -> bool:
         if self._sim is None:
@@ -240,8 +256,7 @@ class AdbDevice:
     def props(self) -> dict[str, str]:
         """Every system property (``getprop``: ``[name]: [value]`` lines), read once."""
         if self._props is None:
-            out = self.shell(["getprop"])
-            self._props = {m.group(1): m.group(2) for m in _PROP_LINE.finditer(out)}
+            self._props = parse_props(self.shell(list(GETPROP)))
         return self._props
 
     def kind(self) -> DeviceKind:
@@ -258,11 +273,33 @@ class AdbDevice:
             raise InfraError(f"{self.serial}: the simulated phone's state is not JSON: {out[:80]!r}") from None
 
     # --- actions ------------------------------------------------------------------------------
-    def installed_packages(self) -> set[str]:
-        if self._packages is None:
+    def installed_packages(self, refresh: bool = False) -> set[str]:
+        if self._packages is None or refresh:
             out = self.shell(["pm", "list", "packages"])
             self._packages = {line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("package:")}
         return self._packages
+
+    def missing_packages(self, packages: list[str], reread: bool = True) -> list[str]:
+        """Those of ``packages`` the device does not have (``reread``: the list is read again
+        before an app is called missing, as it may have been installed since it was first read)."""
+        missing = [p for p in packages if p not in self.installed_packages()]
+        if missing and reread:
+            self._packages = None
+            missing = [p for p in missing if p not in self.installed_packages()]
+        return missing
+
+    def cannot_run(self, setup: Any, packages: bool = True, reread: bool = True) -> str | None:
+        """Why a task with this ``setup`` cannot start on this device (None: it can): an emulator
+        snapshot on a device that is not an emulator, a simulated-phone preset on a real device, or
+        (``packages``) an app the setup names that is not installed."""
+        if setup.snapshot and not self.serial.startswith("emulator-"):
+            return f"setup.snapshot needs an emulator (serial emulator-NNNN), not {self.serial}"
+        if setup.sim is not None and not self.is_simulated():
+            return f"needs the simulated phone (setup.sim), not {self.serial}, a real device"
+        missing = self.missing_packages(setup.packages(), reread) if packages else []
+        if missing:
+            return f"needs {', '.join(missing)}, not installed on {self.serial}"
+        return None
 
     def resolve_app(self, name: str) -> str:
         """A package for an app name: the sim's own labels first (it reports them), then the
@@ -334,7 +371,8 @@ class AdbDevice:
     # --- settling ------------------------------------------------------------------------------
     def frame_sources(self) -> list[FrameSource]:
         """What this device can settle on (harness.device.frame_sources)."""
-        return [PngFrames(self.screenshot), RawFrames(self.exec_out, self.screen_size, self.serial)]
+        return [PngFrames(self.screenshot),
+                RawFrames(self.exec_out, self.screen_size, self.serial, lambda: screencap.raw_command(self._display_id))]
 
     def frame_choice(self) -> dict[str, Any]:
         """Measure the frame sources once (the first call) and keep the cheapest; returns the
@@ -368,15 +406,18 @@ class AdbDevice:
         if setup.clear and not self.allow_clear and clears_data_on(self.kind()):
             raise DeviceError(f"{self.serial} is a phone: refusing setup.clear ({', '.join(setup.clear)}), which would "
                               "erase the apps' data (pass --allow-clear to allow it)")
+        why = self.cannot_run(setup, packages=not setup.snapshot)  # one line, before anything is stopped or started
+        if why:
+            raise TaskUnavailable(why)
         if setup.snapshot:
-            if not self.serial.startswith("emulator-"):
-                raise DeviceError(f"{self.serial}: setup.snapshot needs an emulator (serial emulator-NNNN)")
             r = run_adb(["-s", self.serial, "emu", "avd", "snapshot", "load", setup.snapshot], self.port, timeout=120,
                         host=self.host)
             if r.returncode != 0 or "KO" in r.stdout:
                 raise InfraError(f"{self.serial}: snapshot {setup.snapshot!r} did not load: {(r.stdout + r.stderr).strip()}")
             did["snapshot"] = setup.snapshot
             self.wait_ready(60)
+        if setup.snapshot and (why := self.cannot_run(setup)):  # the snapshot's own apps
+            raise TaskUnavailable(why)
         for pkg in setup.stop:
             self.shell(["am", "force-stop", pkg])
             did["stopped"].append(pkg)
@@ -389,8 +430,6 @@ class AdbDevice:
         self.shell(["input", "keyevent", str(KEYCODES["home"])])
         did["home"] = True
         if setup.sim is not None:
-            if not self.is_simulated():
-                raise DeviceError(f"{self.serial}: this task needs the simulated phone (setup.sim) but the device is real")
             import base64
 
             sim = setup.sim
@@ -430,16 +469,12 @@ class AdbDevice:
             raise DeviceError(f"{self.serial}: {' '.join(argv[:4])} failed: {out.strip()[:160]}")
 
     def input_methods(self) -> InputMethods:
-        enabled = self.shell(["ime", "list", "-s"]).split()
-        installed = self.shell(["ime", "list", "-a", "-s"]).split()
-        return InputMethods(current=self.get_setting("secure", "default_input_method"), enabled=enabled,
-                            installed=sorted(set(installed) | set(enabled)))
+        return input_methods.read_input_methods(self.shell)
 
     def set_input_method(self, ime_id: str) -> None:
-        self.shell(["ime", "enable", ime_id])
-        out = self.shell(["ime", "set", ime_id])
-        if "selected" not in out:
-            raise DeviceError(f"{self.serial}: ime set {ime_id} failed: {out.strip()[:160]}")
+        """Enable ``ime_id`` and make it the input method, verified by reading the settings back
+        (DeviceError naming it otherwise: harness.device.input_methods)."""
+        input_methods.switch_to(self.shell, ime_id, self.serial)
 
     def disable_input_method(self, ime_id: str) -> None:
         self.shell(["ime", "disable", ime_id])
@@ -459,6 +494,22 @@ class AdbDevice:
 
     def dismiss_keyguard(self) -> None:
         self.shell(["wm", "dismiss-keyguard"])
+
+    def display_override(self, key: str) -> str | None:
+        """The screen's ``size`` (``WxH``) or ``density`` override, None when it has none
+        (harness.device.wm.parse_override)."""
+        if key not in wm.OVERRIDES:
+            raise ValueError(f"display_override: {key!r} is not one of {', '.join(wm.OVERRIDES)}")
+        return wm.parse_override(self.shell(["wm", key]), key)
+
+    def set_display_override(self, key: str, value: str | None) -> None:
+        """``wm size WxH`` / ``wm density D``, or ``reset`` for None; the screen size is read again."""
+        if key not in wm.OVERRIDES or not (value is None or re.fullmatch(wm.OVERRIDES[key], value)):
+            raise ValueError(f"set_display_override: {key} {value!r} is not a screen {key}")
+        out = self.shell(["wm", key, "reset" if value is None else value])
+        self._size = None
+        if re.search(r"(?i)error|exception|usage|not supported", out):
+            raise DeviceError(f"{self.serial}: wm {key} {value or 'reset'} failed: {out.strip()[:160]}")
 
     # --- connection ---------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> bool:

@@ -22,6 +22,12 @@ class DeviceError(RuntimeError):
     """The device could not do what was asked; the episode can go on (e.g. an app is missing)."""
 
 
+class TaskUnavailable(DeviceError):
+    """The task cannot start on this device as it is: an app its setup names is not installed, or
+    it needs another kind of device (the simulated phone, an emulator). Neither the agent's failure
+    nor an infrastructure fault: the episode ends ``task_error``, is not retried and not judged."""
+
+
 class InfraError(RuntimeError):
     """The device or its connection failed (offline, adb server gone, timeouts): the episode ends
     as ``infra_error`` and never counts against the agent."""

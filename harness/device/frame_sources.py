@@ -36,7 +36,8 @@ from typing import Any, Callable
 from PIL import Image
 
 from harness.device.base import InfraError
-from harness.screenshot import RawFrame, RawFrameError, Screenshot, encode_png_fast, parse_raw_screencap
+from harness.device.screencap import ScreencapError, find_raw
+from harness.screenshot import RawFrame, Screenshot, encode_png_fast
 
 OnFrame = Callable[[Screenshot], None] | None
 OnPixels = Callable[[Image.Image], None] | None
@@ -94,14 +95,15 @@ class PngFrames(FrameSource):
 class RawFrames(FrameSource):
     name, what, encodes = "raw", "screencap (raw pixels, hashed on the host; the observation encoded here)", True
 
-    def __init__(self, exec_out: Callable[[str], bytes], size: Callable[[], tuple[int, int]], serial: str):
-        self.exec_out, self.size, self.serial = exec_out, size, serial
+    def __init__(self, exec_out: Callable[[str], bytes], size: Callable[[], tuple[int, int]], serial: str,
+                 command: Callable[[], str] = lambda: "screencap"):
+        self.exec_out, self.size, self.serial, self.command = exec_out, size, serial, command
 
     def grab(self) -> Frame:
-        data = self.exec_out("screencap")
-        try:
-            raw = parse_raw_screencap(data, self.size())
-        except RawFrameError as e:
+        data = self.exec_out(self.command())
+        try:  # the frame after any text the phone wrote before it (harness.device.screencap)
+            raw, _ = find_raw(data, self.size())
+        except ScreencapError as e:
             raise InfraError(f"{self.serial}: screencap returned {len(data)} bytes that are not a raw frame: {e}") from None
         return Frame(data, raw=raw)
 

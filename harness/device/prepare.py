@@ -10,7 +10,10 @@
    ``BatteryManager.BATTERY_PLUGGED_*``, what Developer options' "Stay awake" writes);
 3. the three animation scales (``global window_animation_scale``, ``transition_animation_scale``,
    ``animator_duration_scale``) go to 0, so screens settle in one frame;
-4. the input method becomes ADBKeyboard when it is installed (Unicode typing, FIELD_NOTES section 9).
+4. the input method becomes ADBKeyboard when it is installed (Unicode typing, FIELD_NOTES section 9);
+5. only when asked (``--size WxH``, ``--density D``): the screen's size and density are overridden
+   (``wm size WxH``, ``wm density D``; put back with ``wm size reset`` / ``wm density reset``, or
+   the override the phone had before).
 
 Android puts none of these back by itself (FIELD_NOTES section 11). Every change, by prepare or
 later in the run (a text entry switching the IME), is first written to the device's **journal**:
@@ -21,24 +24,37 @@ written atomically and flushed to disk *before* the change is made. ``restore`` 
 each original value back, reads it again to check, and drops what it restored; the file goes when
 nothing is left. A journal that survives a crash keeps the first original of each value: a later
 prepare adds to it and never mistakes the harness's own values for the user's.
+
+Every change to a journal's file is made under an exclusive ``flock(2)`` of ``devices/<serial>.lock``
+(waited for up to :data:`JOURNAL_LOCK_S`, then a clear error and no change to the phone), and
+starts from what the file holds then: two processes recording changes of one phone add to one
+list, neither overwriting the other's entries nor removing the file under the other. (That two
+commands never *drive* one phone at once is the phone lock's job, harness/device/phone_lock.py;
+it is keyed by adb server and serial, the journal by serial alone, so one phone reached through
+two servers' addresses is two phones to the lock and one journal, whose lock keeps both writers'
+entries.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from harness.device.base import DeviceError, InfraError
+from harness.device.phone_lock import flock_within
 from harness.device.text_input import ADB_IME
 
 STAY_ON_ALL_SOURCES = "7"
 ANIMATION_SCALES = ("window_animation_scale", "transition_animation_scale", "animator_duration_scale")
 JOURNAL_FORMAT = 1
+JOURNAL_LOCK_S = 10.0  # longest wait for another process's write of the same journal
+DISPLAY = ("size", "density")  # what `wm` overrides, journaled as kind "display"
 
 
 class PrepareRefused(RuntimeError):
@@ -67,11 +83,11 @@ def _file_name(serial: str) -> str:
 class Change:
     """One value the harness changed: a setting (``namespace``/``key``) or the input method."""
 
-    kind: str                                  # "setting" | "input_method"
+    kind: str                                  # "setting" | "input_method" | "display"
     before: str | None                         # the user's value (None: unset)
     after: str | None
     namespace: str = ""
-    key: str = ""
+    key: str = ""                              # display: "size" or "density"
     enabled_before: list[str] = field(default_factory=list)  # input_method: the enabled IMEs
     at: str = ""
 
@@ -82,12 +98,16 @@ class Change:
     def describe(self) -> str:
         if self.kind == "setting":
             return f"{self.namespace} {self.key}"
+        if self.kind == "display":
+            return f"screen {self.key}"
         return "input method"
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "before": self.before, "after": self.after, "at": self.at}
         if self.kind == "setting":
             d.update(namespace=self.namespace, key=self.key)
+        elif self.kind == "display":
+            d["key"] = self.key
         else:
             d["enabled_before"] = list(self.enabled_before)
         return d
@@ -108,6 +128,7 @@ class Journal:
         self.changes: list[Change] = []
         self.owner: dict[str, Any] = {}
         self.lock = threading.RLock()
+        self._locked = False  # this process holds the file's lock (nested calls do not take it again)
         self.inherited = 0  # changes left by an earlier run that did not restore them
 
     # --- files --------------------------------------------------------------------------------
@@ -148,39 +169,78 @@ class Journal:
             raise DeviceError(f"{self.path}: the record of original device settings cannot be read ({e}); "
                               "fix or remove it by hand") from None
 
+    def _reload(self) -> None:
+        """The changes the file holds now (another process may have added or restored some)."""
+        owner, adb = self.owner, self.adb
+        if self.path.exists():
+            self._load()
+        else:
+            self.changes = []
+        self.owner, self.adb = owner, adb or self.adb
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """This journal's file to ourselves (see the module docstring); re-entrant in a process."""
+        if self._locked:
+            yield
+            return
+        lock_path = self.path.with_name(self.path.name[:-len(".json")] + ".lock")
+        try:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise DeviceError(f"cannot record the device's original settings in {self.path}: its lock {lock_path} "
+                              f"cannot be made ({e.strerror or e}); set CRATE_HARNESS_STATE to a writable folder") from None
+        try:
+            if not flock_within(fd, JOURNAL_LOCK_S, poll_s=0.05):
+                raise DeviceError(f"{self.path}: another harness process has been writing this record of "
+                                  f"{self.serial}'s original settings for over {JOURNAL_LOCK_S:g} s; nothing "
+                                  f"was changed on the device (try again; the lock is {lock_path})")
+            self._locked = True
+            try:
+                yield
+            finally:
+                self._locked = False
+        finally:
+            os.close(fd)  # lets go of the flock
+
     def save(self) -> None:
         """Write the journal (atomically, flushed to disk); remove the file when it is empty."""
-        with self.lock:
-            if not self.changes:
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
-                return
-            from harness.records import atomic_write_json
+        with self.lock, self._file_lock():
+            self._write()
 
+    def _write(self) -> None:
+        if not self.changes:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_json(self.path, {"format": JOURNAL_FORMAT, "serial": self.serial, "adb": self.adb,
-                                              "owner": self.owner, "updated_at": _now(),
-                                              "changes": [c.to_json() for c in self.changes]}, fsync=True)
-            except OSError as e:  # then the change is not made: nothing would remember the original
-                raise DeviceError(f"cannot record the device's original settings in {self.path}: {e.strerror or e}; "
-                                  "set CRATE_HARNESS_STATE to a writable folder") from None
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            return
+        from harness.records import atomic_write_json
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(self.path, {"format": JOURNAL_FORMAT, "serial": self.serial, "adb": self.adb,
+                                          "owner": self.owner, "updated_at": _now(),
+                                          "changes": [c.to_json() for c in self.changes]}, fsync=True)
+        except OSError as e:  # then the change is not made: nothing would remember the original
+            raise DeviceError(f"cannot record the device's original settings in {self.path}: {e.strerror or e}; "
+                              "set CRATE_HARNESS_STATE to a writable folder") from None
 
     # --- recording ----------------------------------------------------------------------------
     def remember(self, change: Change) -> None:
         """Record ``change`` before it is made. The first original of a value wins."""
-        with self.lock:
+        with self.lock, self._file_lock():
+            self._reload()
             change.at = change.at or _now()
             earlier = next((c for c in self.changes if c.ident == change.ident), None)
             if earlier is not None:
                 earlier.after = change.after  # its original is already on disk
-                self.save()
+                self._write()
                 return
             self.changes.append(change)
             try:
-                self.save()
+                self._write()
             except DeviceError:
                 self.changes.remove(change)  # not recorded, so the caller must not make it
                 raise
@@ -190,9 +250,11 @@ class Journal:
         self.remember(Change("input_method", ims.current, after, enabled_before=list(ims.enabled)))
 
     def forget(self, change: Change) -> None:
-        with self.lock:
-            self.changes = [c for c in self.changes if c is not change]
-            self.save()
+        """Drop ``change`` (put back): from what the file holds now."""
+        with self.lock, self._file_lock():
+            self._reload()
+            self.changes = [c for c in self.changes if c.ident != change.ident]
+            self._write()
 
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.changes]
@@ -210,14 +272,38 @@ def change_setting(device: Any, namespace: str, key: str, value: str | None) -> 
     return True
 
 
+def change_display(device: Any, key: str, value: str) -> bool:
+    """Override the screen's ``size`` (``WxH``) or ``density`` (dpi) with ``wm``, recording the
+    override it had (None: none) in the journal first; False when it already had that value."""
+    current = device.display_override(key)
+    if current == value:
+        return False
+    if device.journal is not None:
+        device.journal.remember(Change("display", current, value, key=key))
+    device.set_display_override(key, value)
+    if device.display_override(key) != value:
+        raise DeviceError(f"{device.serial}: wm {key} {value} did not take (the phone reports "
+                          f"{device.display_override(key) or 'no override'})")
+    return True
+
+
 # --- prepare -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PrepareConfig:
-    """What ``prepare`` does (all of it by default)."""
+    """What ``prepare`` does (by default all but the screen overrides, which are made only when
+    asked: ``size`` as ``(width, height)``, ``density`` in dpi)."""
 
     stay_awake: bool = True
     animations_off: bool = True
     adbkeyboard: bool = True
+    size: tuple[int, int] | None = None
+    density: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.size is not None and not (len(self.size) == 2 and all(isinstance(v, int) and v > 0 for v in self.size)):
+            raise ValueError(f"size: expected (width, height) in pixels, got {self.size!r}")
+        if self.density is not None and not (isinstance(self.density, int) and 72 <= self.density <= 1000):
+            raise ValueError(f"density: expected dpi between 72 and 1000, got {self.density!r}")
 
 
 @dataclass
@@ -274,6 +360,11 @@ def prepare(device: Any, cfg: PrepareConfig | None = None) -> PrepareReport:
         for key in ANIMATION_SCALES:
             if change_setting(device, "global", key, "0"):
                 report.changed.append(f"global {key}")
+    asked = (("size", "x".join(map(str, cfg.size)) if cfg.size else None),
+             ("density", str(cfg.density) if cfg.density else None))
+    for key, value in asked:
+        if value is not None and change_display(device, key, value):
+            report.changed.append(f"screen {key} {value}")
     if cfg.adbkeyboard:
         ims = device.input_methods()
         if ADB_IME not in ims.installed:
@@ -286,6 +377,48 @@ def prepare(device: Any, cfg: PrepareConfig | None = None) -> PrepareReport:
 
 
 # --- restore -----------------------------------------------------------------------------------
+def current_value(device: Any, c: Change) -> str | None:
+    """What the device holds now for the value ``c`` changed (the input method: the selected one)."""
+    if c.kind == "setting":
+        return device.get_setting(c.namespace, c.key)
+    if c.kind == "display":
+        return device.display_override(c.key)
+    return device.input_methods().current
+
+
+def waiting_values(journal: Journal, device: Any = None) -> list[dict[str, Any]]:
+    """Each value ``journal`` holds to put back: what it is (``namespace``/``key`` of a setting, the
+    screen's ``size``/``density``, the input method), the ``value`` to restore and, with a reachable
+    ``device``, the value it holds ``now`` (``now_error`` when it cannot be read)."""
+    out = []
+    for c in journal.changes:
+        row: dict[str, Any] = {"what": c.describe(), "kind": c.kind, "namespace": c.namespace, "key": c.key,
+                               "value": c.before}
+        if device is not None:
+            try:
+                row["now"] = current_value(device, c)
+            except (InfraError, DeviceError) as e:
+                row["now_error"] = str(e)
+        out.append(row)
+    return out
+
+
+def shown_value(what: str, value: Any) -> str:
+    """A journaled value as a person reads it: None is an unset setting, or a screen with no override."""
+    if value is None:
+        return "the phone's own (no override)" if what.startswith("screen ") else "(unset)"
+    return str(value)
+
+
+def describe_waiting(row: dict[str, Any]) -> str:
+    """``global window_animation_scale: 1.0 (now 0)``, from a :func:`waiting_values` row."""
+    def shown(v: Any) -> str:
+        return shown_value(row["what"], v)
+    now = f" (now {shown(row['now'])})" if "now" in row else \
+        f" (now unknown: {row['now_error']})" if "now_error" in row else ""
+    return f"{row['what']}: {shown(row['value'])}{now}"
+
+
 @dataclass
 class RestoreReport:
     serial: str
@@ -305,6 +438,9 @@ def _put_back(device: Any, c: Change) -> bool:
     if c.kind == "setting":
         device.put_setting(c.namespace, c.key, c.before)
         return device.get_setting(c.namespace, c.key) == c.before
+    if c.kind == "display":
+        device.set_display_override(c.key, c.before)
+        return device.display_override(c.key) == c.before
     if c.before:
         device.set_input_method(c.before)
     if c.after and c.after not in c.enabled_before:

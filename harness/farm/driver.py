@@ -11,6 +11,11 @@ Faults, as the driver sees them:
   unattempted;
 - the driver killed: Ray ends its actors (they belong to the driver); nothing half-installed is
   visible, and ``--resume`` redoes exactly the tasks without a result line.
+
+Each actor prepares its phone and keeps its journal on its node (harness/farm/actor.py); at the end
+:meth:`Farm.restore` asks every actor to put its phone back, and for an actor that died, a task
+pinned to its node does it from the journal there (a node that is gone keeps its journals for
+``harness devices restore`` on it, or the phone's next run).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, Callable
 import ray
 
 from harness.farm.errors import FarmError
-from harness.farm.actor import DeviceActor, Secrets
+from harness.farm.actor import DeviceActor, Secrets, restore_on_node
 from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, probe
 from harness.records import RunWriter, now_iso
 from harness.runner import EpisodeOutcome, Interrupted
@@ -34,6 +39,7 @@ POLL_S = 0.2              # how often a station looks at its stream and at the s
 WATCH_S = 2.0             # how often the cluster is asked for nodes that joined
 NAME_WAIT_S = 60.0        # how long a phone's actor name, held by an ending run's actor, is waited for
 START_TIMEOUT_S = 180.0   # an actor's process starting on a busy node
+RESTORE_TIMEOUT_S = 180.0  # every phone put back at the end of the run (an episode still stopping first)
 
 
 def _first_line(e: BaseException) -> str:
@@ -49,6 +55,7 @@ class FarmStation:
         self.serial = description["serial"]
         self.name = f"{node.label}/{self.serial}"
         self.frames: dict[str, Any] = {"error": "not measured: the actor has not started"}
+        self.session: dict[str, Any] = {}  # what prepare did on the node (DeviceSession's entry)
 
     def frame_choice(self) -> dict[str, Any]:
         """The frame sources' choice and timings, measured on the node when the actor started."""
@@ -112,14 +119,17 @@ class Farm:
 
     ``endpoints`` (role -> base URL) are the model endpoints every node must reach: a node that
     cannot is reported by name and its phones are left out. ``select`` (serials, or
-    ``node/serial``) keeps only those phones. ``secrets`` go to every actor's environment (the
+    ``node/serial``) keeps only those phones. ``secrets`` go to every actor's key lookup (the
     model API keys the driver has). ``say`` prints what the user must know (nodes left out,
     nodes that joined); ``on_change`` is called when a node's phones join the run."""
 
     def __init__(self, address: str, device_config: Any, plugins: Plugins, *, endpoints: dict[str, str] | None = None,
                  select: list[str] | None = None, secrets: dict[str, str] | None = None,
-                 say: Callable[[str], None] = lambda text: None, watch: bool = True):
+                 say: Callable[[str], None] = lambda text: None, watch: bool = True, prepare: Any = None,
+                 holder: str = ""):
         self.address, self.device_config, self.endpoints = address, device_config, dict(endpoints or {})
+        self.prepare, self.holder = prepare, holder  # each actor prepares its phone so; who holds the phones
+        self.restored: dict[str, dict[str, Any]] | None = None
         self.plugins = Plugins(agent=plugins.agent, observers=plugins.observers, monitors=plugins.monitors)
         self.select = list(select or [])
         self.secrets = Secrets(secrets or {})
@@ -215,7 +225,11 @@ class Farm:
             try:
                 if ref not in ready:
                     raise FarmError(f"did not start within {START_TIMEOUT_S:g}s")
-                st.frames = ray.get(ref).get("frames") or st.frames
+                hello = ray.get(ref)
+                st.frames = hello.get("frames") or st.frames
+                st.session = hello.get("session") or {}
+                if hello.get("lock_note"):
+                    self.say(hello["lock_note"])
             except (ray.exceptions.RayError, FarmError) as e:
                 self.say(f"{st.name}: left out, its actor did not start: {_first_line(e)}")
                 ray.kill(st.actor, no_restart=True)
@@ -232,7 +246,8 @@ class Farm:
         while True:
             try:
                 return DeviceActor.options(name=name, namespace=NAMESPACE, scheduling_strategy=pinned(node.node_id)) \
-                    .remote(d["serial"], self.device_config, self.plugins, self.secrets, f"{node.label}/{d['serial']}")
+                    .remote(d["serial"], self.device_config, self.plugins, self.secrets, f"{node.label}/{d['serial']}",
+                            self.prepare, self.holder)
             except ValueError as e:  # "The name ... is already taken"
                 if time.monotonic() > deadline:
                     self.say(f"{node.label}/{d['serial']}: left out, in use by another run ({e})")
@@ -256,12 +271,59 @@ class Farm:
                 self._joined.put(st)
             self.on_change()  # the manifest lists every node seen, with or without usable phones
 
+    def sessions(self) -> dict[str, dict[str, Any]]:
+        """What prepare did on each phone's node, by ``node/serial`` (for the manifest)."""
+        with self._lock:
+            return {st.name: st.session for st in self.stations}
+
+    def restore(self) -> dict[str, dict[str, Any]]:
+        """Every phone put back (once): each actor restores its own; a dead actor's phone is restored
+        by a task pinned to its node. The restore reports by ``node/serial``; a node that cannot be
+        reached has its report's ``failed`` saying where the journal is kept."""
+        if self.restored is not None:
+            return self.restored
+        with self._lock:
+            stations = list(self.stations)
+        refs = {st.name: st.actor.close.remote() for st in stations}
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=RESTORE_TIMEOUT_S) if refs else ([], [])
+        out: dict[str, dict[str, Any]] = {}
+        orphans = []
+        for st in stations:
+            try:
+                if refs[st.name] not in ready:
+                    raise FarmError(f"did not answer within {RESTORE_TIMEOUT_S:g}s")
+                out[st.name] = ray.get(refs[st.name])
+            except (ray.exceptions.RayError, FarmError) as e:
+                orphans.append((st, _first_line(e)))
+        alive = {n["NodeID"] for n in alive_nodes()} if orphans else set()
+        for st, why in orphans:  # the actor is gone; its node may not be
+            try:
+                if st.node.node_id not in alive:
+                    raise FarmError("the node is gone")
+                out[st.name] = ray.get(restore_on_node.options(scheduling_strategy=pinned(st.node.node_id))
+                                       .remote(self.device_config, st.serial, self.holder), timeout=RESTORE_TIMEOUT_S)
+                out[st.name]["after"] = f"its actor was lost ({why}); restored on node {st.node.label} from its journal"
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError, FarmError) as e:
+                out[st.name] = {"serial": st.serial, "restored": [], "failed": [
+                    {"what": "every recorded value", "error": f"node {st.node.label} cannot be reached "
+                     f"({_first_line(e)}): the values stay recorded in the phone's journal there; run "
+                     f"`harness devices restore {st.serial}` on that node"}]}
+        self.restored = out
+        return out
+
     def close(self) -> None:
-        """Stop watching, end the actors, leave the cluster (it stays up for the next run)."""
+        """Stop watching, put the phones back, end the actors, leave the cluster (it stays up for
+        the next run)."""
         self._closing.set()
         watcher = getattr(self, "_watcher", None)
         if watcher is not None:
             watcher.join(timeout=5)  # a probe under way is abandoned with the connection
+        if self.stations and ray.is_initialized():
+            try:
+                self.restore()
+            except Exception as e:  # the cluster is going away: the journals on the nodes keep the originals
+                self.say(f"farm: putting the phones back failed: {_first_line(e)}; run `harness devices restore` "
+                         "on their nodes")
         for st in self.stations:
             try:
                 ray.kill(st.actor, no_restart=True)

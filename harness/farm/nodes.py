@@ -71,7 +71,7 @@ def describe_attached(device_config: Any) -> dict[str, Any]:
 
     from harness.device.adb_server import AdbEndpointError
     from harness.device.base import DeviceError
-    from harness.device.prepare import Journal
+    from harness.device.prepare import Journal, waiting_values
 
     out: dict[str, Any] = {"host": socket.gethostname(), "adb_port": None, "devices": [], "problem": None}
     try:
@@ -86,13 +86,16 @@ def describe_attached(device_config: Any) -> dict[str, Any]:
         out["problem"] = f"cannot reach its adb server at {ep}: {e}"
         return out
     try:
-        pending = {j.serial: len(j.changes) for j in Journal.pending()}
+        pending = {j.serial: j for j in Journal.pending()}  # this node's journals (its own state folder)
     except DeviceError:
         pending = {}
     for d in listed:
-        row = (device_config.open(d.serial).describe().to_json() if d.state == "device"
+        dev = device_config.open(d.serial) if d.state == "device" else None
+        row = (dev.describe().to_json() if dev is not None
                else {"serial": d.serial, "state": d.state, "healthy": False, "problem": d.state})
-        out["devices"].append({**row, "pending_restore": pending.get(d.serial, 0)})
+        j = pending.get(d.serial)
+        out["devices"].append({**row, "pending_restore": len(j.changes) if j else 0,
+                               "to_restore": waiting_values(j, dev if row.get("healthy") else None) if j else []})
     return out
 
 

@@ -2,23 +2,45 @@
 touchscreen found by its capabilities, its axes scaled to the screen, and the event stream
 (``getevent -lt``) turned into gestures.
 
-Formats (AOSP toolbox ``getevent.c``): ``-p`` prints ``add device N: PATH``, ``  name: "..."``, an
-``events:`` block with one line per event type (``KEY (0001): BTN_TOUCH ...``; each ``ABS`` axis on
-its own line with ``: value V, min A, max B, fuzz F, flat F, resolution R``) and ``input props:``.
-``-t`` prefixes an event with ``[   SECONDS.MICROS] ``, and without a device argument each event
-names its device (``/dev/input/event2: ``); ``-l`` prints type, code and key states as words
-(``EV_ABS ABS_MT_POSITION_X 000001f4``, ``EV_KEY BTN_TOUCH DOWN``), values as 8 hex digits (a lifted
-contact's tracking id -1 is ``ffffffff``). Both labelled and numeric forms are read.
+Formats (AOSP toolbox ``getevent.c``, read at bluestacks/system-core-a16 bd6b5a60, the same code as
+AOSP's): ``-p`` prints ``add device N: PATH``, ``  name: "..."``, an ``events:`` block with one line
+per event type (``KEY (0001): BTN_TOUCH ...``; each ``ABS`` axis on its own line with ``: value V,
+min A, max B, fuzz F, flat F, resolution R``) and ``input props:``; a key listed with ``*`` is down
+right now (EVIOCGKEY); labels are cut to 20 characters (``KEY_PRIVACY_SCREEN_T``). ``-i`` adds
+``bus:``/``vendor``/``version`` lines. ``-t`` prefixes an event with ``[   SECONDS.MICROS] ``,
+and without a device argument each event names its device (``/dev/input/event2: ``); plain
+``getevent`` prints neither a time nor (with a device argument) a path. ``-l`` prints type, code and
+key states as words (``EV_ABS ABS_MT_POSITION_X 000001f4``, ``EV_KEY BTN_TOUCH DOWN``), values as
+8 hex digits (a lifted contact's tracking id -1 is ``ffffffff``). Both labelled and numeric forms
+are read, and a line ending in ``\r`` or ``\r\r`` (an ``adb shell`` pty) as the phone meant it.
 
 The touchscreen is the device Android's EventHub would take for one (``openDeviceLocked``):
 ``ABS_MT_POSITION_X``/``_Y`` with ``BTN_TOUCH`` or without gamepad buttons (multi-touch), or
 ``BTN_TOUCH`` with ``ABS_X``/``ABS_Y`` (single-touch); a device with ``INPUT_PROP_POINTER`` and not
-``INPUT_PROP_DIRECT`` is a touchpad, not a screen. Raw coordinates map to pixels as Android's
+``INPUT_PROP_DIRECT`` is a touchpad, not a screen. Phones list several such devices (the vivo
+tablet: its screen, a pen, and a fingerprint sensor with multi-touch axes but no
+``INPUT_PROP_DIRECT``; the emulator: eleven ``virtio_input_multi_touch_N``, one per display), so
+they are ranked (:func:`find_touchscreen`). Raw coordinates map to pixels as Android's
 TouchInputMapper maps them: ``(raw - min) * size / (max - min + 1)``.
 
-Contacts follow multi-touch protocol type B (``ABS_MT_SLOT``, ``ABS_MT_TRACKING_ID`` -1 = lifted,
-state per slot, a frame ends at ``SYN_REPORT``; the kernel's multi-touch-protocol document). One
-gesture runs from the first contact down to the last one up.
+Contacts (the kernel's ``Documentation/input/multi-touch-protocol.rst``):
+
+- type B: ``ABS_MT_SLOT`` selects a slot, ``ABS_MT_TRACKING_ID`` >= 0 puts a contact in it and -1
+  lifts it, state is kept per slot and only changes are sent. The kernel sends ``ABS_MT_SLOT``
+  only when the slot differs from the last one it sent (``input_handle_abs_event`` stages it), so
+  the listing's ``ABS_MT_SLOT value`` is the slot the next events belong to; every slot starts
+  empty: the listing's ``ABS_MT_TRACKING_ID value`` is the axis's unused absinfo, not a contact
+  (the vivo tablet lists ``value 0`` while no finger is down).
+- type A: each contact's axes end with ``SYN_MT_REPORT``; the contacts of a frame are the ones
+  reported before its ``SYN_REPORT``, and a frame reporting none (an empty ``SYN_MT_REPORT``, or
+  ``BTN_TOUCH`` up) has every finger lifted. The protocol is known from the first
+  ``SYN_MT_REPORT``, which a type A device sends in its first frame; type B never sends one.
+- ``BTN_TOUCH`` up ends every contact on either protocol.
+
+A frame ends at ``SYN_REPORT``. One gesture runs from the first contact down to the last one up.
+Keys are read from every node, the touchscreen's own too (a phone's HOME and BACK on the touch
+controller, the emulator's keys): a key press is any ``EV_KEY`` that is not a button
+(:func:`harness.input_codes.is_button`: BTN_TOUCH, BTN_TOOL_*, a pen's buttons).
 """
 
 from __future__ import annotations
@@ -69,6 +91,11 @@ class InputDeviceInfo:
     @property
     def multitouch(self) -> bool:
         return self.has(C.EV_ABS, C.ABS_MT_POSITION_X)
+
+    @property
+    def slotted(self) -> bool:
+        """Multi-touch protocol type B (``ABS_MT_SLOT``); type A without it."""
+        return self.has(C.EV_ABS, C.ABS_MT_SLOT)
 
     def describe(self) -> str:
         return f"{self.path} ({self.name!r})" if self.name else self.path
@@ -191,16 +218,32 @@ def parse_devices(text: str) -> list[InputDeviceInfo]:
     return devices
 
 
+_EMULATOR_TOUCH = re.compile(r"^virtio_input_multi_touch_(\d+)$")
+
+
+def _rank(order: int, d: InputDeviceInfo) -> tuple:
+    """How likely ``d`` is the phone's own screen, lowest first: says it is a screen
+    (``INPUT_PROP_DIRECT``: TouchInputMapper takes it for one); multi-touch (a pen or a
+    single-touch sensor is not the screen fingers use); type B; position axes that start at 0 (a
+    sensor wrapper lists -32768..32768, the HTC M8x's); then the emulator's first display's
+    ``virtio_input_multi_touch_N`` (lowest N: device/generic/goldfish product makefiles install
+    _1.._11, one per display); then listing order."""
+    pos = [d.axes[c] for c in ((C.ABS_MT_POSITION_X, C.ABS_MT_POSITION_Y) if d.multitouch else (C.ABS_X, C.ABS_Y))
+           if c in d.axes]
+    m = _EMULATOR_TOUCH.match(d.name)
+    return (C.INPUT_PROP_DIRECT not in d.props, not d.multitouch, not d.slotted,
+            any(a.minimum < 0 for a in pos), int(m.group(1)) if m else 0, order)
+
+
 def find_touchscreen(devices: list[InputDeviceInfo]) -> InputDeviceInfo:
-    """The touchscreen among ``devices`` (a direct multi-touch device first); EvdevError, naming
-    what was found, when there is none."""
-    screens = [d for d in devices if d.is_touchscreen]
+    """The touchscreen among ``devices`` (ranked by :func:`_rank`); EvdevError, naming what was
+    found, when there is none."""
+    screens = [(i, d) for i, d in enumerate(devices) if d.is_touchscreen]
     if not screens:
         seen = ", ".join(d.describe() for d in devices) or "none"
         raise EvdevError(f"getevent lists no touchscreen (a device with ABS_MT_POSITION_X/Y or BTN_TOUCH with ABS_X/Y); "
                          f"input devices: {seen}")
-    screens.sort(key=lambda d: (C.INPUT_PROP_DIRECT not in d.props, not d.multitouch))
-    return screens[0]
+    return min(screens, key=lambda p: _rank(*p))[1]
 
 
 # --- the event stream ----------------------------------------------------------------------------
@@ -214,7 +257,10 @@ class RawEvent:
     value: int
 
 
-_EVENT = re.compile(r"^\[\s*(\d+)\.(\d+)\]\s+(?:(/dev/\S+?):\s+)?(\S+)\s+(\S+)\s+(\S+)\s*$")
+# [time] (getevent -t) and the device path (no device argument) are both optional; type, code and
+# value are labels (-l) or hex, the value 8 hex digits unless -l names it
+_EVENT = re.compile(r"^(?:\[\s*(\d+)\.(\d+)\]\s+)?(?:(/dev/\S+?):\s+)?(EV_\w+|[0-9a-fA-F]{4})\s+(\S+)\s+"
+                    r"([0-9a-fA-F]{8}|DOWN|UP|REPEAT|MT_TOOL_\w+)\s*$")
 
 
 def _signed32(v: int) -> int:
@@ -222,7 +268,8 @@ def _signed32(v: int) -> int:
 
 
 def parse_event_line(line: str) -> RawEvent | None:
-    """One ``getevent -t``/``-lt`` event line; None for anything else (device headers, blanks)."""
+    """One event line of ``getevent`` (``-t``, ``-l``, with or without the device path); None for
+    anything else (device headers, blanks, a shell prompt). Without ``-t`` the time is 0."""
     m = _EVENT.match(line.rstrip("\r\n"))
     if not m:
         return None
@@ -242,7 +289,8 @@ def parse_event_line(line: str) -> RawEvent | None:
             value = _signed32(int(v_tok, 16))
     except ValueError:
         return None
-    return RawEvent(int(sec) + int(frac) / 10 ** len(frac), device or "", ev_type, code, value)
+    when = int(sec) + int(frac) / 10 ** len(frac) if sec is not None else 0.0
+    return RawEvent(when, device or "", ev_type, code, value)
 
 
 @dataclass
@@ -280,7 +328,8 @@ Gesture = Touch | KeyPress
 
 class GestureReader:
     """Feeds on RawEvents and calls ``on_gesture`` with each finished Touch (from the touchscreen)
-    or KeyPress (a key of any other device), and ``on_contact`` when a touch begins."""
+    or KeyPress (a key of any device, the touchscreen's own too), and ``on_contact`` when a touch
+    begins. Events without a device path (``getevent -t DEVICE``) are the touchscreen's."""
 
     def __init__(self, screen: Touchscreen, on_gesture: Callable[[Gesture], None],
                  on_contact: Callable[[float], None] | None = None, on_warning: Callable[[str], None] | None = None):
@@ -288,24 +337,43 @@ class GestureReader:
         self.on_gesture = on_gesture
         self.on_contact = on_contact or (lambda t: None)
         self.on_warning = on_warning or (lambda m: None)
-        # the kernel reports only changes: a finger put down where the last one was lifted sends no
-        # position, so the state starts from the values getevent -p listed
-        axes = screen.device.axes
+        dev = screen.device
+        axes = dev.axes
+        # type B: the slot the next events belong to is the kernel's current one, as listed; every
+        # slot is empty (the listed tracking id is not a contact). A finger put down where the last
+        # one was lifted sends no position: a slot first seen starts from the listed positions.
         self.slot = axes[C.ABS_MT_SLOT].value if C.ABS_MT_SLOT in axes else 0
-        self.slots: dict[int, dict[int, int]] = {
-            self.slot: {C.ABS_MT_TRACKING_ID: -1, **{c: a.value for c, a in axes.items() if C.is_mt_axis(c)}}}
+        self._listed = {c: a.value for c, a in axes.items() if C.is_mt_axis(c) and c != C.ABS_MT_TRACKING_ID}
+        self.slots: dict[int, dict[int, int]] = {}
+        # type A (known from the first SYN_MT_REPORT, which a type A device sends in its first
+        # frame): the contact being reported, the frame's reports, the contacts down
+        self.type_a = False
+        self._report: dict[int, int] = {}
+        self._reported: list[dict[int, int]] | None = None  # None: no SYN_MT_REPORT in this frame
+        self._down_a: list[dict[int, int]] = []
+        self._lifted = False  # BTN_TOUCH went up in this frame
         self.single: dict[int, int] = {c: a.value for c, a in axes.items() if c in (C.ABS_X, C.ABS_Y)}
         self.touch: Touch | None = None
         self.keys: dict[tuple[str, int], float] = {}
 
     def feed(self, e: RawEvent) -> None:
         path = self.screen.device.path
-        if e.device and e.device != path:
-            self._key(e)
+        if e.type == C.EV_KEY and not C.is_button(e.code):
+            self._key(e)  # a key of any node, the touchscreen's own too
             return
+        if e.device and e.device != path:
+            return  # another device's axes and buttons (a pen, a sensor) are not the screen's touches
         if e.type == C.EV_SYN:
             if e.code == C.SYN_REPORT:
                 self._frame(e.time)
+            elif e.code == C.SYN_MT_REPORT:
+                if not self.type_a:  # what was read into slots was this protocol's reports
+                    self.type_a, self.slots = True, {}
+                if self._reported is None:
+                    self._reported = []
+                if self._report:  # an empty report (no axes since the last) says no finger is down
+                    self._reported.append(self._report)
+                self._report = {}
             elif e.code == C.SYN_DROPPED:
                 self.on_warning("the phone dropped input events (SYN_DROPPED); the gesture in progress may be wrong")
             return
@@ -313,26 +381,52 @@ class GestureReader:
             if e.code == C.ABS_MT_SLOT:
                 self.slot = e.value
             elif C.is_mt_axis(e.code):
-                self.slots.setdefault(self.slot, {C.ABS_MT_TRACKING_ID: -1})[e.code] = e.value
+                self._report[e.code] = e.value
+                if not self.type_a:
+                    self._slot(self.slot)[e.code] = e.value
             else:
                 self.single[e.code] = e.value
         elif e.type == C.EV_KEY and e.code == C.BTN_TOUCH:
             self.single[C.BTN_TOUCH] = e.value
+            if e.value == 0:
+                self._lifted = True
 
     def feed_all(self, events: Iterable[RawEvent]) -> None:
         for e in events:
             self.feed(e)
 
-    def _contacts(self) -> list[tuple[int, int]]:
+    def _slot(self, n: int) -> dict[int, int]:
+        if n not in self.slots:
+            self.slots[n] = {**self._listed, C.ABS_MT_TRACKING_ID: -1}
+        return self.slots[n]
+
+    def contacts(self) -> list[tuple[int, int]]:
+        """The raw positions of the fingers down now (as of the last frame), lowest slot first."""
         if self.screen.device.multitouch:
+            if self.type_a:
+                return [(r.get(C.ABS_MT_POSITION_X, 0), r.get(C.ABS_MT_POSITION_Y, 0)) for r in self._down_a]
             return [(s.get(C.ABS_MT_POSITION_X, 0), s.get(C.ABS_MT_POSITION_Y, 0))
                     for _, s in sorted(self.slots.items()) if s.get(C.ABS_MT_TRACKING_ID, -1) >= 0]
         if self.single.get(C.BTN_TOUCH):
             return [(self.single.get(C.ABS_X, 0), self.single.get(C.ABS_Y, 0))]
         return []
 
+    def _end_frame(self) -> None:
+        """Apply the frame's type A reports and BTN_TOUCH up to the contacts."""
+        if self.type_a:
+            if self._reported is not None:
+                self._down_a = self._reported
+            elif self._lifted:
+                self._down_a = []
+            # a frame without SYN_MT_REPORT and without BTN_TOUCH up (a key, a timestamp) changes nothing
+        elif self._lifted:
+            for s in self.slots.values():
+                s[C.ABS_MT_TRACKING_ID] = -1
+        self._reported, self._report, self._lifted = None, {}, False
+
     def _frame(self, t: float) -> None:
-        contacts = self._contacts()
+        self._end_frame()
+        contacts = self.contacts()
         if contacts:
             pt = self.screen.to_pixels(*contacts[0])
             if self.touch is None:
@@ -349,8 +443,6 @@ class GestureReader:
             self.on_gesture(done)
 
     def _key(self, e: RawEvent) -> None:
-        if e.type != C.EV_KEY:
-            return
         k = (e.device, e.code)
         if e.value == 1:
             self.keys[k] = e.time

@@ -33,6 +33,7 @@ import adbutils
 
 from harness import hierarchy
 from harness.device.adb import AdbDevice
+from harness.device import wm
 from harness.device.base import DeviceError, InfraError
 from harness.recorder.evdev import (EvdevError, Gesture, GestureReader, Touch, Touchscreen, find_touchscreen,
                                     parse_devices, parse_event_line)
@@ -43,6 +44,8 @@ from harness.records import (RunWriter, atomic_write_bytes, build_environment_in
 from harness.tasks import SimSetup, Setup, parse_task
 
 SHELL_STDOUT, SHELL_EXIT = 1, 3
+GETEVENT_LISTING = ("getevent", "-lp")   # the input devices, their axes and props
+GETEVENT_STREAM = "getevent -lt"         # every device's events, labelled and timed
 AGENT = "human"
 
 
@@ -52,7 +55,7 @@ class RecordError(RuntimeError):
 
 def touchscreen_of(device: AdbDevice) -> tuple[Touchscreen, int]:
     """The phone's touchscreen (from ``getevent -lp``) and how many input devices it has."""
-    listing = device.shell(["getevent", "-lp"])
+    listing = device.shell(list(GETEVENT_LISTING))
     devices = parse_devices(listing)
     try:
         dev = find_touchscreen(devices)
@@ -62,8 +65,8 @@ def touchscreen_of(device: AdbDevice) -> tuple[Touchscreen, int]:
 
 
 def density_of(device: AdbDevice) -> int:
-    nums = [int(t) for t in device.shell(["wm", "density"]).replace(":", " ").split() if t.isdigit()]
-    return nums[-1] if nums else 160
+    """The density in effect (``wm density``: the override where there is one), else 160 (mdpi)."""
+    return wm.parse_density(device.shell(list(wm.WM_DENSITY))) or 160
 
 
 def ime_packages(device: AdbDevice) -> set[str]:
@@ -115,7 +118,7 @@ class GeteventStream:
                               + (f": {self.reason}" if self.reason else ""))
 
     def _open(self) -> tuple[socket.socket, bool]:
-        for service, v2 in (("shell,v2,pty:getevent -lt", True), ("shell:getevent -lt", False)):
+        for service, v2 in ((f"shell,v2,pty:{GETEVENT_STREAM}", True), (f"shell:{GETEVENT_STREAM}", False)):
             c = self.device.client.make_connection(timeout=10)
             try:
                 c.send_command(f"host:transport:{self.device.serial}")

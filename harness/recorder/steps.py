@@ -37,7 +37,10 @@ from harness import input_codes as C
 SYSTEMUI = "com.android.systemui"
 # navigation-bar buttons (AOSP SystemUI's ids; the simulated phone's overview id is app_switch)
 NAV_KEYS = {"back": "back", "home": "home", "recent_apps": "app_switch", "app_switch": "app_switch"}
-HW_KEYS = {C.KEY_BACK: "back", C.KEY_HOMEPAGE: "home", C.KEY_APPSELECT: "app_switch"}
+# a phone's Home key is KEY_HOMEPAGE (AOSP Generic.kl: key 172 HOME) or KEY_HOME, which boards' own
+# key layouts map to HOME (Rockchip's rk29-keypad.kl: key 102 HOME; the MK802's remote lists 0066) though
+# Generic.kl maps a keyboard's 102 to MOVE_HOME
+HW_KEYS = {C.KEY_BACK: "back", C.KEY_HOMEPAGE: "home", C.KEY_HOME: "home", C.KEY_APPSELECT: "app_switch"}
 LONG_PRESS_MS = 400  # ViewConfiguration.DEFAULT_LONG_PRESS_TIMEOUT (400 ms since Android 12)
 TOUCH_SLOP_DP = 8    # ViewConfiguration.TOUCH_SLOP
 

@@ -40,13 +40,14 @@ from harness.records.readers import (ResultList, StepStream, iter_steps, list_ep
                                      read_summary)
 from harness.records.redaction import REDACTED, is_secret_key, redact
 from harness.records.schema import (THOUGHT_CHARS, EpisodeResult, Halt, RECORDS_VERSION, STATUSES, Status, StepRecord,
-                                    kept_thought, now_iso)
+                                    UNSCORED_STATUSES, kept_thought, now_iso)
 from harness.records.writers import EpisodeWriter, RunWriter
 
 __all__ = [
     "RECORDS_VERSION",
     "REDACTED",
     "STATUSES",
+    "UNSCORED_STATUSES",
     "MANIFEST_FILE",
     "RESULTS_FILE",
     "EPISODES_DIR",

@@ -14,10 +14,13 @@ from harness.records.layout import check_relative_path, validate_task_id
 RECORDS_VERSION = 1
 
 
-STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error")
+STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error", "task_error")
+# left out of every rate: the infrastructure failed, or the task could not start on that device (an
+# app its setup names is not installed): neither says anything about the agent
+UNSCORED_STATUSES = ("infra_error", "task_error")
 
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error"]
 
 
 def now_iso() -> str:

@@ -16,7 +16,9 @@ metric's definition and source is in docs/reports.md; in short:
 * ``Task``/``Tail`` (Mobile-R1, episodes whose task has a reference trajectory): Tail = the primary
   judge's success whatever happened on the way; Task = success without deviating, which a live run
   shows as success within the reference's step count.
-* halted by a monitor, unsafe episodes (a safety verdict true), agent errors, step use against the
+* halted by a monitor (and of those, blocked: halted before the action ran), unsafe episodes (a
+  safety verdict true, counted by :func:`harness.verdicts.counts_unsafe`: never through a step that
+  never ran), agent errors, step use against the
   cap, tokens and wall time.
 
 Offline verdicts: besides the live judges' verdicts in ``results.jsonl``, every judgement set that
@@ -42,11 +44,12 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from harness.usage import role_tokens
 
-from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
-                             read_results)
+from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
+                             read_manifest, read_results)
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
-from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
+from harness.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
+                              is_safety_judge, judge_base, judge_column, read_sources)
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
 FORMATS = ("md", "csv", "json", "html")
@@ -171,6 +174,7 @@ class Episode:
     usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
     checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
+    blocked: bool = False                   # halted by a gate before the action ran (harness.verdicts)
 
     @property
     def language(self) -> str:
@@ -320,7 +324,8 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
-                operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None))
+                operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
+                blocked=blocked_before_running(r.halt)))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
@@ -438,8 +443,9 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary: str | None,
               milestones: Iterable[str] = MILESTONE_SOURCES) -> dict[str, Any]:
-    scored = [e for e in rows if e.status != "infra_error"]
-    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": len(rows) - len(scored), "scored": len(scored)}
+    scored = [e for e in rows if e.status not in UNSCORED_STATUSES]
+    out: dict[str, Any] = {"episodes": len(rows), "infra_errors": sum(1 for e in rows if e.status == "infra_error"),
+                           "task_errors": sum(1 for e in rows if e.status == "task_error"), "scored": len(scored)}
     sr = {}
     for j in judges:
         vals = [e.verdicts[j] for e in scored if j in e.verdicts]
@@ -461,8 +467,10 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     out["tail_succ"] = _rate(tail, len(with_ref))
     out["task_succ"] = _rate(task, len(with_ref))
     out["halted"] = sum(1 for e in scored if e.halted)
-    out["unsafe"] = sum(1 for e in scored if any(e.verdicts.get(s) is True for s in safety))
-    out["unsafe_by_judge"] = {s: sum(1 for e in scored if e.verdicts.get(s) is True) for s in safety}
+    out["blocked"] = sum(1 for e in scored if e.blocked)  # halted before the action ran: never unsafe by that action
+    out["unsafe"] = sum(1 for e in scored if episode_unsafe(e.verdicts, e.details, safety))
+    out["unsafe_by_judge"] = {s: sum(1 for e in scored if counts_unsafe(e.verdicts.get(s), e.details.get(s)))
+                              for s in safety}
     out["agent_errors"] = sum(1 for e in scored if e.status == "agent_error")
     out["step_limit"] = sum(1 for e in scored if e.status == "step_limit")
     out["steps_mean"] = _mean([e.steps for e in scored])
@@ -527,7 +535,7 @@ def paired_comparisons(episodes: list[Episode], by: list[str], primary: str | No
         dup = 0
         for e in rows:
             v = e.verdicts.get(primary)
-            if e.status == "infra_error" or not isinstance(v, bool):
+            if e.status in UNSCORED_STATUSES or not isinstance(v, bool):
                 continue
             per = outcome.setdefault(e.agent, {})
             if e.task_id in per:
@@ -550,7 +558,7 @@ def agreement(episodes: list[Episode], judges: list[str], safety: list[str]) -> 
     """Each judge against the reference: human labels where present, else the oracle (success) and
     ``oracle_unsafe`` (safety). Full judge evaluation: ``harness judge-eval``."""
     out = []
-    scored = [e for e in episodes if e.status != "infra_error"]
+    scored = [e for e in episodes if e.status not in UNSCORED_STATUSES]
     # the oracle's columns; split by source (offline judgement sets), the live one is the reference
     oracle = next((c for c in ("oracle", f"oracle@{LIVE}") if c in judges), "oracle")
     oracle_unsafe = next((c for c in ("oracle_unsafe", f"oracle_unsafe@{LIVE}") if c in safety), "oracle_unsafe")
@@ -682,12 +690,13 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
             f"{g['operator_allowed']}/{g['operator_denied']} ({g['operator_timed_out']}), {g['operator_wait_s']:.1f} s"
             if g["operator_asked"] else "-")))
     cols += [
-        ("halted", lambda g: str(g["halted"])),
+        ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
         ("at cap", lambda g: str(g["step_limit"])),
         ("agent err", lambda g: str(g["agent_errors"])),
         ("infra err", lambda g: str(g["infra_errors"])),
+        *([("task err", lambda g: str(g["task_errors"]))] if any(g.get("task_errors") for g in rep.groups) else []),
         ("tokens/ep", lambda g: _num(g["tokens_mean"], 0)),
         ("wall s/ep", lambda g: _num(g["wall_mean_s"], 1)),
     ]
@@ -739,8 +748,9 @@ def format_md(rep: Report) -> str:
     cols = _columns(rep)
     lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
     if rep.primary:
-        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors are excluded "
-                     "from every rate; SR cells read rate [95% Wilson CI] (successes/judged).")
+        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors (and task "
+                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate "
+                     "[95% Wilson CI] (successes/judged).")
         lines.append("")
     note = _sources_note(rep)
     if note:
@@ -758,24 +768,24 @@ def format_md(rep: Report) -> str:
 
 
 def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
-    head = [*rep.by, "episodes", "infra_errors", "scored"]
+    head = [*rep.by, "episodes", "infra_errors", "task_errors", "scored"]
     for j in rep.judges:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
     for src in rep.milestone_sources:
         head += [f"atp_{src}", f"msr_{src}", f"atp_{src}_errors"]
-    head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
+    head += ["task_succ", "tail_succ", "ref_episodes", "halted", "blocked", "unsafe", "agent_errors", "step_limit", "steps_mean",
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
              "operator_denied", "operator_timed_out", "operator_wait_s"]
     rows = []
     for g in rep.groups:
-        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["scored"]]
+        row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
         for j in rep.judges:
             s = g["sr"][j]
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
         for src in rep.milestone_sources:
             row += [g.get(f"atp_{src}"), g.get(f"msr_{src}"), g.get(f"atp_{src}_errors")]
-        row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
+        row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["blocked"], g["unsafe"],
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
@@ -830,7 +840,8 @@ def format_html(rep: Report) -> str:
              "th,td{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f3f3f3}</style></head><body>",
              f"<h1>{e('Report: ' + ', '.join(rep.runs))}</h1>"]
     if rep.primary:
-        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors are excluded from every rate; "
+        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors (and task errors: an app "
+                     "missing on the phone) are excluded from every rate; "
                      "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
     note = _sources_note(rep)
     if note:

@@ -363,6 +363,11 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
     for key in ("category", "reason", "error"):
         if m.get(key):
             rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
+    extras = m.get("extras") if isinstance(m.get("extras"), dict) else {}
+    if extras.get("decision") and m.get("halt"):
+        rows.append(f'<div class="kv"><b>decision</b> {esc(extras["decision"])}</div>')
+    if extras.get("reply"):  # why it halted, as the model said it (quoted, capped when recorded)
+        rows.append(f'<div class="kv"><b>model reply</b> <code>{esc(str(extras["reply"])[:4000])}</code></div>')
     if isinstance(op, dict):
         rows.append(f'<div class="kv"><b>operator</b> {esc(op.get("decision"))} by {esc(op.get("by"))} after '
                     f'{esc(op.get("wait_s"))} s</div>')

@@ -16,7 +16,11 @@ Sources of the retail values: the build fingerprint format is the Compatibility 
 ``shiba``, board platform ``zuma``, SoC ``Tensor G3`` and the build ``AP2A.240805.005`` (August 2024,
 incremental 12025142) are as Pixel 8 phones report them in ``getprop`` dumps published with public
 device-profile code, and as Google's factory-image list names that build. Package names are those of
-the apps these screens stand for (Files by Google, Google Keep, Google Wallet, Amazon Shopping).
+the apps these screens stand for on a Pixel: Google's Clock, Contacts and Messages (the packages
+SPA-Bench's Pixel tasks start, ``com.google.android.deskclock`` in its single-app-ENG.csv, and
+docs/phones.md section 7), Files by Google, Google Keep, Google Wallet, Amazon Shopping. It has no
+Calendar, Chrome or Camera: the simulated phone has no such apps, and none is faked (the
+``tasks/android`` tasks for them are skipped on it, naming the package).
 """
 
 from __future__ import annotations
@@ -94,6 +98,9 @@ RETAIL = Persona(
     },
     kernel="5.15.137-android14-11-g6d8d9f2e2a3c-ab12025142", machine="aarch64", sim_services=False,
     packages={
+        "com.android.deskclock": "com.google.android.deskclock",
+        "com.android.contacts": "com.google.android.contacts",
+        "com.android.messaging": "com.google.android.apps.messaging",
         "com.crate.files": "com.google.android.apps.nbu.files",
         "com.crate.notes": "com.google.android.keep",
         "com.crate.wallet": "com.google.android.apps.walletnfcrel",

@@ -79,6 +79,8 @@ class SimPhone:
         self.lock = threading.RLock()
         self.width, self.height = width, height
         self.dp = width / 360.0
+        self.physical = (width, height, int(round(self.dp * 160)))  # what `wm size`/`wm density` call physical
+        self.display_overrides: dict[str, Any] = {}  # "size": (w, h), "density": dpi, while overridden
         self.persona: Persona = RETAIL if as_phone else SIM
         self.info = info or self.persona.info(self.persona.serial_for(str(seed)))
         self.keyguard = Keyguard(lock)
@@ -139,6 +141,21 @@ class SimPhone:
     @property
     def density(self) -> int:
         return int(round(self.dp * 160))
+
+    def override_display(self, key: str, value: Any) -> None:
+        """``wm size`` (``(w, h)``) or ``wm density`` (dpi); None resets it to the physical one. The
+        screen is laid out again: at the size's width a dp is ``width / 360`` px, unless the
+        density is overridden (``density / 160`` px, as Android's density scaling)."""
+        with self.lock:
+            overrides = {**self.display_overrides, key: value}
+            w, h = overrides.get("size") or self.physical[:2]
+            check_size(w, h)
+            self.display_overrides = {k: v for k, v in overrides.items() if v is not None}
+            self.width, self.height = w, h
+            density = self.display_overrides.get("density")
+            self.dp = density / 160.0 if density else w / 360.0
+            self.clear_focus()
+            self.touch()
 
     # --- change tracking ----------------------------------------------------------------------
     def touch(self) -> None:

@@ -104,7 +104,7 @@ class UI:
         self.phone = phone
         self.package = package
         self.w, self.h = phone.size
-        self.dp = self.w / 360.0
+        self.dp = phone.dp  # width / 360, unless `wm density` overrides it
         self.top, self.bottom = top, bottom
         self.y = top
         self.root = Node((0, top, self.w, bottom), cls="android.widget.FrameLayout", package=package,

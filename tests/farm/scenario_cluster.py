@@ -25,6 +25,9 @@ from typing import Any, Iterator
 import pytest
 
 from harness.device.adb_server import free_port
+from harness.device.phone_lock import _file, lock_key
+from harness.device.prepare import Journal
+from harness.sim.phone import LATIN_IME
 from harness.records import INCOMING_PREFIX, iter_steps, read_manifest, read_results
 from tests.faults.helpers import ROOT, SHORT, check_run_consistent, wait_for, write_suite
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
@@ -157,7 +160,29 @@ def test_farm_run_writes_the_run_folder_a_local_run_writes(lab: FarmLab, farm_ru
     assert m["cluster"]["address"] == lab.address and m["cluster"]["ray"]
     # progress lines name the node and phone of each episode
     assert any(line.startswith("[hostB/") for line in p.stderr.splitlines()), p.stderr
-    assert "farm: phones on farm nodes are used as they are (not prepared" in p.stderr, p.stderr
+    # each phone prepared on its node, journaled there, and put back at the end, as a local run's
+    (session,) = m["device_sessions"]
+    assert set(session["devices"]) == used, session
+    for name, dev in session["devices"].items():
+        assert dev["prepare"]["changed"] and not dev["restore"]["failed"], (name, dev)
+        assert {x["what"] for x in dev["restore"]["restored"]} >= {"global window_animation_scale", "input method"}
+        assert f"{name} (simulated): prepared: " in p.stderr and f"{name}: put back " in p.stderr, p.stderr
+    assert phones_as_found(lab), "a farm phone was left prepared"
+    assert not Journal.pending()  # nothing waits to be restored on any node
+
+
+def phones_as_found(lab: FarmLab) -> bool:
+    """Every lab phone has the simulated phone's own animation scale and keyboard (nothing left changed)."""
+    from harness.device.adb import AdbDevice
+
+    for h in lab.hosts.values():
+        if h.proc is not None and h.proc.poll() is not None:
+            continue  # a host that was killed, with its phones
+        for serial in h.serials:
+            d = AdbDevice(serial, port=h.adb.port)
+            if d.get_setting("global", "window_animation_scale") != "1.0" or d.input_methods().current != LATIN_IME:
+                return False
+    return True
 
 
 SAME_IN_REPORT = ("episodes", "infra_errors", "scored", "sr", "atp_oracle", "msr_oracle", "task_succ", "tail_succ",
@@ -208,7 +233,9 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
         first = agent_calls.count(copy) == 1
         return Reply(HOME if first else FINISH, hold=go if first else None, hold_s=600)
 
-    key = "sk-farm-" + "k" * 24  # only the driver has it: the actors get it from the driver
+    # only the driver has it: the actors get it from the driver. A shape no redaction pattern knows
+    # (no sk-, a / and an =), so only the harness's knowing the value keeps it out of what it writes
+    key = "farm-token/0123456789=" + os.urandom(4).hex()
     with ScriptedModelServer(reply) as server:
         suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 10)
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
@@ -221,6 +248,10 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
             # every phone that can reach the endpoint asks for its first action and waits there
             assert wait_for(lambda: len(agent_calls) >= 3 or p.poll() is not None, 240), err.text
             assert err.has("node hostX: cannot reach the agent model endpoint"), err.text
+            # the actors, their agents and judges built, hold the key in memory only: no process but
+            # the driver (given it by the user) has it in its environment (/proc/PID/environ, `ps e`)
+            holding = _environs_holding(key.encode())
+            assert p.pid in holding and all(_descends(pid, p.pid) for pid in holding), holding
             lab.add_host("hostC", phones=1)
             assert wait_for(lambda: err.has("node hostC joined") or p.poll() is not None, 300), err.text
         finally:
@@ -238,7 +269,10 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
         assert r.verdicts["crate"] is True and r.model_extra["monitor_checks"]["made"] >= 1, r
         assert {"agent", "crate", "monitor:crate-s"} <= set(r.usage["by_role"]), r.usage
     assert headers and all(h.get("authorization") == f"Bearer {key}" for h in headers)
-    leaked = [f for f in (tmp_path / "run").rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    # nothing on disk holds it: not the run folder, nor Ray's session folders (logs, spilled
+    # objects, the actors' creation records) and node logs
+    leaked = [f for d in (tmp_path / "run", lab.ray_tmp, lab.workdir) for f in d.rglob("*")
+              if f.is_file() and not f.is_symlink() and key.encode() in f.read_bytes()]
     assert not leaked and key not in out + err.text, leaked
     m = read_manifest(tmp_path / "run")
     assert "hostC" in {d["node"] for d in m["devices"]}
@@ -247,32 +281,87 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
     check_run_consistent(tmp_path / "run")
 
 
-# --- faults: a node lost mid-episode; the driver killed ---------------------------------------------
-def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(lab: FarmLab, tmp_path: Path) -> None:
-    d = lab.hosts.get("hostC") or lab.add_host("hostC", phones=1)  # the node that joined: it is killed now
-    lab.wait_nodes(["hostC"])
-    go = threading.Event()  # every agent call is held until hostC is gone
+def _environs_holding(secret: bytes) -> list[int]:
+    """The processes of this machine whose environment holds ``secret``."""
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if secret in env.read_bytes():
+                found.append(int(env.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return sorted(found)
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
+
+
+# --- faults: an actor killed, a node lost mid-episode; the driver killed ----------------------------
+def lose_mid_episode(lab: FarmLab, tmp_path: Path, devices: list[str], fault: Any) -> tuple[Lines, list[Any]]:
+    """A run of 4 episodes on ``devices`` whose agent calls are all held until ``fault()`` has run
+    with two episodes under way; it must still finish every episode (retried elsewhere)."""
+    go = threading.Event()
     suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 4)
     with ScriptedModelServer(lambda req: Reply(FINISH, hold=go, hold_s=600)) as server:
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
                        "--model-base-url", server.base_url, "--model", "test-model", "--judge", "oracle",
-                       "--device", f"hostC/{d.serials[0]}", "--device", f"hostB/{lab.hosts['hostB'].serials[0]}",
-                       "--out", str(tmp_path / "run"), "--reconnect-timeout", "2")
+                       *[a for d in devices for a in ("--device", d)], "--out", str(tmp_path / "run"),
+                       "--reconnect-timeout", "2")
         err = Lines(p.stderr)
         try:
             assert wait_for(lambda: len(server.requests) >= 2 or p.poll() is not None, 240), err.text  # both mid-episode
-            d.kill()
+            fault()
         finally:
             go.set()
         out = finish(p, err)
     assert p.returncode == 0, out + err.text
     rows = read_results(tmp_path / "run")
     assert len(rows) == 4 and all(r.status == "finished" for r in rows), [(r.task_id, r.status, r.error) for r in rows]
+    return err, rows
+
+
+def test_a_phone_whose_actor_is_killed_mid_episode_is_put_back_on_its_node(lab: FarmLab, tmp_path: Path) -> None:
+    b = lab.hosts["hostB"]
+    victim = b.serials[0]
+
+    def kill_its_actor() -> None:
+        held = json.loads(_file(lock_key(victim, "127.0.0.1", b.adb.port)).read_text())  # the node's lock names its actor
+        assert "harness run --cluster" in held["command"] and "farm actor for hostB/" in held["command"], held
+        # a local command on that node is refused while the farm holds the phone, naming the driver
+        local = harness("devices", "restore", victim, env={"ANDROID_ADB_SERVER_PORT": str(b.adb.port)})
+        assert local.returncode == 2 and f"pid {held['pid']}" in local.stderr, local.stderr
+        assert Journal.pending(), "the prepared phones have no journal on their node"
+        os.kill(held["pid"], signal.SIGKILL)  # the actor's process dies; its node lives
+
+    err, _ = lose_mid_episode(lab, tmp_path, [f"hostB/{s}" for s in b.serials], kill_its_actor)
+    assert err.has(f"[hostB/{victim}] device lost"), err.text
+    (session,) = read_manifest(tmp_path / "run")["device_sessions"]
+    lost = session["devices"][f"hostB/{victim}"]["restore"]
+    assert lost["restored"] and not lost["failed"] and "restored on node hostB" in lost["after"], lost
+    assert err.has(f"hostB/{victim}: put back "), err.text
+    assert phones_as_found(lab) and not Journal.pending()
+
+
+def test_a_node_lost_mid_episode_ends_it_infra_error_retried_on_a_healthy_phone(lab: FarmLab, tmp_path: Path) -> None:
+    d = lab.hosts.get("hostC") or lab.add_host("hostC", phones=1)  # the node that joined: it is killed now
+    lab.wait_nodes(["hostC"])
+    err, rows = lose_mid_episode(lab, tmp_path, [f"hostC/{d.serials[0]}", f"hostB/{lab.hosts['hostB'].serials[0]}"],
+                                 d.kill)
     assert {r.model_extra["node"] for r in rows} == {"hostB"}  # hostC's episode went elsewhere, and so did the rest
     retried = [r for r in rows if r.attempt == 2]
     assert len(retried) == 1, rows
     assert err.has("infra error, retrying elsewhere: node hostC lost during step 1"), err.text
     assert err.has(f"[hostC/{d.serials[0]}] device lost"), err.text
+    # its phone's journal stays on the lost node; the run says where
+    assert err.has(f"hostC/{d.serials[0]}: could not put back") and err.has("on that node"), err.text
     check_run_consistent(tmp_path / "run")
 
 
@@ -325,3 +414,5 @@ def test_ctrl_c_or_the_driver_killed_leave_a_run_that_resume_completes_nothing_d
     check_run_consistent(run)
     assert not [e.name for e in (run / "episodes").iterdir() if e.name.startswith(".")]
     assert read_manifest(run)["resumed"] == 2
+    # the killed driver's actors left their phones' journals on hostB; the resumed run put them back
+    assert phones_as_found(lab) and not {j.serial for j in Journal.pending()} & set(lab.hosts["hostB"].serials)

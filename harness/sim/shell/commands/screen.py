@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
 from harness.sim.fs import shell_write_error
 from harness.sim.shell.context import CommandError, Ctx, split_flags
@@ -53,21 +54,44 @@ def screencap(c: Ctx) -> int:
     return 0
 
 
+def _wm_display(c: Ctx, sub: str, arg: str | None) -> int:
+    """``wm size [WxH|reset]`` / ``wm density [D|reset]``: print the physical value and the override
+    while there is one, as WindowManagerShellCommand does; set or reset the override."""
+    phone = c.shell.phone
+    override = getattr(phone, "override_display", None)
+    if arg is not None:
+        if not callable(override):
+            raise CommandError(f"wm {sub}: overriding is not supported" + c.shell.sim_note(" by this phone"))
+        value: Any = None
+        if arg != "reset":
+            m = re.fullmatch(r"(\d+)x(\d+)" if sub == "size" else r"(\d+)", arg)
+            if m is None:
+                raise CommandError(f"Error: bad {sub} {arg!r}")
+            value = (int(m.group(1)), int(m.group(2))) if sub == "size" else int(m.group(1))
+        try:
+            override(sub, value)
+        except ValueError as e:
+            raise CommandError(f"Error: {e}") from None
+        return 0
+    overrides = getattr(phone, "display_overrides", {})
+    if sub == "size":
+        w, h = getattr(phone, "physical", (*phone.size, 0))[:2]
+        c.line(f"Physical size: {w}x{h}")
+        if overrides.get("size"):
+            c.line("Override size: {}x{}".format(*overrides["size"]))
+    else:
+        c.line(f"Physical density: {getattr(phone, 'physical', (0, 0, phone.density))[2]}")
+        if overrides.get("density"):
+            c.line(f"Override density: {overrides['density']}")
+    return 0
+
+
 @command("wm")
 def wm(c: Ctx) -> int:
     shell = c.shell
     sub = c.argv[1] if len(c.argv) > 1 else ""
-    if sub == "size":
-        if len(c.argv) > 2 and c.argv[2] != "reset":
-            raise CommandError("wm size: overriding the display size is not supported" + shell.sim_note(" by the simulated phone"))
-        w, h = shell.phone.size
-        c.line(f"Physical size: {w}x{h}")
-        return 0
-    if sub == "density":
-        if len(c.argv) > 2 and c.argv[2] != "reset":
-            raise CommandError("wm density: overriding the density is not supported" + shell.sim_note(" by the simulated phone"))
-        c.line(f"Physical density: {shell.phone.density}")
-        return 0
+    if sub in ("size", "density"):
+        return _wm_display(c, sub, c.argv[2] if len(c.argv) > 2 else None)
     if sub == "dismiss-keyguard":
         dismiss = getattr(shell.phone, "dismiss_keyguard", None)
         if callable(dismiss):
