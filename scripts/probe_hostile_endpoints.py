@@ -177,6 +177,10 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated: agent,gate,ctrl-c,huge")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
+    # a process started in the background (`nohup ... &`, a script's `&`) inherits SIGINT ignored,
+    # and so would every `harness run` it starts: the Ctrl-C probes would measure a run that cannot
+    # hear Ctrl-C. A handler of our own is reset to the default in each child at exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     adb = AdbServer().start()
     port = free_port()
     sim = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--size",
