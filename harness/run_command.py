@@ -16,7 +16,7 @@ from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
-from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
+from harness.live.operator import ASK_TIMEOUT_S, HANDOVER_TIMEOUT_S, Operator, Terminal
 from harness.live.records import EpisodeLive
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
@@ -122,6 +122,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "halting, and runs the action if you allow it (same as --monitor-opt mode=...)")
     p.add_argument("--ask-timeout", type=float, default=ASK_TIMEOUT_S, metavar="S",
                    help="with --monitor-mode ask: no answer within S seconds denies the action (default %(default)s)")
+    p.add_argument("--handover-timeout", type=float, default=HANDOVER_TIMEOUT_S, metavar="S",
+                   help="an agent that asks for a person (UI-TARS call_user(): needs_user) hands the phone to you "
+                        "(terminal, or the --watch page): no hand-back within S seconds ends the episode needs_user "
+                        "(default %(default)s)")
+    p.add_argument("--no-handover", action="store_true",
+                   help="never hand the phone to a person: an agent's needs_user ends its episode needs_user, as on "
+                        "a run nobody watches (no terminal, no --watch, --cluster)")
     p.add_argument("--watch", action="store_true",
                    help="serve a live page of the run (a panel per device; Allow/Deny for --monitor-mode ask)")
     p.add_argument("--watch-port", type=int, default=8766, help="port of the --watch page (default %(default)s; "
@@ -234,6 +241,20 @@ def asks_operator(specs: dict[str, Any]) -> bool:
     return any(m.get("mode") == "ask" for m in specs["monitors"])
 
 
+def handover_operator(args: argparse.Namespace) -> Operator | None:
+    """The operator an agent's ``needs_user`` hands the phone to when no monitor asks: the terminal
+    when there is one, the live page with ``--watch``; None (the episode then ends ``needs_user``)
+    with neither, with ``--no-handover`` and on a farm run (its nodes cannot reach this terminal)."""
+    if not args.handover_timeout > 0:
+        raise RunError("--handover-timeout must be > 0 seconds")
+    if getattr(args, "cluster", None) or getattr(args, "no_handover", False):
+        return None
+    terminal = Terminal.open()
+    if terminal is None and not args.watch:
+        return None
+    return Operator(args.ask_timeout, terminal=terminal, page=bool(args.watch), handover_timeout_s=args.handover_timeout)
+
+
 def make_operator(args: argparse.Namespace) -> Operator:
     """The operator of a ``--monitor-mode ask`` run: the terminal when there is one, the live page
     with ``--watch``; neither is refused before any device is touched."""
@@ -246,7 +267,9 @@ def make_operator(args: argparse.Namespace) -> Operator:
     if terminal is None and not args.watch:
         raise RunError("--monitor-mode ask needs someone to ask: this run has no terminal (stdin and /dev/tty "
                        "are not terminals); pass --watch to answer on the live page, or use --monitor-mode gate")
-    return Operator(args.ask_timeout, terminal=terminal, page=bool(args.watch))
+    return Operator(args.ask_timeout, terminal=terminal, page=bool(args.watch),
+                    handover_timeout_s=getattr(args, "handover_timeout", None) or HANDOVER_TIMEOUT_S,
+                    hand_over_ok=not getattr(args, "no_handover", False))
 
 
 @contextlib.contextmanager
@@ -385,6 +408,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         raise RunError(str(e)) from None
     if asks_operator(specs):
         plugins.operator = make_operator(args)
+    else:
+        plugins.operator = handover_operator(args)
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""

@@ -32,7 +32,7 @@ from typing import Any, Callable, TextIO
 
 from harness import hierarchy
 from harness import input_codes as C
-from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+from harness.actions import (NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText,
                              Wait)
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
@@ -312,7 +312,7 @@ class SimHuman:
 
     def act(self, action: Action) -> int:
         """Do one action with a finger; returns how many gestures a recorder should count for it."""
-        if isinstance(action, (Answer, Finish)):
+        if isinstance(action, NO_DEVICE_EFFECT):
             return 0
         if isinstance(action, Wait):
             time.sleep(action.seconds)
