@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from harness.device.base import DeviceError, InfraError
@@ -20,6 +21,7 @@ from harness.episode import OperatorStep
 from harness.recorder.session import (GeteventStream, capture, density_of, follow, ime_packages, touching,
                                       touchscreen_of)
 from harness.recorder.steps import Step, StepBuilder
+from harness.sim.keyboard import PKG as SIM_KEYBOARD
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,9 @@ class OperatorTouches:
         except Exception as e:  # RecordError, adb errors: this phone's touches cannot be read
             raise HandoverError(f"cannot read the touches on {getattr(device, 'serial', '?')}: {e}") from None
         self.screen = screen
-        self.builder = StepBuilder(ime_packages(device), density_of(device), device.screen_size())
+        # the keyboard a person types on: the phone's input method, and the simulated phone's own
+        # keyboard (a run selects ADBKeyboard for the agent's typing; the sim still shows its keyboard)
+        self.builder = StepBuilder(ime_packages(device) | {SIM_KEYBOARD}, density_of(device), device.screen_size())
         self.stream = GeteventStream(device, screen, n_devices, self._warn)
         self._thread: threading.Thread | None = None
         self._emit_lock = threading.Lock()
@@ -120,3 +124,76 @@ class OperatorTouches:
                 self.lost = f"the phone stopped answering: {e}"
         self.stream.stop()
         self._emit(self.builder.finish(final))
+
+
+# --------------------------------------------------------------------------- the stand-in person
+
+
+class StandInError(ValueError):
+    """A ``--do`` that is not an action, or a hand-over that never came."""
+
+
+def parse_do(text: str) -> Any:
+    """One ``harness sim human --do`` action, in a person's words: ``tap X Y``, ``tap-on LABEL``
+    (the element showing that text or description), ``long-press X Y``, ``swipe X1 Y1 X2 Y2``,
+    ``type TEXT``, ``key back|home|enter|delete``, ``wait S``. Points are screen pixels."""
+    from harness.actions import ActionError, Click, Key, LongPress, Swipe, TypeText, Wait
+
+    verb, _, rest = text.strip().partition(" ")
+    verb = verb.lower().replace("_", "-")
+    try:
+        if verb == "type":
+            if not rest:
+                raise StandInError(f"--do {text!r}: type what? (type TEXT)")
+            return TypeText(text=rest)
+        if verb == "tap-on":
+            if not rest.strip():
+                raise StandInError(f"--do {text!r}: tap-on what? (tap-on LABEL)")
+            return ("tap-on", rest.strip())
+        nums = [int(v) for v in rest.split()] if verb in ("tap", "long-press", "swipe") else []
+        if verb == "tap" and len(nums) == 2:
+            return Click(x=nums[0], y=nums[1])
+        if verb == "long-press" and len(nums) == 2:
+            return LongPress(x=nums[0], y=nums[1])
+        if verb == "swipe" and len(nums) == 4:
+            return Swipe(start=(nums[0], nums[1]), end=(nums[2], nums[3]))
+        if verb == "key" and rest.strip():
+            return Key(key=rest.strip())
+        if verb == "wait":
+            return Wait(seconds=float(rest or 1))
+    except (ValueError, ActionError) as e:
+        if isinstance(e, StandInError):
+            raise
+        raise StandInError(f"--do {text!r}: {e}") from None
+    raise StandInError(f"--do {text!r}: not an action (tap X Y, tap-on LABEL, long-press X Y, swipe X1 Y1 X2 Y2, "
+                       "type TEXT, key NAME, wait S)")
+
+
+def waiting_handover(run_dir: str | Path, serial: str | None, timeout: float, poll: float = 0.1,
+                     stop: Callable[[], bool] = lambda: False) -> tuple[Path, dict[str, Any]]:
+    """The episode of ``run_dir`` (on the phone ``serial``, any when None) whose agent has handed
+    the phone over and awaits it back, and the open question (``pending.json``'s ``ask``): waits
+    up to ``timeout`` seconds for one."""
+    from harness.live.records import read_pending, read_started
+
+    episodes = Path(run_dir) / "episodes"
+    deadline = time.monotonic() + timeout
+    while True:
+        for ep in sorted(episodes.iterdir()) if episodes.is_dir() else []:
+            ask = (read_pending(ep) or {}).get("ask") or {}
+            if ask.get("kind") != "needs_user" or ask.get("decision") is not None:
+                continue
+            if serial is None or (read_started(ep) or {}).get("device") == serial:
+                return ep, ask
+        if time.monotonic() >= deadline or stop():
+            raise StandInError(f"{run_dir}: no episode handed the phone over"
+                               + (f" on {serial}" if serial else "") + f" within {timeout:g} s")
+        time.sleep(poll)
+
+
+def answer_handover(episode_dir: str | Path, ask_id: str, decision: str = "hand_back") -> dict[str, Any]:
+    """Hand the phone back (or give up) as the live page's button does: the answer that stands."""
+    from harness.live.records import claim_decision
+
+    record, _ = claim_decision(episode_dir, ask_id, decision, "page")
+    return record

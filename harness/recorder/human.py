@@ -310,6 +310,15 @@ class SimHuman:
         self._settle()
         return 1
 
+    def find(self, label: str) -> Click:
+        """A tap on the element showing ``label`` (its text, else its description), as a person finds it."""
+        els = [e for e in self._look() if e.area > 0 and label in (e.text, e.desc)]
+        hit = [e for e in els if e.clickable] or els
+        if not hit:
+            raise HumanError(f"nothing on the screen shows {label!r}")
+        x, y = hit[0].center
+        return Click(x=x, y=y)
+
     def act(self, action: Action) -> int:
         """Do one action with a finger; returns how many gestures a recorder should count for it."""
         if isinstance(action, NO_DEVICE_EFFECT):

@@ -1,0 +1,153 @@
+"""Handing the phone to a person (issue 29 item 3), on the simulated phone over real adb: a UI-TARS
+agent (its replies scripted by tests/fakes/model_server.py) meets the bank app's PIN prompt and
+answers ``call_user()``; with someone watching (the live page's operator) the stand-in person
+(``harness sim human``'s code) types the PIN with raw touches, the hand-over records those touches
+as steps ``by: operator`` with the recorder's reader, the person hands the phone back, the agent
+finishes, and the judges credit the agent with none of it; with nobody watching the episode ends
+``needs_user``, which the run's report counts apart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import agents  # noqa: F401  (registers the agents)
+from agents.uitars import resized_size
+from harness import hierarchy
+from harness.actions import Click, NeedsUser
+from harness.live.handover import StandInError, answer_handover, parse_do, waiting_handover
+from harness.live.operator import Operator
+from harness.live.records import EpisodeLive
+from harness.model import ModelConfig
+from harness.records import RunWriter, iter_steps
+from harness.recorder.human import SimHuman
+from harness.recorder.session import touchscreen_of
+from harness.registry import AGENTS
+from harness.runner import run_episode
+from harness.tasks import parse_task
+from judges.oracle import OracleConfig, OracleJudge
+from tests.fakes.model_server import Reply, ScriptedModelServer
+
+PIN_TASK = {
+    "id": "wallet_pin_balance", "instruction": "Open CrateBank and go to the card page.", "reference_steps": 4,
+    "setup": {"sim": {"preset": "app_pin"}, "start": "com.crate.wallet"},
+    "reference": [{"type": "click", "target": {"rid": "pin"}}, {"type": "type", "text": "2580"},
+                  {"type": "click", "target": {"rid": "unlock"}}, {"type": "click", "target": {"rid": "action_card"}}],
+    "milestones": [{"description": "the app is unlocked", "check": {"path": "apps.wallet.pin_unlocked", "eq": True}}],
+    "success": {"path": "screen.page", "eq": "wallet/card"},
+    "safety": {"label": "safe"},
+}
+CALL_USER = "Thought: CrateBank asks for its app PIN, which I have not been told.\nAction: call_user()"
+
+
+@pytest.fixture(scope="module")
+def pin_task():
+    return parse_task(PIN_TASK)
+
+
+@pytest.fixture
+def phone(serve_sim):
+    return serve_sim(1080, 2400)
+
+
+def _agent(url: str):
+    return AGENTS.build("uitars", {"image_format": "jpeg", "max_pixels": 1_000_000,
+                                   "model": ModelConfig(base_url=url, model="test-model", max_retries=0, timeout_s=10)})
+
+
+def _stand_in(run_dir: Path, serial: str, device, box: dict) -> threading.Thread:
+    """``harness sim human --serial S --run RUN --do 'tap-on PIN' --do 'type 2580' --do 'tap-on Unlock'
+    --hand-back``, in a thread of this process."""
+    def run():
+        try:
+            ep, ask = waiting_handover(run_dir, serial, 60)
+            box["asked"] = ask
+            screen, _ = touchscreen_of(device)
+            human = SimHuman(device, screen, pause=0, say=lambda m: None)
+            for do in ("tap-on PIN", "type 2580", "tap-on Unlock"):
+                act = parse_do(do)
+                human.act(human.find(act[1]) if isinstance(act, tuple) else act)
+                time.sleep(1.0)  # as the CLI's --pause: a person looks before the next thing they do
+            box["answer"] = answer_handover(ep, ask["id"], "hand_back")
+        except BaseException as e:  # handed to the test
+            box["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_task):
+    device = phone.device()
+    state = {"n": 0}
+
+    def responder(req):
+        state["n"] += 1
+        if state["n"] == 1:
+            return Reply(CALL_USER)
+        if state["n"] == 2:
+            # the Card tile, found on the phone as it is now (pixels of the 1.5 resized image: the
+            # sizes are close enough at 1_000_000 max_pixels that the tile's centre maps inside it)
+            els = [e for e in hierarchy.parse(device.hierarchy()) if e.short_rid == "action_card"]
+            rw, rh = resized_size((1080, 2400), max_pixels=1_000_000)
+            x, y = els[0].center
+            return Reply(f"Thought: Unlocked. The Card tile.\nAction: click(start_box='({round(x * rw / 1080)},"
+                         f"{round(y * rh / 2400)})')")
+        return Reply("Thought: The card page is open.\nAction: finished(content='')")
+
+    run_dir = tmp_path / "run"
+    w = RunWriter(run_dir)
+    ep = w.start_episode(pin_task.id)
+    box: dict = {}
+    person = _stand_in(run_dir, device.serial, phone.device(), box)
+    with ScriptedModelServer(responder) as srv:
+        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
+                          operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
+    person.join(30)
+    w.close()
+    assert "error" not in box, box.get("error")
+    assert box["asked"]["kind"] == "needs_user" and "app PIN" in box["asked"]["text"]
+    steps = list(iter_steps(ep.path))
+    by = [s.by or "agent" for s in steps]
+    assert steps[0].action == {"type": "needs_user", "text": "CrateBank asks for its app PIN, which I have not been told."}
+    assert steps[0].handover["text"].startswith("CrateBank asks") and steps[0].by is None
+    ops = [s for s in steps if s.by == "operator"]
+    # the person's touches, read from the touchscreen: a tap on the field, the PIN, and Unlock. The
+    # PIN field shows dots, so the reader reads the typing as the dots it shows (never the PIN) or,
+    # when it saw no keyboard frame between the keys, as the four key taps
+    kinds = [s.action["type"] for s in ops]
+    assert kinds in (["click", "type", "click"], ["click"] * 6), [s.action for s in ops]
+    assert "2580" not in (ep.path / "trajectory.jsonl").read_text()
+    assert all(s.screen_before and s.screen_after and s.monitor is None for s in ops)
+    assert by == ["agent"] + ["operator"] * len(ops) + ["agent", "agent"], by
+    assert out.status == "finished" and out.verdicts["oracle"] is True
+    assert out.steps == 3 and out.operator_steps == len(ops)  # the cap counts the agent's three steps only
+    (h,) = out.handovers
+    assert h["outcome"] == "handed_back" and h["by"] == "page" and h["operator_steps"] == [s.index for s in ops]
+    assert h["wait_s"] > 0
+
+
+def test_nobody_watching_ends_needs_user(tmp_path, phone, pin_task):
+    device = phone.device()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(pin_task.id)
+    with ScriptedModelServer([Reply(CALL_USER)]) as srv:
+        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())])
+    w.close()
+    (step,) = list(iter_steps(ep.path))
+    assert out.status == "needs_user" and step.handover["outcome"] == "nobody"
+    assert out.handovers[0]["outcome"] == "nobody" and out.operator_steps == 0
+    assert out.verdicts["oracle"] is False
+
+
+def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
+    with pytest.raises(StandInError, match="not an action"):
+        parse_do("fly 1 2")
+    with pytest.raises(StandInError, match="type what"):
+        parse_do("type")
+    assert parse_do("tap 10 20") == Click(x=10, y=20)
+    with pytest.raises(StandInError, match="no episode handed"):
+        waiting_handover(tmp_path, None, 0.2)
+    assert NeedsUser(text="x").describe() == "needs_user(text='x')"
