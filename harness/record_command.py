@@ -45,7 +45,7 @@ def add_sim_human_parser(sim: argparse._SubParsersAction) -> None:
     sh.add_argument("--do", action="append", metavar="ACTION",
                     help="an action to do instead of a reference (repeatable, in order): 'tap X Y', 'tap-on LABEL', "
                          "'long-press X Y', 'swipe X1 Y1 X2 Y2', 'type TEXT', 'key back|home|enter|delete', 'wait S'")
-    sh.add_argument("--run", metavar="RUN", help="wait until an episode of the run in RUN hands this phone over "
+    sh.add_argument("--run", dest="run_dir", metavar="RUN", help="wait until an episode of the run in RUN hands this phone over "
                                                  "(an agent's needs_user on a --watch run), then act")
     sh.add_argument("--hand-back", action="store_true", help="with --run: hand the phone back when done, as the live "
                                                              "page's button does (the agent goes on)")
@@ -62,7 +62,7 @@ def add_sim_human_parser(sim: argparse._SubParsersAction) -> None:
 
 
 def cmd_sim_human(args: argparse.Namespace) -> int:
-    if args.do or args.run:
+    if args.do or args.run_dir:
         return _sim_human_acts(args)
     from harness.recorder.human import Cues, HumanError, SimHuman
     from harness.recorder.session import RecordError, touchscreen_of
@@ -89,12 +89,12 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
 
 def _sim_human_acts(args: argparse.Namespace) -> int:
     """``harness sim human --do ... [--run RUN --hand-back]``: the person an agent hands the phone to."""
-    from harness.live.handover import StandInError, answer_handover, parse_do, waiting_handover
+    from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
     from harness.live.operator import shown
     from harness.recorder.human import HumanError, SimHuman
     from harness.recorder.session import RecordError, touchscreen_of
 
-    if (args.hand_back or args.give_up) and not args.run:
+    if (args.hand_back or args.give_up) and not args.run_dir:
         raise UserError("--hand-back and --give-up answer a hand-over: give --run RUN")
     if args.hand_back and args.give_up:
         raise UserError("--hand-back or --give-up, not both")
@@ -109,9 +109,9 @@ def _sim_human_acts(args: argparse.Namespace) -> int:
     try:
         screen, _ = touchscreen_of(device)
         episode = ask = None
-        if args.run:
-            print(f"waiting for an agent to hand {device.serial} over in {args.run} ...", file=sys.stderr, flush=True)
-            episode, ask = waiting_handover(args.run, device.serial, args.wait)
+        if args.run_dir:
+            print(f"waiting for an agent to hand {device.serial} over in {args.run_dir} ...", file=sys.stderr, flush=True)
+            episode, ask = waiting_handover(args.run_dir, device.serial, args.wait)
             print(f"{episode.name}: the agent asks: {shown(ask.get('text'))}", file=sys.stderr, flush=True)
         human = SimHuman(device, screen, pause=args.pause, say=lambda m: print(m, file=sys.stderr, flush=True))
         for text, act in zip(args.do or [], acts):
@@ -119,7 +119,9 @@ def _sim_human_acts(args: argparse.Namespace) -> int:
                 act = human.find(act[1])
             gestures = human.act(act)
             done.append({"do": text, "action": act.to_json(), "gestures": gestures})
-            if args.pause:
+            if episode is not None and ask is not None:  # the hand-over has read it: the next one
+                wait_ready(episode, ask["id"], human.finger.touches, max(30.0, args.pause))
+            elif args.pause:
                 time.sleep(args.pause)
         answer = None
         if episode is not None and ask is not None and (args.hand_back or args.give_up):

@@ -37,9 +37,11 @@ class OperatorTouches:
     """Reads the touches on ``device`` (an ``harness.device.adb.AdbDevice``) from :meth:`start`
     to :meth:`stop`, giving each step read to ``on_step``."""
 
-    def __init__(self, device: Any, on_step: Callable[[OperatorStep], None], warn: Callable[[str], None] | None = None):
+    def __init__(self, device: Any, on_step: Callable[[OperatorStep], None], warn: Callable[[str], None] | None = None,
+                 ready: Callable[[int], None] = lambda gestures: None):
         self.device = device
         self.on_step = on_step
+        self.ready = ready  # the recorder's [ready] cue: every gesture so far (their count) is read
         self.warnings: list[str] = []
         self._warn_out = warn or (lambda m: log.info("%s", m))
         self.stop_event = threading.Event()
@@ -84,6 +86,7 @@ class OperatorTouches:
         try:
             self.stream.start()
             self.builder.start(self._look(False))
+            self.ready(self.stream.counts()[1])
         except Exception as e:
             self.stream.stop()
             raise HandoverError(f"cannot read the touches on {self.device.serial}: {e}") from None
@@ -92,7 +95,8 @@ class OperatorTouches:
 
     def _run(self) -> None:
         try:
-            self.lost = follow(self.stream, self.builder, self._look, self.stop_event, self._emit)
+            self.lost = follow(self.stream, self.builder, self._look, self.stop_event, self._emit,
+                               lambda: self.ready(self.stream.counts()[1]))
         except Exception as e:
             self.lost = f"{type(e).__name__}: {e}"
 
@@ -189,6 +193,24 @@ def waiting_handover(run_dir: str | Path, serial: str | None, timeout: float, po
             raise StandInError(f"{run_dir}: no episode handed the phone over"
                                + (f" on {serial}" if serial else "") + f" within {timeout:g} s")
         time.sleep(poll)
+
+
+def wait_ready(episode_dir: str | Path, ask_id: str, touches: int, timeout: float = 30.0) -> None:
+    """Wait until the hand-over ``ask_id`` has read ``touches`` touches (its ``ready`` cue, as
+    ``harness record`` prints ``[ready] gestures=N``): a person looks at what they did before the
+    next thing they do."""
+    from harness.live.records import read_pending
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ask = (read_pending(episode_dir) or {}).get("ask") or {}
+        if ask.get("id") != ask_id or ask.get("decision") is not None:
+            raise StandInError(f"{episode_dir}: the hand-over {ask_id} is over")
+        if int(ask.get("ready") or 0) >= touches:
+            return
+        time.sleep(0.05)
+    raise StandInError(f"{episode_dir}: the hand-over read no more than {ask.get('ready')} of {touches} touch(es) "
+                       f"within {timeout:g} s")
 
 
 def answer_handover(episode_dir: str | Path, ask_id: str, decision: str = "hand_back") -> dict[str, Any]:

@@ -325,10 +325,15 @@ class Operator:
                 info["operator_steps"] = steps[0]
                 live.update(ask=dict(info))
 
+        def ready(gestures: int) -> None:
+            if live is not None:
+                info["ready"] = gestures
+                live.update(ask=dict(info))
+
         unread: str | None = None
         touches = None
         try:
-            touches = OperatorTouches(device, counted)
+            touches = OperatorTouches(device, counted, ready=ready)
             touches.start()
         except HandoverError as e:
             unread, touches = str(e), None

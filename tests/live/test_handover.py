@@ -9,7 +9,6 @@ finishes, and the judges credit the agent with none of it; with nobody watching 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import agents  # noqa: F401  (registers the agents)
 from agents.uitars import resized_size
 from harness import hierarchy
 from harness.actions import Click, NeedsUser
-from harness.live.handover import StandInError, answer_handover, parse_do, waiting_handover
+from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
 from harness.model import ModelConfig
@@ -70,7 +69,7 @@ def _stand_in(run_dir: Path, serial: str, device, box: dict) -> threading.Thread
             for do in ("tap-on PIN", "type 2580", "tap-on Unlock"):
                 act = parse_do(do)
                 human.act(human.find(act[1]) if isinstance(act, tuple) else act)
-                time.sleep(1.0)  # as the CLI's --pause: a person looks before the next thing they do
+                wait_ready(ep, ask["id"], human.finger.touches)  # the hand-over's [ready] cue
             box["answer"] = answer_handover(ep, ask["id"], "hand_back")
         except BaseException as e:  # handed to the test
             box["error"] = e
@@ -114,11 +113,12 @@ def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_ta
     assert steps[0].action == {"type": "needs_user", "text": "CrateBank asks for its app PIN, which I have not been told."}
     assert steps[0].handover["text"].startswith("CrateBank asks") and steps[0].by is None
     ops = [s for s in steps if s.by == "operator"]
-    # the person's touches, read from the touchscreen: a tap on the field, the PIN, and Unlock. The
-    # PIN field shows dots, so the reader reads the typing as the dots it shows (never the PIN) or,
-    # when it saw no keyboard frame between the keys, as the four key taps
+    # the person's touches, read from the touchscreen as harness record reads them, each after the
+    # hand-over's ready cue: a tap on the field, the PIN typed (read from the field, which shows dots:
+    # the PIN itself is never recorded), and Unlock
     kinds = [s.action["type"] for s in ops]
-    assert kinds in (["click", "type", "click"], ["click"] * 6), [s.action for s in ops]
+    assert kinds == ["click", "type", "click"], [s.action for s in ops]
+    assert ops[1].action["text"] == "••••"
     assert "2580" not in (ep.path / "trajectory.jsonl").read_text()
     assert all(s.screen_before and s.screen_after and s.monitor is None for s in ops)
     assert by == ["agent"] + ["operator"] * len(ops) + ["agent", "agent"], by
