@@ -820,7 +820,15 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         n = {k: sum(int(a.get(k) or 0) for a in asked) for k in ("asked", "allowed", "denied", "timed_out")}
         console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
                       f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
-    ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
+    handed = [h for r in rows for h in ((r.model_extra or {}).get("handovers") or []) if isinstance(h, dict)]
+    needs_user = sum(1 for r in rows if r.status == "needs_user")
+    if handed or needs_user:  # apart from failures: the agent asked for a person
+        taken = [h for h in handed if h.get("outcome") != "nobody"]
+        console.print(f"hand-overs: {len(handed)} ({sum(1 for h in handed if h.get('outcome') == 'handed_back')} handed "
+                      f"back, {sum(len(h.get('operator_steps') or []) for h in handed)} steps by a person, waited "
+                      f"{sum(float(h.get('wait_s') or 0) for h in taken):.1f} s); needs_user: {needs_user} episode(s), "
+                      "never counted as a success")
+    ok = sum(1 for r in rows if r.verdicts.get("oracle") is True and r.status != "needs_user")
     scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")
     task_errors = sum(1 for r in rows if r.status == "task_error")

@@ -44,6 +44,7 @@ from harness.usage import role_tokens
 
 from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
                              read_manifest, read_results)
+from harness.report import handovers
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
 from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
@@ -171,6 +172,7 @@ class Episode:
     usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
     checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
+    handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
 
     @property
     def language(self) -> str:
@@ -320,7 +322,8 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
-                operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None))
+                operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
+                handovers=handovers.episode_handovers(extra)))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
@@ -443,7 +446,8 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
                            "task_errors": sum(1 for e in rows if e.status == "task_error"), "scored": len(scored)}
     sr = {}
     for j in judges:
-        vals = [e.verdicts[j] for e in scored if j in e.verdicts]
+        # an episode that ended needs_user is never a success (the task was handed over, not done)
+        vals = [False if e.status == "needs_user" and e.verdicts[j] is True else e.verdicts[j] for e in scored if j in e.verdicts]
         k = sum(1 for v in vals if v is True)
         n = sum(1 for v in vals if isinstance(v, bool))
         sr[j] = {**_rate(k, n), "judge_errors": sum(1 for v in vals if v == "judge_error")}
@@ -485,6 +489,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     for key in ("asked", "allowed", "denied", "timed_out"):
         out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
     out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
+    out.update(handovers.summary(scored, primary))
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
     out["wall_mean_s"] = _mean(walls)  # type: ignore[arg-type]
@@ -682,7 +687,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         cols.append(("operator allow/deny (timeouts), wait", lambda g: (
             f"{g['operator_allowed']}/{g['operator_denied']} ({g['operator_timed_out']}), {g['operator_wait_s']:.1f} s"
             if g["operator_asked"] else "-")))
-    cols += [
+    cols += [*handovers.columns(rep.groups),
         ("halted", lambda g: str(g["halted"])),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
@@ -769,7 +774,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
     head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
-             "operator_denied", "operator_timed_out", "operator_wait_s"]
+             "operator_denied", "operator_timed_out", "operator_wait_s", *handovers.CSV_KEYS]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -782,7 +787,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
-                g["operator_timed_out"], g["operator_wait_s"]]
+                g["operator_timed_out"], g["operator_wait_s"], *[g[k] for k in handovers.CSV_KEYS]]
         rows.append(row)
     return head, rows
 

@@ -8,6 +8,7 @@ finishes, and the judges credit the agent with none of it; with nobody watching 
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -151,3 +152,54 @@ def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
     with pytest.raises(StandInError, match="no episode handed"):
         waiting_handover(tmp_path, None, 0.2)
     assert NeedsUser(text="x").describe() == "needs_user(text='x')"
+
+
+def _result(out, task_id: str) -> dict:
+    """The result line ``harness run`` writes for an outcome (harness.suite's record)."""
+    return {"task_id": task_id, "agent": "uitars", "status": out.status, "steps": out.steps, "cap": out.cap,
+            "proposed_steps": out.proposed_steps, "verdicts": out.verdicts, "judge_details": out.judge_details,
+            "started_at": out.started_at, "ended_at": out.ended_at, "duration_s": out.duration_s,
+            **({"handovers": out.handovers, "operator_steps": out.operator_steps} if out.handovers else {})}
+
+
+def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_task):
+    """Two episodes of one run: one handed back (its person's steps drawn as theirs), one nobody took
+    (needs_user): the report counts the needs_user episode in SR's denominator, never as a success,
+    and the hand-overs with their wait; the viewer escapes the agent's words."""
+    from harness.report.tables import build_report, render
+    from harness.report.viewer import write_viewer
+
+    device = phone.device()
+    run_dir = tmp_path / "run"
+    w = RunWriter(run_dir)
+    w.write_manifest({"kind": "crate-harness run", "agent": {"name": "uitars"}, "judges": [{"name": "oracle"}],
+                      "tasks": [pin_task.id, "pin_nobody"]})
+    hostile = "Thought: <script>alert(1)</script> I need the <b>PIN</b>.\nAction: call_user()"
+    ep = w.start_episode(pin_task.id)
+    box: dict = {}
+    person = _stand_in(run_dir, device.serial, phone.device(), box)
+    replies = [Reply(hostile), Reply("Thought: done.\nAction: finished(content='')")]
+    with ScriptedModelServer(replies) as srv:
+        first = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
+                            operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
+    person.join(30)
+    assert "error" not in box, box.get("error")
+    w.append_result(_result(first, pin_task.id))
+    nobody = parse_task({**PIN_TASK, "id": "pin_nobody"})
+    ep2 = w.start_episode(nobody.id)
+    with ScriptedModelServer([Reply(CALL_USER)]) as srv:
+        second = run_episode(nobody, _agent(srv.base_url), device, ep2, observers=[OracleJudge(OracleConfig())])
+    w.append_result(_result(second, nobody.id))
+    w.close()
+    assert second.status == "needs_user"
+    g = build_report([str(run_dir)], by=["agent"]).groups[0]
+    assert g["needs_user"] == 1 and g["handovers"] == 2 and g["handed_back"] == 1
+    assert g["operator_steps"] == first.operator_steps > 0 and g["handover_wait_s"] > 0
+    assert g["sr"]["oracle"]["n"] == 2 and g["sr"]["oracle"]["k"] == first.verdicts["oracle"]  # needs_user: n, never k
+    text = render(build_report([str(run_dir)], by=["agent"]), "md")
+    assert "needs_user" in text and "hand-overs" in text
+    index = write_viewer(run_dir)
+    page = next(p for p in index.parent.rglob("*.html") if pin_task.id in p.name).read_text()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert len(re.findall(r'<section class="step[^"]*\bop\b', page)) == first.operator_steps
+    assert "hand-over</b> at" in page and "handed_back by page" in page and "a person, during the hand-over" in page
