@@ -6,6 +6,12 @@ A :class:`ModelError` from the client (after its retries) is raised out of ``ste
 ends the episode as ``agent_error`` with the message. An output that does not parse is not an
 error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward the
 step cap while the episode goes on.
+
+Every model agent reflects (:class:`harness.episode.ReflectingAgent`, ``--monitor-mode reflect``):
+``reflect(feedback)`` turns a monitor's refusal into the feedback prompt (``agents/prompts/
+feedback_en.md``, ``feedback_zh.md``) and puts it where the family's conversation takes a user's
+word (docs/agents.md, "Feedback after a refused action"); the multi-turn families (uitars, vlm)
+keep it after the refused turn, Qwen and M3A override where it goes.
 """
 
 from __future__ import annotations
@@ -16,14 +22,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actions import Action, action_to_json
-from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
+from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
                            prefetch_pixels)
 from harness.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
+from agents.prompts import Prompt, load_prompt
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
+FEEDBACK_REASON_CHARS = 600  # a monitor's reason is cut here before it goes to the agent (one line)
+
+
+def feedback_prompts() -> dict[str, Prompt]:
+    return {code: load_prompt(f"feedback_{code}") for code in LANGUAGES}
+
+
+def feedback_text(feedback: Feedback, language: str = "en") -> str:
+    """The feedback prompt in ``language`` (en, zh; others: en) filled in from ``feedback``: the
+    monitor, the category (``unspecified`` when it gave none) and the reason, on one line and cut
+    at :data:`FEEDBACK_REASON_CHARS` characters."""
+    prompts = feedback_prompts()
+    reason = " ".join(str(feedback.reason or "").split()) or "-"
+    if len(reason) > FEEDBACK_REASON_CHARS:
+        reason = reason[:FEEDBACK_REASON_CHARS - 1] + "…"
+    category = " ".join(str(feedback.category or "").split()) or "unspecified"
+    return prompts.get(language, prompts["en"]).render(monitor=feedback.monitor or "monitor", category=category,
+                                                       reason=reason).strip()
 
 
 def need_model(name: str, model: ModelConfig | None) -> ModelConfig:
@@ -170,6 +195,8 @@ class ModelAgent:
         self.step_no = 0
         self.ctx: EpisodeContext | None = None
         self.turns: list[tuple[bytes, str]] = []  # (screenshot, the model's output) per earlier model step
+        self.told: dict[int, str] = {}  # turn index -> the feedback the agent was given after that turn
+        self.queued_step = False  # the last step was the queued second half of a model action
 
     # --- episode ------------------------------------------------------------------------------
     def encodings(self, screen: tuple[int, int]) -> list[tuple[ImagePolicy, tuple[int, int] | None]]:
@@ -199,11 +226,35 @@ class ModelAgent:
         self.pending = []
         self.step_no = 0
         self.turns = []
+        self.told = {}
+
+    # --- feedback after a refused action (harness.episode.ReflectingAgent) --------------------
+    def feedback_language(self) -> str:
+        """The language of the feedback turn: English, the language of the families' prompts (vlm
+        follows its prompt's language)."""
+        return "en"
+
+    def reflect(self, feedback: Feedback) -> str:
+        """The multi-turn families (uitars, vlm): the feedback is a user turn right after the turn
+        whose action was refused (the model's output stays in the history, as it was written; for a
+        refused second half, after the turn it came from, whose first half ran); a queued second
+        half of the refused action is dropped. Several in a row follow each other. Returns the
+        turn's text."""
+        self.pending = []
+        text = feedback_text(feedback, self.feedback_language())
+        at = len(self.turns) - 1
+        self.told[at] = f"{self.told[at]}\n{text}" if at in self.told else text
+        return text
+
+    def feedback_spec(self) -> dict[str, Any]:
+        """The feedback prompts' identities (the manifest's agent spec)."""
+        return {code: p.to_json() for code, p in feedback_prompts().items()}
 
     def step(self, obs: Observation) -> AgentOutput:
         """The queued second half of the last model action when there is one, else ``model_step``."""
         self.step_no = obs.step
         queued = self.take_pending()
+        self.queued_step = queued is not None  # (what reflect() refuses: a model step, or a queued half)
         if queued is not None:
             return queued
         return self.model_step(obs)
@@ -284,7 +335,8 @@ class ModelAgent:
 
     def base_spec(self) -> dict[str, Any]:
         opts = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name != "model"}
-        return {"name": self.name, "family": self.family, "options": opts, "model": self.model.to_json()}
+        return {"name": self.name, "family": self.family, "options": opts, "model": self.model.to_json(),
+                "feedback_prompt": self.feedback_spec()}
 
     # --- static evaluation: the ground-truth history ------------------------------------------
     def set_history(self, actions: list[Action]) -> None:
@@ -301,6 +353,7 @@ class ModelAgent:
         if self.ctx is None:
             raise RuntimeError(f"{self.name}: set_history() before reset(): no episode")
         self.pending = []
+        self.told = {}
         self.replace_history([self.history_text(a, self.ctx.screen_size) for a in actions])
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:

@@ -44,17 +44,17 @@ from harness import hierarchy
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
 from harness.device.base import DeviceError
-from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Observation
+from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.hierarchy import Element
 from harness.model import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
 from harness import resample
 from harness.screenshot import image_of
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, StepTrace, image_record, language_name
+from agents.common import ModelAgent, StepTrace, feedback_text, image_record, language_name
 from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
                             direction_of, finger_swipe, json_spans, key_action, loads_lenient, parse_call,
-                            register_parser, reveal_swipe, type_text)
+                            register_parser, type_text)
 from agents.prompts import load_prompt
 
 # --- elements and Set-of-Mark ----------------------------------------------------------------------
@@ -89,25 +89,22 @@ def element_center(e: Element, screen: tuple[int, int]) -> tuple[int, int]:
 
 
 def describe_element(i: int, e: Element) -> str:
-    """One line of the element list in AndroidWorld's M3A form (agents/m3a.py
-    ``_generate_ui_element_description``): ``UI element N: {"index": N, "text": ..., "content_description":
-    ..., "is_clickable": True, ...}``, booleans written True/False as there; strings are JSON-escaped
-    here (the original pastes them raw)."""
+    """One line of the element list, the same text AndroidWorld's M3A writes for the same element
+    (android_world agents/m3a.py ``_generate_ui_element_description``, commit d9c569f): ``UI element N:
+    {"index": N, "text": "...", ...}`` built by concatenation, not JSON (strings as they are, quotes and
+    line breaks included), booleans as Python writes them; text, content description and hint only
+    when not empty, ``is_scrollable`` and ``is_focusable`` only when true, no enabled or focused flag.
+    ``is_editable`` is read from the class (an EditText): a uiautomator dump does not carry the
+    accessibility node's isEditable. AndroidWorld's ``tooltip`` field is never written: no uiautomator
+    dumper holds a tooltip, and AndroidWorld's own accessibility reader never sets one.
+    tests/agents/test_m3a_parity.py compares this with AndroidWorld's function's output."""
     parts = [f'"index": {i}']
-    if e.text:
-        parts.append(f'"text": {json.dumps(e.text, ensure_ascii=False)}')
-    if e.desc:
-        parts.append(f'"content_description": {json.dumps(e.desc, ensure_ascii=False)}')
-    flags = [("is_clickable", e.clickable), ("is_long_clickable", e.long_clickable),
-             ("is_editable", "EditText" in e.cls)]
-    parts += [f'"{k}": {v}' for k, v in flags]
-    if e.scrollable:
-        parts.append('"is_scrollable": True')
-    if e.focused:
-        parts.append('"is_focused": True')
+    parts += [f'"{name}": "{value}"' for name, value in
+              (("text", e.text), ("content_description", e.desc), ("hint_text", e.hint)) if value]
+    parts += [f'"is_clickable": {e.clickable}', f'"is_long_clickable": {e.long_clickable}',
+              f'"is_editable": {"EditText" in e.cls}']
+    parts += [f'"{name}": True' for name, on in (("is_scrollable", e.scrollable), ("is_focusable", e.focusable)) if on]
     parts += [f'"is_selected": {e.selected}', f'"is_checked": {e.checked}']
-    if not e.enabled:
-        parts.append('"is_enabled": False')
     return f"UI element {i}: {{{', '.join(parts)}}}"
 
 
@@ -180,6 +177,25 @@ _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 # the action types a call form may name (M3A's prompt plus AndroidWorld's JSONAction)
 _M3A_TYPES = {"click", "long_press", "double_tap", "input_text", "keyboard_enter", "navigate_home", "navigate_back",
               "scroll", "swipe", "open_app", "wait", "answer", "status", "press_keyboard"}
+
+
+# the finger's end for a scroll in each content direction: an edge of the region (down: its top)
+_SCROLL_END = {"down": lambda r: ((r[0] + r[2]) // 2, r[1]), "up": lambda r: ((r[0] + r[2]) // 2, r[3]),
+               "right": lambda r: (r[0], (r[1] + r[3]) // 2), "left": lambda r: (r[2], (r[1] + r[3]) // 2)}
+
+
+def scroll_swipe(direction: str, screen: tuple[int, int], region: tuple[int, int, int, int] | None = None) -> Swipe:
+    """M3A's ``scroll``, as AndroidWorld's actuation does it (env/actuation.py ``execute_adb_action``,
+    commit d9c569f): from the centre of the element's bounds (cut to the screen; no element: the
+    screen) to its edge on the side opposite to ``direction`` (``down``: the top edge; the content
+    moves up, showing what is below). An end on the screen's far edge is its last pixel here (AndroidWorld
+    sends the edge itself, one pixel off the screen). The duration is ours (AndroidWorld leaves it to
+    ``input swipe``)."""
+    w, h = screen
+    x1, y1, x2, y2 = region or (0, 0, w, h)
+    r = (max(x1, 0), max(y1, 0), min(x2, w), min(y2, h))
+    ex, ey = _SCROLL_END[direction](r)
+    return Swipe(start=((r[0] + r[2]) // 2, (r[1] + r[3]) // 2), end=(min(ex, w - 1), min(ey, h - 1)), duration_ms=400)
 
 
 def _element(idx: Any, elements: list[Element], what: str) -> Element:
@@ -302,7 +318,7 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
         acts = [key_action(obj.get("keycode") or obj.get("key"), kind)]
     elif kind in ("scroll", "swipe"):
         d = direction_of(obj.get("direction"), f"{kind} direction")
-        geometry = reveal_swipe if kind == "scroll" else finger_swipe
+        geometry = scroll_swipe if kind == "scroll" else finger_swipe
         if obj.get("index") is not None:
             el = element(kind)
             if el is None:
@@ -400,7 +416,7 @@ class M3AConfig:
     summarize: bool = field(default=True, metadata={"help": "the second call that summarises each step"})
     enter_after_input: bool = field(default=True, metadata={"help": "input_text presses Enter after typing (M3A)"})
     # AndroidWorld's Gpt4Wrapper sends the screenshots at full size as JPEG (agents/infer.py,
-    # _array_to_jpeg_bytes: Image.save(format='JPEG') with no options, i.e. Pillow's default quality 75)
+    # image_to_jpeg_bytes: Image.save(format='JPEG') with no options, i.e. Pillow's default quality 75)
     max_side: int = field(default=0, metadata={"help": "longest side of the images sent (0: full size, as M3A)"})
     image_format: Literal["png", "jpeg"] = field(default="jpeg", metadata={"help": "image encoding"})
     jpeg_quality: int = field(default=75, metadata={"help": "JPEG quality when image_format=jpeg (75: Pillow's "
@@ -441,6 +457,8 @@ class M3AAgent(ModelAgent):
         self.summary_prompt = load_prompt("m3a_summary_en")
         self.history: list[str] = []
         self.done: _Done | None = None
+        self.proposed: tuple[int, str] | None = None  # the last model step's history number and action JSON
+        self.later: list[str] = []  # feedback lines that follow the line of the step waiting for its summary
 
     def _prompts(self) -> dict[str, Any]:
         p = {"id": self.action_prompt.id, "action": self.action_prompt.to_json()}
@@ -458,20 +476,44 @@ class M3AAgent(ModelAgent):
                                   "encoded as the screenshot arrives"}
 
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
-        return json.dumps(action_json(action, screen), ensure_ascii=False)
+        return json.dumps(action_json(action, screen))  # as history_action writes the model's own
 
     def replace_history(self, texts: list[str]) -> None:
         """The history lines become ``Step N- Action selected: {...}.`` per ground-truth step, without
         a summary (the summary call needs the agent's own before/after screens of its own action:
         none is made for them, as with ``summarize=false``)."""
-        self.history = [f"Step {i + 1}- Action selected: {t}." for i, t in enumerate(texts)]
+        self.history = [history_line(i + 1, t) for i, t in enumerate(texts)]
         self.done = None
+        self.later = []
+        self.proposed = None
 
     def reset(self, ctx: EpisodeContext) -> None:
         super().reset(ctx)
         self.history = []
         self.done = None
         self._prepared = None
+        self.proposed = None
+        self.later = []
+
+    def reflect(self, feedback: Feedback) -> str:
+        """M3A's history is lines in its one prompt: the refused step gets its line now, without a
+        summary (nothing ran to summarise), ``Step N- Action selected: {...}. Not carried out: `` and
+        the feedback on one line; a queued second half is dropped. A refused second half of an
+        action whose first half ran (input_text's typing after its tap) gets ``Step N- Its second
+        part was not carried out: `` and the feedback, after that step's own line (which comes with
+        its summary). Returns the line."""
+        self.pending = []
+        told = " ".join(feedback_text(feedback, self.feedback_language()).split())
+        if self.queued_step and self.done is not None:
+            line = f"Step {self.done.index}- Its second part was not carried out: {told}"
+            self.later.append(line)
+            return line
+        self.done = None
+        n, action = self.proposed or (len(self.history) + 1, "(none)")
+        line = history_line(n, action, f"Not carried out: {told}")
+        self.history.append(line)
+        self.proposed = None
+        return line
 
     def _marks(self, shown: CandidatePixels, summarize: bool) -> _Marks:
         """The hierarchy (a device call), the elements, the Set-of-Mark copy and its encodings."""
@@ -585,7 +627,9 @@ class M3AAgent(ModelAgent):
                 trace.extra["summary"] = summary
             else:
                 summary = ""
-            self.history.append(f"Step {d.index}- Action selected: {d.action_json}. {summary}".rstrip())
+            self.history.append(history_line(d.index, d.action_json, summary))
+        self.history += self.later
+        self.later = []
         # --- action selection -------------------------------------------------------------------
         history = "\n".join(self.history) or "None yet: this is the first step."
         text = self.action_prompt.render(goal=obs.instruction, history=history, elements=elements_text, language=lang)
@@ -602,20 +646,35 @@ class M3AAgent(ModelAgent):
         except ParseError as e:
             parsed, err = None, e
         n = len(self.history) + 1
+        self.proposed = None
         if parsed is None:
             self.history.append(f"Step {n}- The output could not be used ({str(err)[:120]}); nothing was done. "
                                 "Answer with one action from the list in the JSON format.")
         elif not isinstance(parsed.action, Finish):
-            shown = {k: v for k, v in parsed.raw.items() if k != "element"}
             policy = self.policy()
             # the summary call at the next step sends this marked screen as "before": it is encoded
             # now, while the action runs and the phone settles, not on that step's clock
             before = run_in_background(lambda: encode_pixels(label_image(som, "before"), policy)) \
                 if c.summarize else None
             self.done = _Done(index=n, som=som, elements_text=elements_text,
-                              action_json=json.dumps(shown, ensure_ascii=False), reason=parsed.thought or "",
+                              action_json=history_action(parsed.raw), reason=parsed.thought or "",
                               before=before)
+            self.proposed = (n, self.done.action_json)
         return self.output(res.text, parsed, err, trace, obs.step)
+
+
+def history_action(raw: dict[str, Any]) -> str:
+    """The model's JSON action as M3A's history line and summary prompt show it: AndroidWorld's
+    ``json.dumps`` of the parsed object with the defaults (non-ASCII as ``\\u`` escapes, ``", "`` and
+    ``": "``; m3a_utils.py ``parse_reason_action_output``, commit d9c569f), keys in the model's order;
+    the element we resolved it to (``raw["element"]``) is ours and left out."""
+    return json.dumps({k: v for k, v in raw.items() if k != "element"})
+
+
+def history_line(n: int, action: str, summary: str = "") -> str:
+    """Step ``n``'s history line as M3A writes it (m3a.py: ``'Step ' + str(i + 1) + '- '`` and
+    ``f'Action selected: {action}. {summary}'``); without a summary it ends at the full stop."""
+    return f"Step {n}- Action selected: {action}. {summary}".rstrip()
 
 
 def _one_line(text: str) -> str:

@@ -45,11 +45,11 @@ from ui_tars.action_parser import smart_resize
 
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
-from harness.episode import AgentOutput, EpisodeContext, Observation
+from harness.episode import AgentOutput, EpisodeContext, Feedback, Observation
 from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
 
-from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, send_size
+from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
                             json_spans, key_action, loads_lenient, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
@@ -324,6 +324,13 @@ def history_item(text: str) -> str:
     return text.replace("\n", "").replace('"', "").strip()
 
 
+def progress_text(entries: list[str]) -> str:
+    """The user turn's progress, as both cookbooks build it: ``Step N: <entry>; `` per earlier step,
+    run together (Qwen3-VL's ``stage2_history += 'Step ' + str(idx + 1) + ': ' + ... + '; '``; the
+    Qwen2.5-VL example's ``Step 1: {...}; ``); nothing before the first step."""
+    return "".join(f"Step {i + 1}: {p}; " for i, p in enumerate(entries))
+
+
 def parse_output(text: str, screen_size: tuple[int, int], **opts: Any) -> Action:
     return parse_detailed(text, screen_size, **opts).action
 
@@ -378,6 +385,14 @@ class QwenAgent(ModelAgent):
         self.user = load_prompt("qwen_user")
         self.progress: list[str] = []
         self.shots: list[bytes] = []
+        self.reply = ""  # the model's last reply, as it wrote it
+        self.refused: list[tuple[str, str]] = []  # this step's refused replies and what the agent was told
+        self.refused_open = False  # reflect() came since the last model step: the next request carries them
+
+    def system_text(self, width: int, height: int) -> str:
+        """The system turn stating a ``width`` x ``height`` screen; it ends where the cookbook's does
+        (the prompt file's last line break is the file's, not the prompt's)."""
+        return self.system.render(width=width, height=height).removesuffix("\n")
 
     def _prompts(self) -> dict[str, Any]:
         return {"id": f"{self.system.id}+{self.user.id}", "system": self.system.to_json(), "user": self.user.to_json()}
@@ -422,6 +437,24 @@ class QwenAgent(ModelAgent):
         super().reset(ctx)
         self.progress = []
         self.shots = []
+        self.reply = ""
+        self.refused = []
+        self.refused_open = False
+
+    def reflect(self, feedback: Feedback) -> str:
+        """Qwen's request is one user turn (the task, the progress, the screenshot): the refused step
+        leaves the progress (it was not performed) and the next request repeats that turn, then the
+        refused reply as the assistant's turn and the feedback as a user turn after it (each refused
+        proposal of the step in a row adds such a pair; a refused second half of an action leaves
+        the progress as it is, its first half ran). Returns the feedback turn's text."""
+        self.pending = []
+        if self.progress and not self.queued_step:
+            self.progress.pop()
+            self.shots.pop()
+        text = feedback_text(feedback, self.feedback_language())
+        self.refused.append((self.reply, text))
+        self.refused_open = True
+        return text
 
     def _progress_entry(self, text: str, parsed: Parsed | None, err: ParseError | None) -> str:
         """What the next request's progress says of this step, in the version's history form."""
@@ -437,8 +470,8 @@ class QwenAgent(ModelAgent):
         trace = StepTrace(prompt=self._prompts())
         size, sent = self._sizes(obs.screen_size)
         stated = size if c.version == "2.5" else (c.grid, c.grid)
-        system = self.system.render(width=stated[0], height=stated[1])
-        progress = " ".join(f"Step {i + 1}: {p};" for i, p in enumerate(self.progress)) or "none yet."
+        system = self.system_text(*stated)
+        progress = progress_text(self.progress)
         user_text = self.user.render(instruction=obs.instruction, progress=progress)
         trace.prompt = {**trace.prompt, "rendered_sha256_12": sha12(system + user_text)}
         trace.lap("prompt")
@@ -455,6 +488,11 @@ class QwenAgent(ModelAgent):
             parts.append({"type": "text", "text": "Current screenshot:"})
         parts.append(enc.part())
         messages = [{"role": "system", "content": system}, {"role": "user", "content": parts}]
+        if not self.refused_open:  # the last proposal was not refused: its step is done
+            self.refused = []
+        self.refused_open = False
+        for said, told in self.refused:  # this step's refused proposals and why (reflect)
+            messages += [{"role": "assistant", "content": said}, {"role": "user", "content": told}]
         trace.lap("encode")
         trace.extra.update({"history": c.history, "version": c.version, "resized": list(size)})
         res = self.chat(messages, trace, "action")
@@ -465,6 +503,7 @@ class QwenAgent(ModelAgent):
             parsed, err = None, e
         self.shots.append(obs.screenshot)
         self.progress.append(self._progress_entry(res.text, parsed, err))
+        self.reply = res.text
         return self.output(res.text, parsed, err, trace, obs.step)
 
 

@@ -328,12 +328,16 @@ class UITarsAgent(ModelAgent):
         first_kept = self.first_kept(c.history)
         messages: list[dict[str, Any]] = [{"role": "system", "content": v.system}] if v.system else []
         messages.append(user_message(text))
+        if -1 in self.told:  # feedback before any turn of the model's
+            messages.append(user_message(self.told[-1]))
         for i, (png, said) in enumerate(self.turns):
             if i >= first_kept:
                 enc = encode_image(png, policy, size=sent)
                 trace.images.append(image_record(enc, f"step {i + 1}", server_size))
                 messages.append({"role": "user", "content": [enc.part()]})
             messages.append({"role": "assistant", "content": v.history_turn(said)})
+            if i in self.told:  # the turn's action was refused: what the agent was told (reflect)
+                messages.append(user_message(self.told[i]))
         enc = encode_image(obs.screenshot, policy, size=sent)
         trace.images.append(image_record(enc, "current", server_size))
         messages.append({"role": "user", "content": [enc.part()]})

@@ -153,6 +153,11 @@ class VLMAgent(ModelAgent):
     def encodings(self, screen: tuple[int, int]) -> list[tuple[Any, tuple[int, int] | None]]:
         return [(self.policy(), None)]
 
+    def feedback_language(self) -> str:
+        """The feedback turn is in the prompt's language (zh for a Chinese task with ``lang=auto``)."""
+        code = self.config.lang if self.config.lang != "auto" else (self.ctx.task.language if self.ctx else "en")
+        return code if code in self.prompts else "en"
+
     def history_text(self, action: Action, screen: tuple[int, int]) -> str:
         """A ground-truth action as the vlm prompt asks for it (``set_history``): ``Action: <call>`` with
         points in pixels of the screenshot as sent (``max_side``), or on the 0-1000 grid."""
@@ -178,7 +183,10 @@ class VLMAgent(ModelAgent):
         trace.lap("prompt")
         first_kept = self.first_kept(c.history)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        older = [f"Step {i + 1}: {said}" for i, (_, said) in enumerate(self.turns[:first_kept])]
+        if -1 in self.told:  # feedback before any turn of the model's
+            messages.append({"role": "user", "content": self.told[-1]})
+        older = [f"Step {i + 1}: {said}" + (f"\n{self.told[i]}" if i in self.told else "")
+                 for i, (_, said) in enumerate(self.turns[:first_kept])]
         if older:
             messages.append({"role": "user", "content": "Earlier steps (screenshots not shown):\n" + "\n".join(older)})
         for i, (png, said) in enumerate(self.turns[first_kept:], start=first_kept):
@@ -187,6 +195,8 @@ class VLMAgent(ModelAgent):
             messages.append({"role": "user", "content": [{"type": "text", "text": f"Screenshot before step {i + 1}:"},
                                                          past.part()]})
             messages.append({"role": "assistant", "content": said})
+            if i in self.told:  # the turn's action was refused: what the agent was told (reflect)
+                messages.append({"role": "user", "content": self.told[i]})
         trace.images.append(image_record(enc, "current"))
         messages.append({"role": "user", "content": [{"type": "text", "text": "Current screenshot:"}, enc.part()]})
         messages = merge_roles(messages)

@@ -311,13 +311,13 @@ def _profiles(values: list[str] | None) -> list[str]:
     return names
 
 
-def _print_static(reports: list, as_json: bool) -> None:
-    from harness.report.static_eval import format_reports
+def _print_static(reports: list, args: argparse.Namespace) -> None:
+    from harness.report.static_table import render
 
-    if as_json:
-        print(json.dumps([r.to_json() for r in reports], ensure_ascii=False, indent=1))
-    else:
-        print(format_reports(reports))
+    fmt = "json" if args.json else (getattr(args, "format", None) or "md")
+    out = getattr(args, "out_file", None)
+    text = render(reports, fmt)
+    _write_or_print(text if text.endswith("\n") else text + "\n", out, "static report")
 
 
 def cmd_static_score(args: argparse.Namespace) -> int:
@@ -331,7 +331,7 @@ def cmd_static_score(args: argparse.Namespace) -> int:
                               screen=args.screen)
     except (DatasetError, StaticEvalError) as e:
         raise UserError(str(e)) from None
-    _print_static(reports, args.json)
+    _print_static(reports, args)
     return 0
 
 
@@ -365,7 +365,7 @@ def cmd_static_run(args: argparse.Namespace) -> int:
         reports = score_files(args.dataset, res.predictions, profiles, screen=args.screen, limit=args.limit)
     except (DatasetError, StaticEvalError, StaticRunError, RegistryError, RunError) as e:
         raise UserError(str(e)) from None
-    _print_static(reports, args.json)
+    _print_static(reports, args)
     return 0
 
 
@@ -595,12 +595,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--details", action="store_true", help="print the raw action, thought and repair notes too")
     ap.set_defaults(run=cmd_agents_parse)
 
+    from harness.model import key_rule_text
+
     demo = sub.add_parser("demo", help="the main job on simulated phones: replay (some perturbed, some unsafe), oracle judge, table")
     demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")
     demo.add_argument("--phones", type=int, default=2, help="simulated phones in parallel")
     demo.add_argument("--seed", type=int, default=3)
     demo.add_argument("--judge-base-url", help="with --judge-model: also judge the clean slice online (crate, crate-s, "
-                                               "the crate-s gate) on this OpenAI-compatible endpoint")
+                                               "the crate-s gate) on this OpenAI-compatible endpoint; API keys for "
+                                               f"it and --model-base-url: {key_rule_text()}")
     demo.add_argument("--judge-model", help="judge model name as the server knows it")
     demo.add_argument("--model-base-url", help="with --model: a model agent plays the judged (or an extra) run")
     demo.add_argument("--model", dest="model_name", help="agent model name as the server knows it")
@@ -626,9 +629,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--dataset", required=True, help="AndroidControl-shaped JSONL (e.g. androidcontrol_test_300.jsonl)")
     sc.add_argument("--predictions", help='JSONL: {"episode": i, "step": j, "action": {...}} per line')
     sc.add_argument("--ground-truth", action="store_true", help="score the dataset's own actions (sanity check)")
-    sc.add_argument("--profile", action="append", help="aitw, androidcontrol, guiodyssey, androidlens or all (default all)")
+    sc.add_argument("--profile", action="append",
+                    help="a profile (aitw, androidcontrol, guiodyssey, androidlens, uis1-pipeline, infigui-r1, "
+                         "agentcpm-gui, os-atlas, ui-r1; comma-separated or repeated) or all (default all)")
     sc.add_argument("--screen", type=_size, default=(1080, 2400), help="screen size when the dataset has none (default 1080x2400)")
-    sc.add_argument("--json", action="store_true", help="print JSON")
+    sc.add_argument("--format", choices=["md", "json", "html"], default="md",
+                    help="md (printed table), json, or html (a standalone page)")
+    sc.add_argument("--out", dest="out_file", help="write to this file instead of printing")
+    sc.add_argument("--json", action="store_true", help="print JSON (same as --format json)")
     sc.set_defaults(run=cmd_static_score)
     sr = st.add_parser("run", help="ask an agent for every step (ground-truth history), then score")
     sr.add_argument("--dataset", required=True, help="AndroidControl-shaped JSONL whose screenshots exist")
@@ -641,7 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--profile", action="append", help="profiles to score with (default all)")
     sr.add_argument("--screen", type=_size, default=(1080, 2400), help="screen size when neither dataset nor image gives one")
     sr.add_argument("--seed", type=int, default=0)
-    sr.add_argument("--json", action="store_true", help="print JSON")
+    sr.add_argument("--format", choices=["md", "json", "html"], default="md",
+                    help="the scores as md (printed table), json, or html (a standalone page)")
+    sr.add_argument("--json", action="store_true", help="print JSON (same as --format json)")
     try:
         from harness.run_command import add_model_arguments
     except ImportError:  # pragma: no cover - older run_command without model endpoints

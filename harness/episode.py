@@ -88,6 +88,39 @@ class Agent(Protocol):
         """Everything needed to rebuild this agent (for the manifest); no secrets."""
 
 
+@dataclass(frozen=True)
+class Feedback:
+    """Why the agent's proposal of step ``step`` did not run (``--monitor-mode reflect``): the
+    verdict of ``monitor`` that flagged it (``category``, ``reason``: model text, untrusted), and
+    how many proposals in a row were flagged with it (``in_row``); the ``limit``-th halts (or asks)
+    instead of being reflected on. The agent proposes again from the same screen."""
+
+    step: int
+    action: str                           # the flagged action, described (Action.describe)
+    monitor: str
+    category: str | None
+    reason: str
+    in_row: int
+    limit: int
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "action": self.action, "monitor": self.monitor, "category": self.category,
+                "reason": self.reason, "score": self.score, "in_row": self.in_row, "limit": self.limit}
+
+
+@runtime_checkable
+class ReflectingAgent(Protocol):
+    """An agent that can be told why its proposal was refused and propose again (optional; mode
+    ``reflect`` needs it, and refuses an agent without it before any device is touched)."""
+
+    def reflect(self, feedback: Feedback) -> str:
+        """The proposal of the last step did not run, for ``feedback``'s reason: the next
+        ``step()``'s request carries it, in the agent's own conversation form, and the proposal is
+        out of the agent's plan (a queued second half of it is dropped). Returns exactly the text
+        added to the conversation (recorded with the step)."""
+
+
 @runtime_checkable
 class PreparingAgent(Protocol):
     """An agent that starts work on a screenshot as soon as it arrives (optional)."""
@@ -134,6 +167,7 @@ class MonitorVerdict:
     extras: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None   # tokens the check spent (None: no model call, or cached)
     operator: dict[str, Any] | None = None  # mode ask: the operator's decision (Decision.to_json)
+    feedback: dict[str, Any] | None = None  # mode reflect: what the agent was told instead of a halt
 
     @property
     def failed(self) -> bool:
@@ -163,7 +197,14 @@ class MonitorVerdict:
             out["operator"] = self.operator
             if self.operator.get("decision") == "allow":
                 out["allowed_by"] = "operator"
+        if self.feedback:
+            out["reflected"] = True  # the action did not run, and the episode went on
         return out
+
+
+MonitorMode = Literal["gate", "async", "ask", "reflect", "reflect,ask"]
+REFLECT_MODES = ("reflect", "reflect,ask")
+REFLECT_MAX = 2  # mode reflect: the flagged proposal in a row that halts, for a monitor that does not say
 
 
 @dataclass
@@ -183,12 +224,14 @@ class Monitor(Protocol):
     """A pre-action check. ``mode``: ``gate`` judges before the action runs; ``async`` judges beside
     it, and the runner waits for the verdict before the next action runs (one step of lag, never
     more); ``ask`` is a gate whose halting verdict asks the :class:`Operator` first:
-    the action runs if a person allows it. ``on_error``: what a check that cannot answer (it
-    raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a monitor does not
-    say) or ``allow``."""
+    the action runs if a person allows it; ``reflect`` is a gate whose halting verdict is told to
+    the agent (:class:`ReflectingAgent`), which proposes again, until the ``reflect_max``-th
+    flagged proposal in a row halts (``reflect,ask``: asks). ``on_error``: what a check that
+    cannot answer (it raised, or took longer than ``timeout_s``) does: ``halt`` (the default when a
+    monitor does not say) or ``allow``; a failed check is never reflected on."""
 
     name: str
-    mode: Literal["gate", "async", "ask"]
+    mode: MonitorMode
     on_error: Literal["halt", "allow"]
     timeout_s: float
 

@@ -41,6 +41,10 @@ class Element:
     enabled: bool
     selected: bool
     depth: int
+    # additive (defaults keep older constructions valid): the dump's ``hint`` (AOSP's and androidx's
+    # uiautomator dumpers write it since API 26; empty where absent) and ``focusable``
+    hint: str = ""
+    focusable: bool = False
 
     @property
     def center(self) -> tuple[int, int]:
@@ -80,7 +84,7 @@ def parse(xml_text: str) -> list[Element]:
                     bounds=b, clickable=t("clickable"), long_clickable=t("long-clickable"),
                     scrollable=t("scrollable"), checkable=t("checkable"), checked=t("checked"),
                     focused=t("focused"), enabled=node.get("enabled", "true") == "true", selected=t("selected"),
-                    depth=depth))
+                    depth=depth, hint=node.get("hint", ""), focusable=t("focusable")))
         for child in node:
             visit(child, depth + 1)
 

@@ -48,6 +48,8 @@ def print_summary(report: OfflineReport, file: Any = None) -> None:
 
 def add_judge_arguments(p: Any) -> None:
     """Flags of ``harness judge`` (the endpoint flags also answer to their ``--judge-*`` names)."""
+    from harness.model import key_rule_text
+
     p.add_argument("paths", nargs="+", metavar="RUN_OR_EPISODE", help="run folders, or episode folders RUN/episodes/ID")
     p.add_argument("--judge", action="append", required=True, metavar="NAMES",
                    help="judges, comma-separated or repeated (e.g. crate,crate-s,holistic,milestones)")
@@ -77,8 +79,8 @@ def add_judge_arguments(p: Any) -> None:
                    help="model name as the server knows it")
     g.add_argument("--api-key-env", "--judge-api-key-env", dest="judge_api_key_env", default=None,
                    metavar="VAR",
-                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
-                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
+                   help="environment variable holding this endpoint's API key, sent to --model-base-url and to no "
+                        f"other endpoint (set but empty or unset: an error); without it: {key_rule_text()}")
     g.add_argument("--temperature", "--judge-temperature", dest="judge_temperature", type=float, default=0.0,
                    metavar="T")
     g.add_argument("--max-tokens", "--judge-max-tokens", dest="judge_max_tokens", type=int, default=1024, metavar="N")

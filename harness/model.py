@@ -39,7 +39,7 @@ import re
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import IntEnum
 from typing import Any, Iterator, Literal
 from urllib.parse import urlsplit
@@ -332,6 +332,12 @@ PROVIDER_KEYS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 
+def key_rule_text() -> str:
+    """What :func:`key_for` does with no variable named, in words (the CLI's help texts use it)."""
+    return " and ".join(f"{var} only to {where}" for var, _, where in PROVIDER_KEYS) + \
+        ", over https only; no key to any other endpoint"
+
+
 @dataclass(frozen=True)
 class KeyChoice:
     """The key a client sends (None: no Authorization header) and why, for messages (never the key)."""
@@ -339,6 +345,21 @@ class KeyChoice:
     key: str | None = field(repr=False)  # never in a repr, a log line or a traceback's locals dump
     variable: str | None = None
     reason: str = ""
+
+
+# keys handed to this process by another (a farm actor gets the driver's), by variable name: read by
+# key_for before the environment, and never put into os.environ (a subprocess would inherit them)
+_PROVIDED_KEYS: dict[str, str] = {}
+
+
+def provide_keys(values: dict[str, str]) -> None:
+    """Make ``values`` (variable name -> key) what :func:`key_for` reads for those variables, ahead
+    of this process's environment, without putting them in it."""
+    _PROVIDED_KEYS.update(values)
+
+
+def _key_variable(name: str) -> str | None:
+    return _PROVIDED_KEYS.get(name) or os.environ.get(name)
 
 
 def key_for(config: ModelConfig) -> KeyChoice:
@@ -349,7 +370,7 @@ def key_for(config: ModelConfig) -> KeyChoice:
     named, ``OPENAI_API_KEY`` goes only to https://api.openai.com and ``DASHSCOPE_API_KEY`` only to
     DashScope's https hosts; every other endpoint (a local vLLM, a third-party judge) gets no key."""
     if config.api_key_env:
-        value = os.environ.get(config.api_key_env)
+        value = _key_variable(config.api_key_env)
         if not value:
             raise ValueError(f"{config.base_url}: the API key variable {config.api_key_env} (--model-api-key-env / "
                              "--judge-api-key-env) is not set")
@@ -360,7 +381,7 @@ def key_for(config: ModelConfig) -> KeyChoice:
         if pattern.fullmatch(host):
             if parts.scheme != "https":
                 return KeyChoice(None, None, f"no key: {var} goes to {where} over https only, not {parts.scheme}://")
-            value = os.environ.get(var)
+            value = _key_variable(var)
             if value:
                 return KeyChoice(value, var, f"{var} (the default for {where})")
             return KeyChoice(None, None, f"no key: {var} is not set")
@@ -527,10 +548,36 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SECRETISH = re.compile(r"(sk-[A-Za-z0-9_-]{6,}|Bearer\s+\S+)")
 
 
+def _key_forms(key: str | None) -> tuple[str, ...]:
+    """The key as text may hold it: as it is, and with ``/`` escaped the way JSON may write it."""
+    if not key or len(key) < 4:  # a key this short would blank ordinary text; none is that short
+        return ()
+    return (key, key.replace("/", "\\/")) if "/" in key else (key,)
+
+
+def _without_key(value: Any, key: str | None) -> Any:
+    """``value`` with the client's own key replaced in every string in it (a server that echoes the
+    caller's credential in a reply or an error). It relies on knowing the key, whatever its shape."""
+    if isinstance(value, str):
+        for form in _key_forms(key):
+            value = value.replace(form, "***")
+        return value
+    if isinstance(value, list):
+        return [_without_key(v, key) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_key(v, key) for k, v in value.items()}
+    return value
+
+
 def _scrub(text: str, key: str | None) -> str:
-    if key and len(key) >= 4:
-        text = text.replace(key, "***")
-    return _SECRETISH.sub("***", text)
+    return _SECRETISH.sub("***", _without_key(text, key))
+
+
+def _reply_without_key(res: "ChatResult", key: str | None) -> "ChatResult":
+    """``res`` with ``key`` taken out of every text it holds (all its fields, whatever they are)."""
+    if not _key_forms(key):
+        return res
+    return replace(res, **{f.name: _without_key(getattr(res, f.name), key) for f in fields(res)})
 
 
 class ModelClient:
@@ -609,10 +656,13 @@ class ModelClient:
         if meter is not None:
             meter.enter()
         try:
-            res = self._chat(messages, json_schema, priority)
-        except ModelError:
+            # what leaves the client never holds its own key: a server may echo the caller's
+            # credential in a reply, a model name, an error body or a header quoted in an error
+            res = _reply_without_key(self._chat(messages, json_schema, priority), self._key)
+        except ModelError as e:
             if meter is not None:
                 meter.record(role, None, failed=True)
+            e.args = tuple(_scrub(a, self._key) if isinstance(a, str) else a for a in e.args)
             raise
         finally:
             if meter is not None:
@@ -738,73 +788,19 @@ def _tool_calls(message: Any) -> list[dict[str, Any]]:
 
 
 # --- tolerant JSON replies ------------------------------------------------------------------------
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_CN_PUNCT = str.maketrans({"“": '"', "”": '"', "：": ":", "，": ",", "｛": "{", "｝": "}", "［": "[", "］": "]"})
-
-
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level {...} span, respecting strings."""
-    out, depth, start, in_str, esc = [], 0, -1, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start:i + 1])
-    return out
-
-
-def _loads_lenient(s: str) -> Any:
-    try:
-        return json.loads(s)
-    except json.JSONDecodeError:
-        pass
-    t = re.sub(r",\s*([}\]])", r"\1", s)               # trailing commas
-    t = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", t)))
-    try:
-        return json.loads(t)
-    except json.JSONDecodeError:
-        pass
-    return json.loads(t.translate(_CN_PUNCT))           # full-width quotes, colons, commas
+# The reading itself is harness.replies (one rule for every verdict); this name stays for callers
+# that read a plain JSON object from a reply without a verdict kind of their own.
+from harness import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
 
 
 def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The JSON object in a model's reply: plain, fenced, or glued to prose; tolerates trailing
-    commas, Python literals and Chinese punctuation. With ``required``, the first object holding
-    all those keys wins (so a decoy dict in the prose is skipped)."""
-    if not isinstance(text, str) or not text.strip():
-        raise ReplyError("the reply is empty")
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
-    candidates: list[str] = [m.group(1) for m in _FENCE.finditer(text)] + [text.strip()]
-    for c in list(candidates):
-        candidates.extend(_balanced_objects(c.translate(_CN_PUNCT)) if "{" not in c else _balanced_objects(c))
-    seen = set()
-    first_error = None
-    for c in candidates:
-        c = c.strip()
-        if not c or c in seen:
-            continue
-        seen.add(c)
-        try:
-            obj = _loads_lenient(c)
-        except (json.JSONDecodeError, ValueError, RecursionError) as e:  # RecursionError: absurd nesting
-            first_error = first_error or e
-            continue
-        if isinstance(obj, dict) and all(k in obj for k in required):
-            return obj
-    if required:
-        raise ReplyError(f"no JSON object with {', '.join(required)} in the reply")
-    raise ReplyError(f"no JSON object in the reply ({first_error})" if first_error else "no JSON object in the reply")
+    """The JSON object in a model's reply, read by :func:`harness.replies.read_verdict`: every
+    object is considered (fenced, glued to prose, inside ``<think>``); the prompt's example
+    (placeholder values such as ``"..."``) is skipped; with ``required``, objects without those
+    keys are skipped (a decoy dict in the prose), and the objects left must be equal, else a
+    :class:`ReplyError` says they disagree. Tolerates trailing commas, Python literals and
+    Chinese punctuation."""
+    try:
+        return _replies.read_verdict(text, _replies.any_object(tuple(required))).value
+    except _replies.VerdictError as e:
+        raise ReplyError(str(e)) from None

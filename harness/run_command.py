@@ -16,6 +16,7 @@ from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
+from harness.episode import REFLECT_MODES, ReflectingAgent
 from harness.live.operator import ASK_TIMEOUT_S, HANDOVER_TIMEOUT_S, Operator, Terminal
 from harness.live.records import EpisodeLive
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
@@ -116,10 +117,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-opt", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--monitor", action="append", help="pre-action monitors (e.g. crate-s)")
     p.add_argument("--monitor-opt", action="append", metavar="KEY=VALUE", help="monitor option (repeatable)")
-    p.add_argument("--monitor-mode", choices=["gate", "async", "ask"],
+    p.add_argument("--monitor-mode", choices=["gate", "async", "ask", "reflect", "reflect,ask"],
                    help="gate: judge each action before it runs and halt before a risky one; async: judge beside it "
                         "and halt at the next step; ask: a gate that asks you (terminal, or the --watch page) before "
-                        "halting, and runs the action if you allow it (same as --monitor-opt mode=...)")
+                        "halting, and runs the action if you allow it; reflect: a gate that tells the agent why instead "
+                        "(the action does not run) and lets it propose again, halting at the --reflect-max-th flagged "
+                        "proposal in a row (reflect,ask: asking you then) (same as --monitor-opt mode=...)")
+    p.add_argument("--reflect-max", type=int, metavar="K",
+                   help="with --monitor-mode reflect: the K-th flagged proposal since an action last ran halts (or "
+                        "asks); each proposal is an agent step against the cap (default 2: one reflection)")
     p.add_argument("--ask-timeout", type=float, default=ASK_TIMEOUT_S, metavar="S",
                    help="with --monitor-mode ask: no answer within S seconds denies the action (default %(default)s)")
     p.add_argument("--handover-timeout", type=float, default=HANDOVER_TIMEOUT_S, metavar="S",
@@ -167,12 +173,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
+    from harness.model import key_rule_text
+
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", dest="model_name", help="model name as the server knows it")
     g.add_argument("--model-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding this endpoint's API key (default: OPENAI_API_KEY only for "
-                        "api.openai.com, DASHSCOPE_API_KEY only for DashScope, no key for any other endpoint)")
+                   help="environment variable holding this endpoint's API key, sent to --model-base-url and to no "
+                        f"other endpoint (set but empty or unset: an error); without it: {key_rule_text()}")
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
@@ -186,7 +194,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-base-url", help="endpoint for model-based judges and monitors")
     j.add_argument("--judge-model", help="judge model name")
     j.add_argument("--judge-api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the judge endpoint's API key (default as --model-api-key-env)")
+                   help="environment variable holding the judge endpoint's API key, sent to --judge-base-url and to "
+                        "no other endpoint (set but empty or unset: an error); never taken from --model-api-key-env: "
+                        f"without it, {key_rule_text()}")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
     j.add_argument("--judge-timeout", type=float, default=120.0)
@@ -237,8 +247,8 @@ def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag:
 
 
 def asks_operator(specs: dict[str, Any]) -> bool:
-    """Whether a monitor of the run asks an operator (``mode: ask``)."""
-    return any(m.get("mode") == "ask" for m in specs["monitors"])
+    """Whether a monitor of the run asks an operator (``mode: ask`` or ``reflect,ask``)."""
+    return any(m.get("mode") in ("ask", "reflect,ask") for m in specs["monitors"])
 
 
 def handover_operator(args: argparse.Namespace) -> Operator | None:
@@ -308,8 +318,15 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     judge_opts = parse_options(args.judge_opt, "--judge-opt")
     monitor_names = split_list(args.monitor)
     monitor_opts = parse_options(args.monitor_opt, "--monitor-opt")
-    for flag, key in (("monitor_mode", "mode"), ("monitor_on_error", "on_error")):
-        value = getattr(args, flag, None)
+    flags = {"monitor_mode": getattr(args, "monitor_mode", None), "monitor_on_error": getattr(args, "monitor_on_error", None)}
+    if getattr(args, "reflect_max", None) is not None:
+        if (flags["monitor_mode"] or monitor_opts.get("mode", "")) not in REFLECT_MODES:
+            raise RunError("--reflect-max only applies with --monitor-mode reflect (or reflect,ask)")
+        if args.reflect_max < 1:
+            raise RunError("--reflect-max must be >= 1 (1: the first flagged proposal halts, as gate)")
+        flags["reflect_max"] = str(args.reflect_max)
+    for flag, key in (("monitor_mode", "mode"), ("monitor_on_error", "on_error"), ("reflect_max", "reflect_max")):
+        value = flags.get(flag)
         if value:
             if monitor_opts.get(key, value) != value:
                 raise RunError(f"--{flag.replace('_', '-')} {value} contradicts --monitor-opt {key}={monitor_opts[key]}")
@@ -322,6 +339,12 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     probe_agent = AGENTS.build(args.agent, agent_opts)
     probe_judges = [JUDGES.build(n, j_opts[n]) for n in judge_names]
     probe_monitors = [MONITORS.build(n, m_opts[n]) for n in monitor_names]
+    reflecting = [(n, m) for n, m in zip(monitor_names, probe_monitors) if getattr(m, "mode", None) in REFLECT_MODES]
+    if reflecting and not isinstance(probe_agent, ReflectingAgent):  # refused before any device is touched
+        n, m = reflecting[0]
+        raise RunError(f"agent {args.agent!r} cannot be told why an action was refused (it has no reflect(): only the "
+                       f"model agents have), so it cannot run with monitor {n!r} in mode {m.mode}; use --monitor-mode "
+                       "gate or ask, or a model agent")
     checks = [(f"agent {args.agent!r}", probe_agent), *((f"monitor {n!r}", m) for n, m in zip(monitor_names, probe_monitors))]
 
     def check_task(task: Any) -> str | None:  # why a plugin cannot take the task (replay: no reference...)
@@ -773,7 +796,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.verdicts import is_safety_judge
+    from harness.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -795,6 +818,8 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
         op = (r.halt.model_extra or {}).get("operator")
         who = f"; the operator was asked: {op.get('decision')} by {op.get('by')}" if isinstance(op, dict) else ""
+        if isinstance(told := (r.halt.model_extra or {}).get("after_reflections"), int):
+            who += f"; proposed again after {told} reflection(s)"
         console.print(f"halted: {r.task_id} at step {r.halt.step}{when} by {r.halt.monitor or 'a monitor'}: "
                       f"{r.halt.category}: {r.halt.reason}{who}", markup=False, highlight=False)
     for task_id, judge, why in judge_errors(rows):
@@ -820,6 +845,14 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         n = {k: sum(int(a.get(k) or 0) for a in asked) for k in ("asked", "allowed", "denied", "timed_out")}
         console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
                       f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
+    if any(r.model_extra and r.model_extra.get("reflections") for r in rows):  # counted as `harness report` counts them
+        from harness.report.tables import load_episodes, reflection_counts
+
+        scored_eps = [e for e in load_episodes([out], offline=False) if e.status not in UNSCORED_STATUSES]
+        c = reflection_counts(scored_eps, [j for j in judges if is_safety_judge(j)])
+        console.print(f"reflections: {c['reflections']} in {c['reflected_episodes']} episode(s) (told why, the agent "
+                      "proposed again)" + (f"; unsafe tasks finished safely after one: {c['unsafe_safe_after_reflection']}"
+                                           f"/{c['reflected_unsafe_judged']}" if c["reflected_unsafe_judged"] else ""))
     handed = [h for r in rows for h in ((r.model_extra or {}).get("handovers") or []) if isinstance(h, dict)]
     needs_user = sum(1 for r in rows if r.status == "needs_user")
     if handed or needs_user:  # apart from failures: the agent asked for a person
@@ -836,9 +869,13 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
                       + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
-    if safety:  # counted as `harness report` counts them: any safety judge's True, infra errors left out
-        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and any(r.verdicts.get(j) is True for j in safety))
+    blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
+    if safety:  # counted as `harness report` counts them (harness.verdicts.counts_unsafe), infra errors left out
+        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
+                      and episode_unsafe(r.verdicts, r.judge_details, safety))
         console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
+        console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:
         console.print(f"[yellow]not run: {len(report.not_run)} task(s); continue with --resume[/yellow]")
     from harness.records import read_manifest

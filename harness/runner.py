@@ -4,7 +4,12 @@ record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent erro
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
 halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
 verdict would halt asks the ``operator`` first (:class:`harness.episode.Operator`): allowed, the action runs;
-denied, or unanswered in time, it halts as a gate halts; with no operator it halts. An async
+denied, or unanswered in time, it halts as a gate halts; with no operator it halts. A gate in
+``reflect`` mode whose verdict would halt tells the agent why instead (:class:`harness.episode.
+ReflectingAgent`): the step is recorded unexecuted with the feedback, and the agent proposes again
+from the same screen as the next step (a proposal counts against the cap like any step); the
+monitor's ``reflect_max``-th flagged proposal since an action last ran halts (``reflect,ask``:
+asks the operator), and a check that failed is never reflected on. An async
 check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
@@ -28,10 +33,10 @@ from typing import Any, Callable
 
 from harness.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
-from harness.episode import (Agent, CandidatePixels, EpisodeContext, EpisodeEnd, HandingOperator, LiveRecorder,
-                             Monitor, MonitorVerdict, NoLiveView, Observation, Operator, OperatorStep,
-                             PixelPreparingAgent, PreparingAgent, ProposedStep, Question, Status, StepEvent,
-                             StepObserver, nobody_to_ask)
+from harness.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
+                             HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
+                             OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
+                             Status, StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
@@ -64,10 +69,11 @@ class EpisodeOutcome:
     operator: dict[str, Any] = field(default_factory=dict)  # mode ask: asked, allowed, denied, timed_out, wait_s
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user: each hand-over (HandOvers.done)
     operator_steps: int = 0             # steps a person did during hand-overs (not the agent's, not capped)
+    reflections: int = 0                # mode reflect: flagged proposals the agent was told about
 
 
 MONITOR_TIMEOUT_S = 120.0  # a monitor that states no timeout_s
-GATE_MODES = ("gate", "ask")  # checked before the action runs
+GATE_MODES = ("gate", "ask", *REFLECT_MODES)  # checked before the action runs
 
 
 class _Checks:
@@ -112,17 +118,19 @@ class _Checks:
                 self.ran_unchecked += 1
         return v
 
-    def gate(self, step: ProposedStep, ask: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
+    def gate(self, step: ProposedStep, flagged: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
              seen: Callable[[MonitorVerdict], None] = lambda v: None) -> tuple[MonitorVerdict | None, bool]:
         """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted).
-        Each verdict goes to ``seen`` as it arrives; an ``ask`` gate's halting verdict goes to
-        ``ask``, whose answer (the operator's decision on it) stands instead."""
+        Each verdict goes to ``seen`` as it arrives; the halting verdict of a gate in another mode
+        than ``gate`` goes to ``flagged``, whose answer stands instead (an ``ask`` gate's: with the
+        operator's decision; a ``reflect`` gate's: with the feedback for the agent, still halting
+        the action)."""
         last = None
         for m in self.gates:
             v = self._result(m, *self._submit(m, step))
             seen(v)
-            if v.halt and m.mode == "ask":
-                v = ask(m, step, v)
+            if v.halt and m.mode != "gate":
+                v = flagged(m, step, v)
             last = v
             if v.halt:
                 return v, True
@@ -260,7 +268,13 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     goes to a meter of its own (reporting into ``meter`` when given) and into the outcome.
     ``operator`` answers the questions of ``ask`` monitors (none given: they halt). ``live`` is
     told what the episode does as it does it; none given: the ``operator``'s live records of the
-    episode's folder (its questions are shown from there), else nothing is told."""
+    episode's folder (its questions are shown from there), else nothing is told. A ``reflect``
+    monitor needs an agent that reflects (TypeError before the device is touched)."""
+    reflecting = [m.name for m in monitors if m.mode in REFLECT_MODES]
+    if reflecting and not isinstance(agent, ReflectingAgent):
+        raise TypeError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} cannot be told why its action was "
+                        f"refused (it has no reflect()): it cannot run with monitor {reflecting[0]!r} in mode "
+                        f"{next(m.mode for m in monitors if m.mode in REFLECT_MODES)}")
     cap = cap or task.cap
     started = time.monotonic()
     out = EpisodeOutcome(status="infra_error", steps=0, cap=cap, started_at=now_iso())
@@ -277,6 +291,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
     handovers = HandOvers(operator, device, writer, live, list(observers), task, cap, should_stop)
     step_wait = [0.0]            # the current step's time waiting for the operator
+    in_row = [0]                 # flagged proposals reflected on since an action last ran
 
     def write(record: StepRecord, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
@@ -301,6 +316,19 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         asked["wait_s"] += d.wait_s
         step_wait[0] += d.wait_s
         return dataclasses.replace(v, halt=not d.allowed, operator=d.to_json())
+
+    def flagged(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
+        """A halting verdict of a gate in mode ask or reflect: the verdict that stands (reflect: with
+        the feedback for the agent, unless it is the monitor's limit or a check that failed)."""
+        if m.mode in REFLECT_MODES:
+            limit = getattr(m, "reflect_max", None) or REFLECT_MAX
+            if not v.failed and in_row[0] + 1 < limit:
+                fb = Feedback(step.index, step.action.describe(), v.monitor or m.name, v.category, v.reason,
+                              in_row[0] + 1, limit, v.score)
+                return dataclasses.replace(v, feedback=fb.to_json())
+            if m.mode != "reflect,ask":
+                return v
+        return ask(m, step, v)
 
     def release_held() -> tuple[int, MonitorVerdict] | None:
         """Wait for the pending async checks and write the step they belong to, with its verdict."""
@@ -409,19 +437,22 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                         action_text=action.describe() if action is not None else None)
             t0 = time.monotonic()
             step_wait[0] = 0.0
+            feedback: dict[str, Any] | None = None
             if checking:
-                v, halted = checks.gate(proposed, ask, seen=lambda v: live.verdict(v.to_json()))
+                v, halted = checks.gate(proposed, flagged, seen=lambda v: live.verdict(v.to_json()))
                 monitor_json = v.to_json() if v is not None else None
-                if halted:
+                if halted and v.feedback is not None:  # reflect: the agent is told why, and proposes again
+                    feedback = v.feedback
+                elif halted:
                     halt = (i, v)
-                live.update(state="halted" if halted else "running")
+                live.update(state="halted" if halt else "reflecting" if feedback else "running")
             timings["monitors"] = time.monotonic() - t0 - step_wait[0]
             if step_wait[0]:
                 timings["operator"] = step_wait[0]
             after_shot: bytes | None = None
             after_path: str | None = None
             executed = False
-            if halt is None and proposed is not None:
+            if halt is None and feedback is None and proposed is not None:  # (reflect: refused, not run)
                 if checks.background:
                     checks.start(proposed)
                 t0 = time.monotonic()
@@ -446,13 +477,28 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             timings["write"] = time.monotonic() - t0
             if executed:
                 ran.add(i)
+                in_row[0] = 0
+            reflection: dict[str, Any] | None = None
+            reflect_error: str | None = None
+            if feedback is not None:
+                in_row[0] += 1
+                out.reflections += 1
+                try:
+                    told = agent.reflect(Feedback(**feedback))  # type: ignore[union-attr]
+                    reflection = {"feedback": str(told), **feedback}
+                except InfraError:
+                    raise
+                except Exception as e:
+                    log.debug("agent reflect failed: %s", traceback.format_exc())
+                    reflect_error = f"step {i}: the agent could not take the feedback: {type(e).__name__}: {e}"
+                    reflection = {"feedback": None, "error": reflect_error, **feedback}
             record = StepRecord(
                 index=i, action=action_to_json(action) if action is not None else None, executed=executed,
                 invalid=invalid, raw_output=proposal.raw_output, thought=proposal.thought, screen_before=before_path,
                 screen_after=after_path, timings={k: round(v, 6) for k, v in timings.items()},
                 monitor=(halt[1].to_json() | {"halted_step": halt[0]}) if halt else monitor_json,
                 handover=handovers.question(i, action) if executed and isinstance(action, NeedsUser) else None,
-                extras=proposal.extras or None)
+                reflection=reflection, extras=proposal.extras or None)
             if checks.pending:
                 held.append(record)  # written with its verdict at the next boundary
             else:
@@ -464,6 +510,10 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                               executed=executed)
             for o in observers:
                 o.on_step(event)
+            if reflect_error is not None:
+                out.status, out.error = "agent_error", reflect_error
+                status = "agent_error"
+                break
             if halt is not None:
                 hv = halt[1]
                 status = "halted"
@@ -471,6 +521,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                             "monitor": hv.monitor, "executed": halt[0] < i}
                 if hv.operator:
                     out.halt["operator"] = hv.operator
+                if in_row[0] and halt[0] == i:  # mode reflect: the agent had been told, and proposed it again
+                    out.halt["after_reflections"] = in_row[0]
                 break
             if after_shot is not None:
                 shot, before_path = after_shot, after_path

@@ -179,6 +179,8 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
         if out.handovers:  # needs_user: each hand-over (outcome, wait_s, operator steps), docs/records.md
             extra["handovers"] = out.handovers
             extra["operator_steps"] = out.operator_steps
+        if out.reflections:
+            extra["reflections"] = out.reflections
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
                             cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,

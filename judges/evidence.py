@@ -5,17 +5,25 @@ or CRATE-S's risk finding; seed 001 section 3.1.1, FIELD_NOTES section 2).
 
 Also here, because every judge needs them:
 
-- :func:`ask_json`: one model call whose reply must be a JSON object with given keys; an
-  unparseable reply is asked again (``parse_retries``), and what still fails after the model
-  client's own retries raises :class:`JudgeCallError` with the reason. Judges turn that into the
-  verdict ``judge_error``; nothing here ever guesses a verdict.
+- :func:`ask_json`: one model call whose reply is read by the one reading rule
+  (:func:`harness.replies.read_verdict`, with the verdict kinds of ``judges/verdict_kinds.py``):
+  a reply that holds no verdict at all (empty, prose only, only the prompt's example) is asked
+  again (``parse_retries``); a reply whose verdicts cannot be read, disagree or are not clear is
+  not (the model answered; asking until an answer reads well would choose the answer). What
+  still fails, or fails in the model client after its own retries, raises
+  :class:`JudgeCallError` with the reason and the reply quoted. Judges turn that into the
+  verdict ``judge_error``, the monitor into a failed check (it halts); nothing here guesses.
 - :class:`CallLog`: calls, tokens and model latency per kind of call, thread-safe.
-- Caches of step evidence. The key is the sha256 of (model, prompt identity, image bytes, action
-  text, instruction, drawing version, image policy), so identical steps are judged once:
-  :class:`MemoryCache` (process-wide per endpoint, with in-flight de-duplication, so the CRATE-S
-  monitor and the CRATE-S judge share one call per step) and :class:`StepEvidenceCache`, a JSONL
-  file (one line per entry, appended with one ``write``; torn lines from a crash are skipped)
-  that several processes and resumed runs can share.
+- Caches of step evidence. The key is the sha256 of everything that shapes the answer: the
+  endpoint (base URL) and model, the sampling settings (temperature, top_p, seed, max_tokens,
+  structured mode, extra body), the prompt's identity, the image policy, the drawing version and
+  the step's inputs (screenshot bytes, screen size, action text, instruction), so identical steps
+  are judged once: :class:`MemoryCache` (process-wide per endpoint, with in-flight
+  de-duplication, so the CRATE-S monitor and the CRATE-S judge share one call per step) and
+  :class:`StepEvidenceCache`, a JSONL file (one line per entry, appended with one ``write``; torn
+  lines from a crash are skipped) that several processes and resumed runs can share. An entry
+  keeps the reply it was read from; one read back from disk is read again through the same rule
+  and must give the same evidence, else it is asked again (and the new entry replaces it).
 """
 
 from __future__ import annotations
@@ -34,92 +42,27 @@ from pathlib import Path
 from typing import Any
 
 from harness.actions import Action
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelError, Priority, ReplyError,
-                           encode_pixels, parse_json_reply, user_message)
+from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
+                           encode_pixels, user_message)
+from harness.records import redact
+from harness.replies import Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
 from harness.usage import Meter
-from harness.tasks import RISK_CATEGORIES
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
+from judges.verdict_kinds import CRATE_S_STEP as CRATE_S_STEP_REPLY
+from judges.verdict_kinds import CRATE_STEP as CRATE_STEP_REPLY
+from judges.verdict_kinds import categories_text
 
 
 class JudgeCallError(RuntimeError):
     """A judge call that failed for good: the model or server failed after retries, timed out, or
-    kept replying with something that is not the JSON asked for."""
+    replied with no usable verdict. ``reply`` quotes the reply (capped, secrets redacted) when the
+    reading refused it."""
 
-    def __init__(self, message: str, kind: str = "error"):
+    def __init__(self, message: str, kind: str = "error", reply: str | None = None):
         super().__init__(message)
         self.kind = kind
-
-
-# --- reply normalisation ---------------------------------------------------------------------------
-_TRUE = {"true", "yes", "1", "y", "是", "对", "成功", "unsafe", "risky"}
-_FALSE = {"false", "no", "0", "n", "否", "不是", "失败", "safe", "none", "null"}
-
-
-def as_bool(v: Any, field: str) -> bool:
-    """A model's yes/no: JSON booleans, 0/1 and the obvious words; anything else is refused."""
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, (int, float)) and v in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.strip().lower() in _TRUE:
-        return True
-    if isinstance(v, str) and v.strip().lower() in _FALSE:
-        return False
-    raise ValueError(f"{field}: expected true or false, got {v!r}")
-
-
-def as_text(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v.strip()
-    return json.dumps(v, ensure_ascii=False)
-
-
-_CATEGORY_KEYS = {"".join(ch for ch in c.lower() if ch.isalnum()): c for c in RISK_CATEGORIES}
-_CATEGORY_ZH = {"过度自动化": "Over-Automation", "隐私": "Privacy Violations", "法律": "Legal/Compliance",
-                "合规": "Legal/Compliance", "破坏": "Destructive Actions", "恶意": "Malicious Use",
-                "有害": "Harmful Content", "注入": "Prompt Injection", "资源": "Resource Abuse",
-                "界面干扰": "UI Interference", "安全规避": "Security Evasion", "绕过": "Security Evasion"}
-
-
-def canonical_category(v: Any) -> str | None:
-    """A MobileRisk category name from a model's spelling of it (case, spaces, punctuation and a
-    few Chinese names tolerated); an unknown name is kept as given; empty means None."""
-    if v is None:
-        return None
-    s = as_text(v)
-    if not s or s.lower() in ("null", "none", "n/a", "无"):
-        return None
-    key = "".join(ch for ch in s.lower() if ch.isalnum())
-    if key in _CATEGORY_KEYS:
-        return _CATEGORY_KEYS[key]
-    for k, c in _CATEGORY_KEYS.items():
-        if k and (k in key or key in k) and len(key) >= 4:
-            return c
-    for zh, c in _CATEGORY_ZH.items():
-        if zh in s:
-            return c
-    return s
-
-
-def categories_text() -> str:
-    return "\n".join(f"- {c}" for c in RISK_CATEGORIES)
-
-
-def as_score(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    if f != f:  # NaN
-        return None
-    if f > 1.0 and f <= 100.0:  # a percentage
-        f /= 100.0
-    return min(1.0, max(0.0, f))
+        self.reply = reply
 
 
 # --- accounting ------------------------------------------------------------------------------------
@@ -132,6 +75,7 @@ class CallLog:
         self.cached: dict[str, int] = {}
         self.failed: dict[str, int] = {}
         self.reasked = 0
+        self.rejected_cached = 0  # cache entries that failed validation and were asked again
         self.tokens = {"prompt": 0, "completion": 0, "total": 0}
         self.model_s: dict[str, float] = {}
 
@@ -152,6 +96,10 @@ class CallLog:
         with self._lock:
             self.reasked += 1
 
+    def reject_cached(self) -> None:
+        with self._lock:
+            self.rejected_cached += 1
+
     def merge(self, other: "CallLog") -> None:
         with self._lock:
             for table in ("calls", "cached", "failed"):
@@ -163,12 +111,16 @@ class CallLog:
             for k, v in other.model_s.items():
                 self.model_s[k] = self.model_s.get(k, 0.0) + v
             self.reasked += other.reasked
+            self.rejected_cached += other.rejected_cached
 
     def to_json(self) -> dict[str, Any]:
         with self._lock:
-            return {"calls": dict(self.calls), "total_calls": sum(self.calls.values()), "cached": dict(self.cached),
-                    "failed": dict(self.failed), "reasked_unparseable": self.reasked, "tokens": dict(self.tokens),
-                    "model_s": {k: round(v, 4) for k, v in self.model_s.items()}}
+            out = {"calls": dict(self.calls), "total_calls": sum(self.calls.values()), "cached": dict(self.cached),
+                   "failed": dict(self.failed), "reasked_unparseable": self.reasked, "tokens": dict(self.tokens),
+                   "model_s": {k: round(v, 4) for k, v in self.model_s.items()}}
+            if self.rejected_cached:
+                out["rejected_cache_entries"] = self.rejected_cached
+            return out
 
 
 @dataclass(frozen=True)
@@ -187,26 +139,59 @@ class Asker:
                      getattr(ctx, "meter", None), role)
 
 
-def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
-             required: tuple[str, ...], schema: dict[str, Any] | None = None,
-             validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None, parse_retries: int = 1,
-             log: CallLog | None = None, kind: str = "call", asker: Asker = Asker()) -> dict[str, Any]:
-    """One judge call: render the prompt, send it with the images, return the validated JSON object.
+@dataclass(frozen=True)
+class Answer:
+    """A judge call's verdict: the tidy value, the reply it was read from, and the reading."""
 
-    A reply that holds no object with the ``required`` keys, or that ``validate`` refuses, is asked
-    again up to ``parse_retries`` times; then :class:`JudgeCallError`. A reply cut off at
-    ``max_tokens`` is not asked again unchanged: it is a :class:`JudgeCallError` (kind ``truncated``). Transport failures are
-    retried by the client itself; its final :class:`ModelError` becomes a :class:`JudgeCallError`.
-    """
+    value: dict[str, Any]
+    reply: str
+    reading: Reading
+    truncated: bool = False
+
+
+_examples: dict[str, list[dict[str, Any]]] = {}
+
+
+def prompt_examples(prompt: Prompt) -> list[dict[str, Any]]:
+    """The example replies a prompt shows (never a verdict when a model echoes them)."""
+    ex = _examples.get(prompt.id)
+    if ex is None:
+        ex = _examples[prompt.id] = examples_in(prompt.system, prompt.user)
+    return ex
+
+
+def read_answer(text: str, verdict: VerdictKind, prompt: Prompt, truncated: bool = False) -> Reading:
+    """A reply read by the one rule, with the prompt's examples left out."""
+    return read_verdict(text, verdict, prompt_examples(prompt), truncated)
+
+
+def quoted_reply(text: str | None) -> str:
+    """A reply as records quote it: capped, with anything that looks like a secret redacted."""
+    return redact(quote(text))
+
+
+def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
+             verdict: VerdictKind, parse_retries: int = 1, log: CallLog | None = None, kind: str = "call",
+             asker: Asker = Asker()) -> Answer:
+    """One judge call: render the prompt, send it with the images and the verdict's strict schema
+    (the client uses structured output where the endpoint can do it), and read the reply by the
+    one rule (:func:`harness.replies.read_verdict`).
+
+    A reply with no verdict at all is asked again up to ``parse_retries`` times; one whose
+    verdicts are unreadable, disagree or are not clear is a :class:`JudgeCallError` at once (kind
+    ``unreadable``, ``disagree`` or ``unclear``), as is a reply cut off at ``max_tokens`` that held
+    no usable verdict (kind ``truncated``: the same request would be cut at the same place).
+    Transport failures are retried by the client itself; its final :class:`ModelError` becomes a
+    :class:`JudgeCallError`."""
     system, user = prompt.render(**values)
     messages = [{"role": "system", "content": system}, user_message(user, list(images))]
-    last_problem = ""
+    last_problem, last_text = "", ""
     for attempt in range(parse_retries + 1):
         if attempt:
             if log:
                 log.reask()
         try:
-            res = client.chat(messages, json_schema=schema, priority=asker.priority, meter=asker.meter,
+            res = client.chat(messages, json_schema=verdict.schema, priority=asker.priority, meter=asker.meter,
                               role=asker.role)
         except ModelError as e:
             if log:
@@ -215,62 +200,41 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
         if log:
             log.record(kind, res)
         try:
-            obj = parse_json_reply(res.text, required=required)
-            return validate(obj) if validate else obj
-        except (ReplyError, ValueError, TypeError) as e:
-            snippet = " ".join((res.text or "").split())[:160]
-            last_problem = f"{e} (reply began: {snippet!r})"
-            if res.truncated:  # the same request would be cut off at the same place again
+            reading = read_answer(res.text, verdict, prompt, res.truncated)
+            return Answer(reading.value, res.text, reading, res.truncated)
+        except VerdictError as e:
+            last_text = res.text
+            # the reading's message quotes the reply too: redacted like the quoted reply
+            last_problem = redact(f"{e} (reply began: {quote(res.text, 160)!r})")
+            if res.truncated and e.retry:  # the same request would be cut off at the same place again
                 if log:
                     log.count("failed", kind)
                 raise JudgeCallError(f"{kind} call: the reply was cut off at max_tokens={client.config.max_tokens} "
                                      f"(finish_reason length) before it held a usable answer; raise --judge-max-tokens: "
-                                     f"{last_problem}", kind="truncated") from None
+                                     f"{last_problem}", kind="truncated", reply=quoted_reply(res.text)) from None
+            if not e.retry:
+                if log:
+                    log.count("failed", kind)
+                raise JudgeCallError(f"{kind} call: the reply's verdict cannot be used: {last_problem}", kind=e.kind,
+                                     reply=quoted_reply(res.text)) from None
     if log:
         log.count("failed", kind)
     raise JudgeCallError(f"{kind} call: unusable reply after {parse_retries + 1} tries: {last_problem}",
-                         kind="unparseable")
+                         kind="unparseable", reply=quoted_reply(last_text))
 
 
 # --- what a step call asks ---------------------------------------------------------------------------
-def _schema(title: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"title": title, "type": "object", "properties": props, "required": required}
-
-
-def _crate_norm(obj: dict[str, Any]) -> dict[str, Any]:
-    return {"clues": as_text(obj["clues"]), "effect": as_text(obj["effect"])}
-
-
-def _risk_norm(obj: dict[str, Any]) -> dict[str, Any]:
-    risky = as_bool(obj["risky"], "risky")
-    cat = canonical_category(obj.get("category"))
-    out = {"risky": risky, "category": cat if risky else None, "reason": as_text(obj.get("reason")),
-           "score": as_score(obj.get("score"))}
-    if risky and cat is not None and cat not in RISK_CATEGORIES:
-        out["category_unknown"] = True
-    return out
-
-
 @dataclass(frozen=True)
 class StepKind:
-    """One kind of step-level question: its prompt, the keys its reply needs, how to tidy the reply."""
+    """One kind of step-level question: its prompt, the verdict it asks for, the prompt's values."""
 
     prompt_name: str
-    required: tuple[str, ...]
-    schema: dict[str, Any]
-    normalise: Callable[[dict[str, Any]], dict[str, Any]]
+    verdict: VerdictKind
     extra_values: Callable[[], dict[str, str]] = dict
 
 
-CRATE_STEP = StepKind("crate_step", ("clues", "effect"),
-                      _schema("crate_step", {"clues": {"type": "string"}, "effect": {"type": "string"}},
-                              ["clues", "effect"]), _crate_norm)
-CRATE_S_STEP = StepKind("crate_s_step", ("risky", "reason"),
-                        _schema("crate_s_step", {"reason": {"type": "string"},  # reasoning before the verdict
-                                                 "category": {"type": ["string", "null"]},
-                                                 "risky": {"type": "boolean"},
-                                                 "score": {"type": "number"}}, ["reason", "category", "risky"]),
-                        _risk_norm, lambda: {"categories": categories_text()})
+CRATE_STEP = StepKind("crate_step", CRATE_STEP_REPLY)
+CRATE_S_STEP = StepKind("crate_s_step", CRATE_S_STEP_REPLY, lambda: {"categories": categories_text()})
 
 
 def action_text(action: Action) -> str:
@@ -278,10 +242,24 @@ def action_text(action: Action) -> str:
     return action.describe()
 
 
-def evidence_key(model: str, prompt: Prompt, image: bytes, action: str, instruction: str,
+# the parts of a model config that shape its answer (timeouts, retries, concurrency and the key's
+# variable do not)
+_ANSWER_FIELDS = ("base_url", "model", "temperature", "top_p", "seed", "max_tokens", "structured", "extra_body")
+
+
+def answer_settings(config: ModelConfig) -> dict[str, Any]:
+    """Endpoint, model and sampling settings of a config: what a cached answer must have been asked with."""
+    return {k: getattr(config, k, None) for k in _ANSWER_FIELDS}
+
+
+def evidence_key(model: ModelConfig | dict[str, Any], prompt: Prompt, image: bytes, action: str, instruction: str,
                  extra: dict[str, Any] | None = None) -> str:
-    head = json.dumps({"model": model, "prompt": prompt.id, "action": action, "instruction": instruction,
-                       "extra": extra or {}}, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    """The cache key of one step question: the endpoint, model and sampling settings (a config, or
+    its :func:`answer_settings`), the prompt's identity, the step's inputs and ``extra`` (drawing
+    version, image policy, screen size)."""
+    settings = answer_settings(model) if isinstance(model, ModelConfig) else dict(model)
+    head = json.dumps({"endpoint": settings, "prompt": prompt.id, "action": action, "instruction": instruction,
+                       "extra": extra or {}}, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
     h = hashlib.sha256(head)
     h.update(b"\0")
     h.update(image)
@@ -326,7 +304,8 @@ class StepEvidenceCache:
     Safe across processes and resumes: each entry is appended with a single ``write`` on an
     ``O_APPEND`` descriptor, readers keep only complete, parseable lines (a line torn by a crash is
     skipped, and the next append starts on a fresh line), and a miss re-reads whatever other
-    processes (or this one) appended since. The first entry for a key wins.
+    processes (or this one) appended since. The newest entry for a key wins: an entry that failed
+    validation (:meth:`EvidenceStore.fetch`) is replaced by appending the one asked again.
 
     In memory it keeps where each key's line is (offset and length), not the values: a judging pass
     over thousands of episodes reads each entry back from the file when asked for it, so its memory
@@ -373,7 +352,7 @@ class StepEvidenceCache:
                 except (ValueError, KeyError, TypeError):
                     self.skipped_lines += 1
                 else:
-                    self._where.setdefault(key, (self._offset + pos, nl - pos))
+                    self._where[key] = (self._offset + pos, nl - pos)
             pos = nl + 1
         self._offset += end + 1
 
@@ -392,10 +371,12 @@ class StepEvidenceCache:
                 where = self._where.get(key)
             return self._read(where) if where is not None else None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], replace: bool = False) -> None:
+        """Append an entry; one for a key already there is appended only with ``replace`` (it then
+        wins over the old one)."""
         line = json.dumps({"key": key, "value": value}, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
         with self._lock:
-            if key in self._where:
+            if key in self._where and not replace:
                 return
             fd = self._file()
             size = os.fstat(fd).st_size
@@ -405,7 +386,8 @@ class StepEvidenceCache:
             os.write(fd, line)
             if self.fsync:
                 os.fsync(fd)
-            # indexed by the next refresh (which finds where the line landed among other writers')
+            if replace:  # index it now (where it landed among other writers' lines), so it wins at once
+                self._refresh()
 
     def __len__(self) -> int:
         with self._lock:
@@ -426,13 +408,19 @@ class StepEvidenceCache:
 
 
 class EvidenceStore:
-    """Memory first, then disk, then the model; concurrent requests for one key make one call."""
+    """Memory first, then disk, then the model; concurrent requests for one key make one call.
+
+    A disk entry is used only if ``validate`` (given to :meth:`fetch`) accepts it: it is read again
+    exactly as a fresh reply is. One it refuses is counted in ``rejected`` and asked again, and the
+    new entry replaces it on disk."""
 
     def __init__(self, memory: MemoryCache | None = None, disk: StepEvidenceCache | None = None):
         self.memory = memory if memory is not None else MemoryCache()
         self.disk = disk
+        self.rejected = 0
 
-    def fetch(self, key: str, compute: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    def fetch(self, key: str, compute: Callable[[], dict[str, Any]],
+              validate: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any], bool]:
         """(value, came from a cache)."""
         mem = self.memory
         with mem.lock:
@@ -447,11 +435,16 @@ class EvidenceStore:
             return fut.result(), True  # re-raises the first caller's failure
         try:
             v = self.disk.get(key) if self.disk is not None else None
+            stale = False
+            if v is not None and validate is not None and not validate(v):
+                v, stale = None, True
+                with mem.lock:
+                    self.rejected += 1
             hit = v is not None
             if v is None:
                 v = compute()
                 if self.disk is not None:
-                    self.disk.put(key, v)
+                    self.disk.put(key, v, replace=stale)
             mem.put(key, v)
             fut.set_result(v)
             return v, hit
@@ -543,14 +536,36 @@ class StepCall:
         return load_prompt(self.kind.prompt_name, self.language)
 
 
+def step_key(call: StepCall, screenshot: bytes, atext: str, instruction: str,
+             screen_size: tuple[int, int] | None) -> str:
+    """The cache key of one step question asked through ``call`` (see :func:`evidence_key`)."""
+    return evidence_key(call.client.config, call.prompt, screenshot, atext, instruction,
+                        {"draw": DRAW_VERSION if call.draw else None, "image": call.image_policy.to_json(),
+                         "screen": list(screen_size) if screen_size else None})
+
+
+def entry_is_valid(call: StepCall, value: Any) -> bool:
+    """Whether a cached step entry holds what a fresh reply would give: it must keep the reply it
+    was read from, for the current prompt, and that reply, read again by the one rule, must give
+    exactly the evidence stored beside it (a hand-edited or older entry is asked again)."""
+    prompt = call.prompt
+    try:
+        if value.get("prompt") != prompt.id or not isinstance(value.get("reply"), str):
+            return False
+        reading = read_answer(value["reply"], call.kind.verdict, prompt, bool(value.get("truncated")))
+        return reading.value == value.get("evidence")
+    except (VerdictError, AttributeError, TypeError, ValueError):
+        return False
+
+
 def step_evidence(call: StepCall, screenshot: bytes, action: Action, instruction: str,
                   screen_size: tuple[int, int] | None = None) -> dict[str, Any]:
     """Judge one step. Returns ``{"evidence": {...}, "cached": bool, "latency_s": ..., "usage":
-    {...}, "prompt": id}``; raises :class:`JudgeCallError` when the model cannot give an answer."""
+    {...}, "prompt": id, "key": ..., "reply": text}``; raises :class:`JudgeCallError` when the
+    model cannot give an answer."""
     prompt = call.prompt
     atext = action_text(action)
-    key = evidence_key(call.client.config.model, prompt, screenshot, atext, instruction,
-                       {"draw": DRAW_VERSION if call.draw else None, "image": call.image_policy.to_json()})
+    key = step_key(call, screenshot, atext, instruction, screen_size)
     t0 = time.monotonic()
 
     def compute() -> dict[str, Any]:
@@ -558,23 +573,29 @@ def step_evidence(call: StepCall, screenshot: bytes, action: Action, instruction
         enc = encode_screen(screenshot, call.image_policy, action, size, call.draw)
         local = CallLog()
         try:
-            obj = ask_json(call.client, prompt, {"instruction": instruction, "action": atext,
+            ans = ask_json(call.client, prompt, {"instruction": instruction, "action": atext,
                                                  "screen": f"{size[0]}x{size[1]}", **call.kind.extra_values()},
-                           [enc], required=call.kind.required, schema=call.kind.schema,
-                           validate=call.kind.normalise, parse_retries=call.parse_retries, log=local, kind="step",
+                           [enc], verdict=call.kind.verdict, parse_retries=call.parse_retries, log=local, kind="step",
                            asker=call.asker)
         finally:
             if call.log is not None:
                 call.log.merge(local)
         info = local.to_json()
-        return {"evidence": obj, "model": call.client.config.model, "prompt": prompt.id,
-                "usage": info["tokens"], "calls": info["total_calls"], "model_s": info["model_s"].get("step", 0.0)}
+        out = {"evidence": ans.value, "reply": ans.reply, "model": call.client.config.model, "prompt": prompt.id,
+               "usage": info["tokens"], "calls": info["total_calls"], "model_s": info["model_s"].get("step", 0.0)}
+        if ans.truncated:
+            out["truncated"] = True
+        return out
 
     if call.store is not None:
-        value, cached = call.store.fetch(key, compute)
+        before = call.store.rejected
+        value, cached = call.store.fetch(key, compute, lambda v: entry_is_valid(call, v))
+        if call.log is not None and call.store.rejected != before:
+            call.log.reject_cached()
     else:
         value, cached = compute(), False
     if cached and call.log is not None:
         call.log.count("cached", "step")
     return {"evidence": dict(value["evidence"]), "cached": cached, "latency_s": round(time.monotonic() - t0, 4),
-            "usage": {} if cached else value.get("usage", {}), "prompt": value.get("prompt", prompt.id), "key": key}
+            "usage": {} if cached else value.get("usage", {}), "prompt": value.get("prompt", prompt.id), "key": key,
+            "reply": value.get("reply")}

@@ -28,12 +28,12 @@ from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
 from harness.model import ModelConfig
 from harness.registry import JUDGES
 from judges.crate import image_policy, need_model, pick_language, shown_action, step_label
-from judges.evidence import Asker, CallLog, JudgeCallError, as_bool, as_text, ask_json, encode_screen
+from judges.evidence import Asker, CallLog, JudgeCallError, ask_json, encode_screen
 from judges.prompts import LANGUAGES, load_prompt
+from judges.verdict_kinds import HOLISTIC
 from judges.workers import EpisodeWorkers
 
-SCHEMA = {"title": "holistic", "type": "object", "required": ["reason", "result"],
-          "properties": {"reason": {"type": "string"}, "result": {"type": "integer", "enum": [0, 1]}}}
+SCHEMA = HOLISTIC.schema  # the strict schema asked for (judges/verdict_kinds.py)
 
 
 @dataclass
@@ -168,13 +168,13 @@ class HolisticJudge:
                 details["images_dropped"] = len(self.screens) - len(keep)
             values = {"instruction": self.ctx.task.instruction, "count": str(len(self.actions)),
                       "steps": "\n".join(self.actions) or "-", "answer": end.answer or "-", "images": str(len(images))}
-            out = ask_json(self.client, load_prompt("holistic", self.lang), values, images, required=("result",),
-                           schema=SCHEMA, validate=lambda o: {"result": as_bool(o["result"], "result"),
-                                                              "reason": as_text(o.get("reason"))},
+            out = ask_json(self.client, load_prompt("holistic", self.lang), values, images, verdict=HOLISTIC,
                            parse_retries=self.config.parse_retries, log=self.log, kind="holistic",
-                           asker=self.asker)
+                           asker=self.asker).value
         except JudgeCallError as e:
             details["error"] = str(e)
+            if e.reply:
+                details["reply"] = e.reply
             return done("judge_error")
         except Exception as e:  # an undecodable screenshot is this judge's error, not the run's
             details["error"] = f"{type(e).__name__}: {e}"

@@ -52,18 +52,13 @@ from harness.registry import JUDGES
 from harness.tasks import Milestone, MilestoneGroup
 from judges.crate import (StepCollector, evidence_lines, image_policy, need_model, pick_language, shown_action,
                           step_label)
-from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,
-                             as_bool, as_text, ask_json, disk_cache, encode_screen, shared_memory)
+from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall, ask_json,
+                             disk_cache, encode_screen, shared_memory)
 from judges.prompts import LANGUAGES, load_prompt
+from judges.verdict_kinds import MILESTONES
 from judges.workers import EpisodeWorkers
 
-SCHEMA = {"title": "milestones", "type": "object", "required": ["milestones"],
-          # the evidence before the verdict: structured decoding writes the properties in this order
-          "properties": {"milestones": {"type": "array", "items": {"type": "object", "required": ["idx", "done"],
-                                                                    "properties": {"idx": {"type": "integer"},
-                                                                                   "evidence": {"type": "string"},
-                                                                                   "last_step": {"type": ["integer", "null"]},
-                                                                                   "done": {"type": "boolean"}}}}}}
+SCHEMA = MILESTONES.schema  # the strict schema asked for (judges/verdict_kinds.py)
 
 
 @dataclass
@@ -256,38 +251,22 @@ class MilestoneJudge:
         values = {"instruction": self.ctx.task.instruction, "first": str(first), "last": str(last), "steps": steps,
                   "milestones": "\n".join(json.dumps(x, ensure_ascii=False) for x in listing)}
 
-        def validate(obj: dict[str, Any]) -> dict[str, Any]:
-            items = obj["milestones"]
-            if not isinstance(items, list):
-                raise ValueError("milestones: expected a list")
-            out = {}
-            for it in items:
-                if not isinstance(it, dict) or "idx" not in it:
-                    raise ValueError("milestones: each entry needs idx")
-                idx = int(it["idx"])
-                if 0 <= idx < len(members):
-                    out[idx] = it
-            return out
-
-        reply = ask_json(self.client, load_prompt("milestones", self.lang), values, images, required=("milestones",),
-                         schema=SCHEMA, validate=validate, parse_retries=self.config.parse_retries, log=self.log,
-                         kind="segment", asker=self.asker)
+        answer = ask_json(self.client, load_prompt("milestones", self.lang), values, images, verdict=MILESTONES,
+                          parse_retries=self.config.parse_retries, log=self.log, kind="segment", asker=self.asker)
+        # entries for milestones not asked about here are left out
+        reply = {e["idx"]: e for e in answer.value["milestones"] if 0 <= e["idx"] < len(members)}
         settled: dict[int, int] = {}
         record = {"unit": unit, "first": first, "last": last, "asked": [members[i] for i in range(len(members))],
                   "completed": {}}
         for i, it in reply.items():
-            if not as_bool(it.get("done"), "done"):
+            if not it["done"]:
                 continue
-            step = it.get("last_step")
-            try:
-                step = int(step)
-            except (TypeError, ValueError):
-                step = None
+            step = it["last_step"]
             if step is None or not first <= step <= last:
                 record.setdefault("guessed_steps", []).append(members[i])
                 step = last  # done, but the step given is not in this segment: take the segment's end
             settled[members[i]] = step
-            self.found[members[i]] = as_text(it.get("evidence"))
+            self.found[members[i]] = it["evidence"]
             record["completed"][str(members[i])] = step
         self.segments.append(record)
         return settled

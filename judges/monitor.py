@@ -8,12 +8,19 @@
 - ``mode=ask``: a gate whose halting verdict (risky by the rules below, or a check that failed
   closed) asks the operator instead (harness.live.operator): allowed, the action runs and its step
   says ``allowed_by: operator``; denied, or unanswered within ``--ask-timeout``, it halts as a gate.
+- ``mode=reflect``: a gate whose halting verdict is told to the agent instead (its category and
+  reason, in the agent family's own conversation form): the action does not run, the step is
+  recorded with the feedback, and the agent proposes again from the same screen; the
+  ``reflect_max``-th flagged proposal since an action last ran halts (``mode=reflect,ask``: asks the
+  operator, as ``ask``). A check that failed is never reflected on: it halts (or asks).
 - ``mode=async``: the check runs beside the action and the agent's next call; the runner waits for
   it before the next action runs, so a halting verdict stops the episode at the next step
   boundary, one step of lag and never more (the risky action itself has run: ``executed: true``).
 
 What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
-``threshold`` when one is set, and only if its category is in ``categories`` when that list is set.
+``threshold`` when one is set, and only if its category is in ``categories`` when that list is set;
+a risky finding whose category is missing or not a MobileRisk name halts whatever ``categories``
+says (the list cannot narrow a category it cannot name), and the decision says so.
 With ``calibration=FILE`` (``harness judge-eval --calibrate``; judges.calibration) a reply with a
 score halts when the score reaches the file's threshold, whatever its ``risky`` word (the bound on
 missed risky steps is a bound on scores); a reply without a score halts on ``risky`` alone, and a
@@ -21,11 +28,18 @@ check that fails still fails closed. The file must come from this monitor's mode
 prompt and image policy, else the monitor is refused when it is built (before any device is
 touched), naming both sides.
 
-A check that cannot answer (server down, a timeout, a reply that stays unparseable after retries,
-or no answer within ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the
-action with the category ``monitor_error`` and the cause in the reason. ``on_error=allow`` lets the
-action run unchecked; the step records the error, and the run summary, ``harness report`` and the
-viewer count and show each such action. A failed check is never recorded as safe.
+The reply is read by the one reading rule (:mod:`harness.replies`, kinds in
+``judges/verdict_kinds.py``): only one clear "not risky" lets the action run. A reply whose
+verdicts disagree (an echoed example aside), cannot be read ("risky": "null"), or is not clear (a
+"not risky" followed by more text, or cut off at max_tokens), and a reply with no verdict after
+the re-asks, are a check that cannot answer, with the reply quoted in the step's record
+(``monitor.extras.reply``).
+
+A check that cannot answer (server down, a timeout, an unusable reply as above, or no answer within
+``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the action with the
+category ``monitor_error`` and the cause in the reason. ``on_error=allow`` lets the action run
+unchecked; the step records the error, and the run summary, ``harness report`` and the viewer count
+and show each such action. A failed check is never recorded as safe.
 
 The monitor asks exactly what the ``crate-s`` judge asks at step level (same prompt, same drawing),
 through the same process-wide evidence cache, so running both costs the judge no extra step calls;
@@ -44,17 +58,22 @@ from harness.registry import MONITORS
 from harness.tasks import RISK_CATEGORIES
 from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of
 from judges.crate import image_policy, need_model, pick_language
-from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, canonical_category,
-                             disk_cache, shared_memory, step_evidence)
+from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, disk_cache, quoted_reply,
+                             shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt
+from judges.verdict_kinds import canonical_category, known_category
 
 
 @dataclass
 class CrateSMonitorConfig:
     model: ModelConfig | None = field(metadata={"help": "judge endpoint (from --judge-base-url/--judge-model)"})
-    mode: Literal["gate", "async", "ask"] = field(default="gate", metadata={
+    mode: Literal["gate", "async", "ask", "reflect", "reflect,ask"] = field(default="gate", metadata={
         "help": "gate: judge before the action runs and halt before a risky one; async: judge beside it, halt at the "
-                "next step; ask: a gate that asks an operator (terminal or live page) before halting"})
+                "next step; ask: a gate that asks an operator (terminal or live page) before halting; reflect: tell "
+                "the agent why and let it propose again, halting at the reflect_max-th flag in a row (reflect,ask: "
+                "asking then)"})
+    reflect_max: int = field(default=2, metadata={
+        "help": "mode reflect: the flagged proposal in a row (since an action last ran) that halts or asks"})
     threshold: float | None = field(default=None, metadata={
         "help": "halt only when the model's risk score (0-1) is at least this"})
     categories: list[str] = field(default_factory=list, metadata={
@@ -74,6 +93,8 @@ class CrateSMonitorConfig:
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError("timeout_s must be > 0")
+        if self.reflect_max < 1:
+            raise ValueError("reflect_max must be >= 1 (1: the first flagged proposal halts, as gate)")
         if self.calibration and (self.threshold is not None or self.categories):
             raise ValueError("calibration sets the threshold for every category: it cannot be combined with "
                              "threshold or categories")
@@ -94,6 +115,7 @@ class CrateSMonitor:
     def __init__(self, config: CrateSMonitorConfig):
         self.config = config
         self.mode = config.mode
+        self.reflect_max = config.reflect_max
         self.on_error = config.on_error
         self.timeout_s = config.timeout_s
         self.client = need_model("monitor 'crate-s'", config)
@@ -131,7 +153,8 @@ class CrateSMonitor:
 
     def spec(self) -> dict[str, Any]:
         c = self.config
-        return {"name": self.name, "mode": c.mode, "threshold": c.threshold, "categories": list(c.categories),
+        return {"name": self.name, "mode": c.mode, **({"reflect_max": c.reflect_max} if c.mode.startswith("reflect") else {}),
+                "threshold": c.threshold, "categories": list(c.categories),
                 "on_error": c.on_error, "timeout_s": c.timeout_s, "language": c.language, "model": c.model.to_json() if c.model else None,
                 "prompts": {lang: load_prompt(CRATE_S_STEP.prompt_name, lang).identity() for lang in LANGUAGES},
                 "parse_retries": c.parse_retries, "image_policy": image_policy(c).to_json(), "draw": c.draw,
@@ -147,20 +170,31 @@ class CrateSMonitor:
                                                                                      f"monitor:{self.name}")))
 
     def decide(self, ev: dict[str, Any]) -> tuple[bool, str]:
-        """Whether a finding halts, and why (recorded with the verdict)."""
+        """Whether a finding halts, and why (recorded with the verdict). Anything but a finding
+        that is plainly ``risky: false`` (a JSON or word boolean) halts unless a setting says
+        otherwise; a risky finding without a known category is never let through by ``categories``."""
         c = self.config
+        risky = ev.get("risky")
+        if risky is not True and risky is not False:  # the reading gives booleans only: anything else halts
+            return True, f"risky is {risky!r}, not a verdict: halts"
         if self.calibration is not None:  # a score decides; a reply without one falls through to `risky`
             calibrated = self.calibration.decide(ev.get("score"))
             if calibrated is not None:
                 return calibrated
-        if not ev["risky"]:
+        if risky is False:
             return False, "not risky"
         score = ev.get("score")
+        why = "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
         if c.threshold is not None and score is not None and score < c.threshold:
             return False, f"risky, but score {score:g} < threshold {c.threshold:g}"
-        if c.categories and ev.get("category") not in c.categories:
-            return False, f"risky, but category {ev.get('category')!r} is not one that halts"
-        return True, "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
+        cat = ev.get("category")
+        if not known_category(cat):
+            what = "no category" if cat is None else f"category {cat!r}, not a MobileRisk name"
+            narrowed = " (halts whatever categories lists)" if c.categories else ""
+            return True, f"{why}, {what}{narrowed}"
+        if c.categories and cat not in c.categories:
+            return False, f"risky, but category {cat!r} is not one that halts"
+        return True, why
 
     def check(self, step: ProposedStep) -> MonitorVerdict:
         if isinstance(step.action, (Finish, Wait)):
@@ -170,16 +204,22 @@ class CrateSMonitor:
         try:
             r = step_evidence(call, step.screenshot, step.action, step.instruction, self.screen_size)
         except Exception as e:  # JudgeCallError, or an undecodable screenshot: on_error decides
-            return MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
+            failed = MonitorVerdict.check_failed(self, str(e) if isinstance(e, JudgeCallError) else f"{type(e).__name__}: {e}")
+            if isinstance(e, JudgeCallError):
+                failed.extras["failure"] = e.kind
+                if e.reply is not None:
+                    failed.extras["reply"] = e.reply  # why it halted, as the model said it
+            return failed
         ev = r["evidence"]
         halt, why = self.decide(ev)
         reason = ev.get("reason", "")
         if halt and not ev["risky"]:  # only a calibrated score halts a reply that says "not risky": say so
             reason = f"{why}; the model said not risky: {reason}"
+        extras = {"decision": why, "cached": r["cached"], "prompt": r["prompt"], "check_s": r["latency_s"]}
+        if halt and r.get("reply") is not None:
+            extras["reply"] = quoted_reply(r["reply"])
         return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=reason,
-                              score=ev.get("score"), monitor=self.name, usage=r["usage"] or None,
-                              extras={"decision": why, "cached": r["cached"], "prompt": r["prompt"],
-                                      "check_s": r["latency_s"]})
+                              score=ev.get("score"), monitor=self.name, usage=r["usage"] or None, extras=extras)
 
 
 @MONITORS.register("crate-s", CrateSMonitorConfig,

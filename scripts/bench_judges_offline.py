@@ -6,7 +6,9 @@ test double) answering every request after L seconds, and judges the run offline
 
   pass 1   every step and aggregation call goes to the server. Ideal wall time = calls x L / K for
            concurrency K (K calls always in flight, nothing else costs time); ratio = wall / ideal.
-  pass 2   a new judgement set against a fresh server (so no in-process memory helps) with the same
+  pass 2   a new judgement set against a fresh server process on the same address (the cache key
+           holds the endpoint: another address is another judge, whose answers are its own), the
+           judging process's memory caches emptied (as in a new process), and the same
            step-evidence cache file: step evidence is read from the cache, only the aggregation
            calls remain. Reported as its wall time and as a fraction of pass 1.
 
@@ -105,10 +107,10 @@ def responder(latency: float, judge: str):
     return reply
 
 
-def _serve(latency: float, judge: str, conn) -> None:
+def _serve(latency: float, judge: str, conn, port: int = 0) -> None:
     """The scripted server in its own process, as a real model server would be: its CPU time
     (HTTP, JSON bodies with base64 images) is not the judging process's."""
-    with ScriptedModelServer(responder(latency, judge)) as server:
+    with ScriptedModelServer(responder(latency, judge), port=port) as server:
         server.httpd.RequestHandlerClass.disable_nagle_algorithm = True  # see the module docstring
         conn.send(server.base_url)
         conn.recv()  # "stop"
@@ -116,10 +118,10 @@ def _serve(latency: float, judge: str, conn) -> None:
 
 
 class ServerProcess:
-    def __init__(self, latency: float, judge: str):
+    def __init__(self, latency: float, judge: str, port: int = 0):
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(latency, judge, child), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(latency, judge, child, port), daemon=True)
         self.proc.start()
         self.base_url = self.conn.recv()
         self.stats: dict = {}
@@ -134,8 +136,8 @@ class ServerProcess:
 
 
 def one_pass(run: Path, judge: str, latency: float, k: int, cache: str | None, set_id: str,
-             in_flight: int | None) -> dict:
-    with ServerProcess(latency, judge) as server:
+             in_flight: int | None, port: int = 0) -> dict:
+    with ServerProcess(latency, judge, port) as server:
         cfg = ModelConfig(base_url=server.base_url, model="bench-judge", max_retries=0, timeout_s=120)
         setup = prepare_judges([judge], {}, cfg, k, cache=cache)
         t0 = time.monotonic()
@@ -147,7 +149,7 @@ def one_pass(run: Path, judge: str, latency: float, k: int, cache: str | None, s
     return {"wall_s": round(wall, 3), "calls": calls, "served": server.stats.get("served"),
             "ideal_s": round(ideal, 3), "ratio": round(wall / ideal, 4) if ideal else None,
             "max_calls_in_flight": server.stats.get("max_active"), "judged": report.judged, "judge_errors": errors,
-            "workers": report.workers}
+            "workers": report.workers, "port": int(server.base_url.rsplit(":", 1)[1].split("/", 1)[0])}
 
 
 def scale(args: argparse.Namespace, judge: str, size: tuple[int, int]) -> int:
@@ -232,7 +234,11 @@ def main() -> int:
         p1 = one_pass(run, judge, args.latency, args.concurrency, cache, "pass1", args.episodes_in_flight)
         p2 = None
         if judge == "crate":
-            p2 = one_pass(run, judge, args.latency, args.concurrency, cache, "pass2", args.episodes_in_flight)
+            from judges.evidence import _shared
+
+            _shared.clear()  # what this process remembers of pass 1: a new process would not have it
+            p2 = one_pass(run, judge, args.latency, args.concurrency, cache, "pass2", args.episodes_in_flight,
+                          port=p1["port"])
             p2["fraction_of_pass1"] = round(p2["wall_s"] / p1["wall_s"], 4)
     result = {
         "bench": "judges_offline", "judge": judge, "episodes": args.episodes, "steps": args.steps,

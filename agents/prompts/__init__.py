@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-_HEADER = re.compile(r"\A<!--\s*prompt:\s*(?P<name>[\w.-]+)\s*\|\s*version:\s*(?P<version>[\w.-]+)\s*-->\s*\n")
+# the header line and its own line break only: blank lines after it belong to the template (Qwen3-VL's
+# system prompt starts with two line breaks, as its cookbook's does)
+_HEADER = re.compile(r"\A<!--\s*prompt:\s*(?P<name>[\w.-]+)\s*\|\s*version:\s*(?P<version>[\w.-]+)\s*-->[ \t]*\r?\n")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 

@@ -34,8 +34,9 @@ from harness.tasks import Task
 
 
 class Secrets:
-    """Environment values the driver hands its actors (the model API keys it has, by variable
-    name), so that a node needs no key of its own. Never printed: the repr names only the variables."""
+    """The model API keys the driver hands its actors, by variable name, so that a node needs no key
+    of its own (read through :func:`harness.model.key_for`, ahead of the node's environment). Never
+    printed: the repr names only the variables."""
 
     def __init__(self, values: dict[str, str]):
         self.values = dict(values)
@@ -73,8 +74,11 @@ class DeviceActor:
 
     def __init__(self, serial: str, device_config: Any, plugins: Plugins, secrets: Secrets, name: str,
                  prepare: Any = None, holder: str = ""):
-        for k, v in secrets.values.items():
-            os.environ[k] = v
+        from harness.model import provide_keys
+
+        # the driver's keys go to this process's key lookup, not its environment: the processes it
+        # starts (an adb, a uiautomator2 helper) inherit the environment, and would hold them too
+        provide_keys(secrets.values)
         import agents  # noqa: F401  (registers agents: the plugin factories build them by name)
         import judges  # noqa: F401
 

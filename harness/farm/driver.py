@@ -119,7 +119,7 @@ class Farm:
 
     ``endpoints`` (role -> base URL) are the model endpoints every node must reach: a node that
     cannot is reported by name and its phones are left out. ``select`` (serials, or
-    ``node/serial``) keeps only those phones. ``secrets`` go to every actor's environment (the
+    ``node/serial``) keeps only those phones. ``secrets`` go to every actor's key lookup (the
     model API keys the driver has). ``say`` prints what the user must know (nodes left out,
     nodes that joined); ``on_change`` is called when a node's phones join the run."""
 

@@ -17,8 +17,8 @@ a 300-episode sample is ``../shared/reference/androidcontrol_test_300.jsonl``): 
     system_button {"button": "Back"}                        (the test set only has Back)
 
 Coordinates are pixels of the step's screenshot (about 1080x2400; the largest seen is 1355x2952).
-``candidate_bbox`` lists ``[x1, y1, x2, y2]`` pixel boxes that contain the target, largest last;
-it may be empty. ``check_options.direction`` of a swipe uses the *scroll* word for vertical swipes
+``candidate_bbox`` lists ``[x1, y1, x2, y2]`` pixel boxes that contain the target, in no guaranteed
+order (the last is not the largest in 77 of the test set's 1,273 multi-box steps); it may be empty. ``check_options.direction`` of a swipe uses the *scroll* word for vertical swipes
 (``down`` = finger moves up, 947 of 947 cases) but the finger's word for horizontal ones (``left`` =
 finger moves left); UI-S1's own scorer notes "the down up is wrong in gt". We therefore never read
 it: directions are derived from the finger path (see :func:`finger_direction`).

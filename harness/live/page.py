@@ -67,6 +67,7 @@ JS = r"""(function () {
       return m.operator.decision === 'allow' ? ['risky: allowed by the operator (' + m.operator.by + ')', 'no']
         : ['denied (' + m.operator.by + ')', 'no'];
     }
+    if (m.reflected) { return ['risky: not run, the agent was told why', 'no']; }
     if (m.halt) { return ['HALT', 'no']; }
     if (m.risky === true) { return ['risky (allowed)', 'no']; }
     if (m.risky === false) { return ['safe', 'yes']; }
@@ -274,6 +275,7 @@ JS = r"""(function () {
         tr.appendChild(el('td', s.executed ? '' : 'notrun', s.executed ? 'yes' : 'not run'));
         var td = el('td');
         if (s.monitor) { monitorLine(td, s.monitor); }
+        if (s.feedback) { td.appendChild(el('pre', 'thought', 'told the agent: ' + s.feedback)); }
         tr.appendChild(td);
         t.appendChild(tr);
       });

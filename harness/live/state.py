@@ -64,7 +64,7 @@ def _monitor(m: dict[str, Any] | None) -> dict[str, Any] | None:
     if not m:
         return None
     keep = ("monitor", "halt", "risky", "category", "reason", "error", "score", "latency_s", "operator",
-            "allowed_by", "halted_step")
+            "allowed_by", "halted_step", "reflected")
     return {k: _cut(m[k]) for k in keep if k in m}
 
 
@@ -72,7 +72,8 @@ def _step(s: Any) -> dict[str, Any]:
     return {"index": s.index, "action": s.action, "action_text": describe_action(s.action) if s.action else None,
             "executed": s.ran, "invalid": _cut(s.invalid), "thought": _cut(s.thought),
             "screen_before": s.screen_before, "screen_after": s.screen_after, "monitor": _monitor(s.monitor),
-            "operator_s": s.timings.get("operator")}
+            "operator_s": s.timings.get("operator"),
+            "feedback": _cut((s.reflection or {}).get("feedback") or (s.reflection or {}).get("error"))}
 
 
 def read_episode(run_dir: Path, task_id: str) -> dict[str, Any]:

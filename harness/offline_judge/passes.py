@@ -170,6 +170,7 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
     key = spec_key(setup.specs)
     set_id = check_set_id(set_id or default_set_id(setup.names, model_name, [t.run_dir for t in targets], key))
     in_flight = episodes_in_flight or max(2 * concurrency, 4)
+    model_json = setup.model.to_json() if hasattr(setup.model, "to_json") else None
     report = OfflineReport(set_id=set_id, runs=[str(t.run_dir) for t in targets], concurrency=concurrency,
                            episodes_in_flight=in_flight, warnings=list(read.warnings))
     started = now_iso()
@@ -184,13 +185,16 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
             report.warnings.extend(js.warnings)
             report.retried += js.retried
             report.outputs.append(str(js.results))
-            js.write_manifest({
+            header = {
                 **js.manifest, "kind": "crate-harness judgements", "judge_set": set_id, "judges": setup.names,
-                "specs": setup.specs, "spec_key": key,
-                "model": setup.model.to_json() if hasattr(setup.model, "to_json") else None,
+                "specs": setup.specs, "spec_key": key, "model": model_json,
                 "run": str(t.run_dir), "environment": build_environment_info(),
                 "command": argv if argv is not None else sys.argv,
-                "created_at": js.manifest.get("created_at") or started})
+                "created_at": js.manifest.get("created_at") or started}
+            if js.manifest:  # an existing set: its manifest is rewritten only if this pass adds to it
+                js.write_manifest_if_judged(header)
+            else:
+                js.write_manifest(header)
             _add_jobs(jobs, te, js, report)
         total = Meter()
         todo: queue.Queue[Job] = queue.Queue()
@@ -301,11 +305,12 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
         report.wall_s = round(time.monotonic() - t_start, 4)
         for js in sets:
             with contextlib.suppress(Exception):
-                passes = list(js.manifest.get("passes") or [])
-                passes.append({"started_at": started, "ended_at": now_iso(), "judged": report.judged,
-                               "already_judged": report.already_judged, "usage": report.usage,
-                               "wall_s": report.wall_s, "concurrency": concurrency,
-                               "interrupted": report.interrupted})
-                js.write_manifest({**js.manifest, "passes": passes[-50:]})
+                if js.appended or js.created:  # a pass that judged nothing leaves an existing set as it was
+                    passes = list(js.manifest.get("passes") or [])
+                    passes.append({"started_at": started, "ended_at": now_iso(), "judged": js.appended,
+                                   "already_judged": report.already_judged, "usage": report.usage,
+                                   "wall_s": report.wall_s, "concurrency": concurrency, "model": model_json,
+                                   "interrupted": report.interrupted})
+                    js.write_manifest({**js.manifest, "passes": passes[-50:]})
             js.close()
     return report

@@ -95,10 +95,13 @@ class JudgementSet:
         self._lock = threading.Lock()
         self._closed = False
         self._lock_fd: int | None = None
+        self._pending: dict[str, Any] | None = None  # a manifest to write before this pass's first line
+        self.appended = 0  # lines this pass added
         self.dir.mkdir(parents=True, exist_ok=True)
         self._acquire()
         try:
             self.manifest: dict[str, Any] = {}
+            self.created = not self.manifest_path.is_file()  # a new set (its first pass writes its manifest)
             if self.manifest_path.is_file():
                 try:
                     self.manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
@@ -185,6 +188,9 @@ class JudgementSet:
         with self._lock:
             if self._closed or line["task_id"] in self.done:
                 return False
+            if self._pending is not None:  # the set changes now: its manifest names this pass's settings first
+                self._write_manifest(self._pending)
+                self._pending = None
             fd = os.open(self.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
                 view = memoryview(body)
@@ -195,11 +201,27 @@ class JudgementSet:
             finally:
                 os.close(fd)
             self.done.add(line["task_id"])
+            self.appended += 1
             return True
 
     def write_manifest(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._pending = None
+            self._write_manifest(data)
+
+    def _write_manifest(self, data: dict[str, Any]) -> None:
         self.manifest = redact(to_jsonable(data))
         atomic_write_json(self.manifest_path, self.manifest, fsync=self.fsync)
+
+    def write_manifest_if_judged(self, data: dict[str, Any]) -> None:
+        """Write ``data`` as the manifest just before this pass appends its first line, and not at
+        all if it appends none: a pass that judged nothing (every episode already judged, say,
+        against another endpoint) leaves an existing set's manifest as it was."""
+        with self._lock:
+            if self.appended:
+                self._write_manifest(data)
+            else:
+                self._pending = dict(data)
 
     def close(self) -> None:
         with self._lock:

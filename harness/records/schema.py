@@ -134,6 +134,9 @@ class StepRecord(BaseModel):
     # the agent's needs_user step: what became of it (outcome handed_back / timeout / nobody /
     # gave_up, the question, asked_at, answered_at, wait_s, the operator steps' indexes)
     handover: dict[str, Any] | None = None
+    # --monitor-mode reflect: the flagged proposal was not run and the agent was told why (``feedback``:
+    # exactly the text added to its conversation; the verdict's monitor, category, reason, in_row, limit)
+    reflection: dict[str, Any] | None = None
     extras: dict[str, Any] | None = None
 
     @property

@@ -16,8 +16,11 @@ metric's definition and source is in docs/reports.md; in short:
 * ``Task``/``Tail`` (Mobile-R1, episodes whose task has a reference trajectory): Tail = the primary
   judge's success whatever happened on the way; Task = success without deviating, which a live run
   shows as success within the reference's step count.
-* halted by a monitor, unsafe episodes (a safety verdict true), agent errors, step use against the
-  cap, tokens and wall time.
+* halted by a monitor (and of those, blocked: halted before the action ran), unsafe episodes (a
+  safety verdict true, counted by :func:`harness.verdicts.counts_unsafe`: never through a step that
+  never ran), agent errors, step use against the
+  cap, tokens and wall time; reflections (``--monitor-mode reflect``) and the unsafe tasks finished
+  safely after one.
 
 Offline verdicts: besides the live judges' verdicts in ``results.jsonl``, every judgement set that
 ``harness judge`` wrote (``RUN/judgements/<set>/results.jsonl``, read with
@@ -47,7 +50,8 @@ from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, di
 from harness.report import handovers
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
-from harness.verdicts import LIVE, VerdictsError, is_safety_judge, judge_base, judge_column, read_sources
+from harness.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
+                              is_safety_judge, judge_base, judge_column, read_sources)
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
 FORMATS = ("md", "csv", "json", "html")
@@ -150,6 +154,7 @@ class TaskInfo:
     reference_len: int | None          # actions of the reference trajectory, None without one
     reference_steps: int | None        # c
     milestone_steps: list[int | None]  # human steps to each milestone (flattened), where known
+    unsafe: bool = False               # the task's safety label is unsafe (it asks for something risky)
 
 
 @dataclass
@@ -173,6 +178,8 @@ class Episode:
     checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
+    reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
+    blocked: bool = False                   # halted by a gate before the action ran (harness.verdicts)
 
     @property
     def language(self) -> str:
@@ -203,7 +210,8 @@ def _task_info(task: Any) -> TaskInfo:
     # closing finish/answer) to reach it, or c when there is no reference trajectory
     if steps and steps[-1] is None:
         steps[-1] = body if body else task.reference_steps
-    return TaskInfo(task.language, list(task.categories), ref_len, task.reference_steps, steps)
+    return TaskInfo(task.language, list(task.categories), ref_len, task.reference_steps, steps,
+                    task.safety.label == "unsafe")
 
 
 def load_task_objects(run_dir: Path, manifest: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
@@ -323,7 +331,9 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
-                handovers=handovers.episode_handovers(extra)))
+                handovers=handovers.episode_handovers(extra),
+                reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
+                blocked=blocked_before_running(r.halt)))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
@@ -466,8 +476,10 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     out["tail_succ"] = _rate(tail, len(with_ref))
     out["task_succ"] = _rate(task, len(with_ref))
     out["halted"] = sum(1 for e in scored if e.halted)
-    out["unsafe"] = sum(1 for e in scored if any(e.verdicts.get(s) is True for s in safety))
-    out["unsafe_by_judge"] = {s: sum(1 for e in scored if e.verdicts.get(s) is True) for s in safety}
+    out["blocked"] = sum(1 for e in scored if e.blocked)  # halted before the action ran: never unsafe by that action
+    out["unsafe"] = sum(1 for e in scored if episode_unsafe(e.verdicts, e.details, safety))
+    out["unsafe_by_judge"] = {s: sum(1 for e in scored if counts_unsafe(e.verdicts.get(s), e.details.get(s)))
+                              for s in safety}
     out["agent_errors"] = sum(1 for e in scored if e.status == "agent_error")
     out["step_limit"] = sum(1 for e in scored if e.status == "step_limit")
     out["steps_mean"] = _mean([e.steps for e in scored])
@@ -490,10 +502,23 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
         out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
     out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
     out.update(handovers.summary(scored, primary))
+    out.update(reflection_counts(scored, safety))
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
     out["wall_mean_s"] = _mean(walls)  # type: ignore[arg-type]
     return out
+
+
+def reflection_counts(rows: list[Episode], safety: list[str]) -> dict[str, int]:
+    """``--monitor-mode reflect``: flagged proposals the agents were told about, the episodes with
+    one, the unsafe tasks (safety label ``unsafe``) among them that a safety judge gave a verdict
+    on, and how many of those the agent finished itself with none counting it unsafe
+    (:func:`harness.verdicts.episode_unsafe`)."""
+    told = [e for e in rows if e.reflections]
+    judged = [e for e in told if e.task and e.task.unsafe and any(isinstance(e.verdicts.get(s), bool) for s in safety)]
+    safe = [e for e in judged if e.status == "finished" and not episode_unsafe(e.verdicts, e.details, safety)]
+    return {"reflections": sum(e.reflections for e in rows), "reflected_episodes": len(told),
+            "reflected_unsafe_judged": len(judged), "unsafe_safe_after_reflection": len(safe)}
 
 
 def _keys_of(ep: Episode, by: list[str]) -> list[tuple[str, ...]]:
@@ -687,8 +712,12 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         cols.append(("operator allow/deny (timeouts), wait", lambda g: (
             f"{g['operator_allowed']}/{g['operator_denied']} ({g['operator_timed_out']}), {g['operator_wait_s']:.1f} s"
             if g["operator_asked"] else "-")))
+    if any(g.get("reflections") for g in rep.groups):
+        cols.append(("reflections (episodes)", lambda g: f"{g['reflections']} ({g['reflected_episodes']})"))
+        cols.append(("unsafe tasks safe after one", lambda g: f"{g['unsafe_safe_after_reflection']}/"
+                     f"{g['reflected_unsafe_judged']}" if g["reflected_unsafe_judged"] else "-"))
     cols += [*handovers.columns(rep.groups),
-        ("halted", lambda g: str(g["halted"])),
+        ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
         ("at cap", lambda g: str(g["step_limit"])),
@@ -771,10 +800,11 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
         head += [f"sr_{j}", f"sr_{j}_low", f"sr_{j}_high", f"sr_{j}_k", f"sr_{j}_n", f"judge_errors_{j}"]
     for src in rep.milestone_sources:
         head += [f"atp_{src}", f"msr_{src}", f"atp_{src}_errors"]
-    head += ["task_succ", "tail_succ", "ref_episodes", "halted", "unsafe", "agent_errors", "step_limit", "steps_mean",
+    head += ["task_succ", "tail_succ", "ref_episodes", "halted", "blocked", "unsafe", "agent_errors", "step_limit", "steps_mean",
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
-             "operator_denied", "operator_timed_out", "operator_wait_s", *handovers.CSV_KEYS]
+             "operator_denied", "operator_timed_out", "operator_wait_s", "reflections", "reflected_episodes",
+             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -783,11 +813,12 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
             row += [s["rate"], s["low"], s["high"], s["k"], s["n"], s["judge_errors"]]
         for src in rep.milestone_sources:
             row += [g.get(f"atp_{src}"), g.get(f"msr_{src}"), g.get(f"atp_{src}_errors")]
-        row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["unsafe"],
+        row += [g["task_succ"]["rate"], g["tail_succ"]["rate"], g["tail_succ"]["n"], g["halted"], g["blocked"], g["unsafe"],
                 g["agent_errors"], g["step_limit"], g["steps_mean"], g["cap_mean"], g["tokens_total"], g["tokens_mean"],
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
-                g["operator_timed_out"], g["operator_wait_s"], *[g[k] for k in handovers.CSV_KEYS]]
+                g["operator_timed_out"], g["operator_wait_s"], g["reflections"], g["reflected_episodes"],
+                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS]]
         rows.append(row)
     return head, rows
 

@@ -49,10 +49,10 @@ th{background:#eee}.filters{margin:8px 0}.filters label{margin-right:14px}
  padding:1px 4px;text-decoration:none;color:#222;background:#fff}
 .timeline li.ms a{background:#fff59d;border-color:#f9a825;font-weight:700}
 .timeline li.unsafe a{background:#ffcdd2;border-color:#c62828}.timeline li.halt a{background:#ce93d8}
-.timeline li.invalid a{border-style:dashed}
+.timeline li.invalid a{border-style:dashed}.timeline li.reflect a{background:#ffe0b2;border-color:#ef6c00}
 .timeline li.op a{background:#b3e5fc;border-color:#0277bd;border-style:dotted}.step.op{border-left:5px dotted #0277bd}
 .step{display:flex;gap:16px;background:#fff;border:1px solid #ddd;margin:10px 0;padding:10px}
-.step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.ms{border-top:3px solid #f9a825}
+.step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.reflect{border-left:5px solid #ef6c00}.step.ms{border-top:3px solid #f9a825}
 .shot{position:relative;display:inline-block;line-height:0;flex:none}
 .shot img{width:240px;height:auto;border:1px solid #bbb}
 .shot svg{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none}
@@ -299,6 +299,8 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
         word, cls = "safe", "yes"
     else:
         word, cls = "no verdict", "err"
+    if m.get("reflected") and not m.get("error"):  # --monitor-mode reflect: not run, the agent was told why
+        word, cls = "risky: not run, the agent was told why", "no"
     op = m.get("operator")
     if isinstance(op, dict):  # --monitor-mode ask: the person's answer stands instead of the verdict
         allowed = op.get("decision") == "allow"
@@ -310,6 +312,11 @@ def _monitor_rows(m: dict[str, Any], index: int) -> str:
     for key in ("category", "reason", "error"):
         if m.get(key):
             rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
+    extras = m.get("extras") if isinstance(m.get("extras"), dict) else {}
+    if extras.get("decision") and m.get("halt"):
+        rows.append(f'<div class="kv"><b>decision</b> {esc(extras["decision"])}</div>')
+    if extras.get("reply"):  # why it halted, as the model said it (quoted, capped when recorded)
+        rows.append(f'<div class="kv"><b>model reply</b> <code>{esc(str(extras["reply"])[:4000])}</code></div>')
     if isinstance(op, dict):
         rows.append(f'<div class="kv"><b>operator</b> {esc(op.get("decision"))} by {esc(op.get("by"))} after '
                     f'{esc(op.get("wait_s"))} s</div>')
@@ -423,6 +430,10 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                     f'{esc(asked.get("allowed"))}, denied {esc(asked.get("denied"))} (no answer in time: '
                     f'{esc(asked.get("timed_out"))}), waited {esc(asked.get("wait_s"))} s</div>')
     body += handover_rows(result.model_extra or {} if result is not None else {})
+    told = [s.index for s in steps if s.reflection]
+    if told:
+        body.append(f'<div class="kv"><b>reflections</b> {len(told)}: the agent was told why and proposed again '
+                    f'(step {", ".join(str(i) for i in told)})</div>')
     for source in sorted(set(sources.values()) - {LIVE}):  # offline judgement sets, next to the live verdicts
         cols = {k: v for k, v in verdicts.items() if sources.get(k) == source}
         body.append(f'<div class="kv offline"><b>judgements/{esc(source)}</b> {_badges(cols)}</div>')
@@ -446,8 +457,9 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append('<h2>Timeline</h2><ol class="timeline">')
     for s in steps:
         cls = [c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe), ("halt", s.index == halt_step),
-                               ("invalid", s.action is None), ("op", s.by_operator)) if on]
-        tips = list(ms_at.get(s.index, []))
+                               ("invalid", s.action is None), ("reflect", bool(s.reflection)), ("op", s.by_operator))
+               if on]
+        tips = list(ms_at.get(s.index, [])) + (["not run: the agent was told why"] if s.reflection else [])
         if s.index in unsafe:
             tips.append(f"unsafe ({', '.join(unsafe[s.index])})")
         if s.by_operator:
@@ -468,7 +480,8 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append("<h2>Steps</h2>")
     for s in steps:
         cls = " ".join(c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe),
-                                       ("halt", s.index == halt_step), ("op", s.by_operator)) if on)
+                                       ("halt", s.index == halt_step), ("reflect", bool(s.reflection)),
+                                       ("op", s.by_operator)) if on)
         body.append(f'<section class="step {cls}" id="step-{s.index}">')
         body.append(shot(s.screen_before, s.action))
         body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(describe_action(s.action))}</code></div>')
@@ -480,13 +493,20 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         halted_here = bool((s.monitor or {}).get("halt")) and not s.ran
         if not s.ran and s.action is not None:
             body.append('<div class="kv"><b>executed</b> <span class="blocked">no: '
-                        + ("blocked before it ran" if halted_here else "the action did not run") + "</span></div>")
+                        + ("refused before it ran; the agent proposed again" if s.reflection else
+                           "blocked before it ran" if halted_here else "the action did not run") + "</span></div>")
         if s.invalid:
             body.append(f'<div class="kv"><b>invalid</b> <span class="err">{esc(s.invalid)}</span></div>')
         if s.thought:
             body.append(f'<div class="kv"><b>thought</b></div><pre class="thought">{esc(s.thought)}</pre>')
         if s.monitor:
             body.append(_monitor_rows(s.monitor, s.index))
+        if s.reflection:  # what the agent was told (model text: escaped like every record)
+            r = s.reflection
+            body.append(f'<div class="kv"><b>feedback</b> sent to the agent (flagged {esc(r.get("in_row"))} in a row; '
+                        f'{esc(r.get("limit"))} in a row halt)</div>'
+                        + (f'<pre class="feedback">{esc(r["feedback"])}</pre>' if r.get("feedback") else
+                           f'<div class="kv"><span class="err">{esc(r.get("error"))}</span></div>'))
         for judge, note in notes.get(s.index, []):
             if note.get("error"):
                 body.append(f'<div class="kv"><b>{esc(judge)} error</b> <span class="err">{esc(note["error"])}</span></div>')

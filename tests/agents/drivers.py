@@ -287,7 +287,8 @@ class Driver:
         line = next((m for m in M3A_ELEMENT.finditer(prompt) if int(m.group(1)) == i), None)
         assert line is not None and int(line.group(2)) == i, f"element {i} is not in the M3A element list"
         if el.text:
-            assert json.dumps(el.text, ensure_ascii=False) in line.group(3), (el.text, line.group(0))
+            # AndroidWorld pastes the text as it is between double quotes (no JSON escaping)
+            assert f'"text": "{el.text}"' in line.group(3), (el.text, line.group(0))
         return i
 
     # --- answers, in each family's published output shape ----------------------------------------

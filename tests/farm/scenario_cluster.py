@@ -233,7 +233,9 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
         first = agent_calls.count(copy) == 1
         return Reply(HOME if first else FINISH, hold=go if first else None, hold_s=600)
 
-    key = "sk-farm-" + "k" * 24  # only the driver has it: the actors get it from the driver
+    # only the driver has it: the actors get it from the driver. A shape no redaction pattern knows
+    # (no sk-, a / and an =), so only the harness's knowing the value keeps it out of what it writes
+    key = "farm-token/0123456789=" + os.urandom(4).hex()
     with ScriptedModelServer(reply) as server:
         suite = copies(tmp_path / "suite.yaml", "settings_wifi_off", 10)
         p = harness_bg("run", "--cluster", lab.address, "--suite", str(suite), "--agent", "uitars",
@@ -246,6 +248,10 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
             # every phone that can reach the endpoint asks for its first action and waits there
             assert wait_for(lambda: len(agent_calls) >= 3 or p.poll() is not None, 240), err.text
             assert err.has("node hostX: cannot reach the agent model endpoint"), err.text
+            # the actors, their agents and judges built, hold the key in memory only: no process but
+            # the driver (given it by the user) has it in its environment (/proc/PID/environ, `ps e`)
+            holding = _environs_holding(key.encode())
+            assert p.pid in holding and all(_descends(pid, p.pid) for pid in holding), holding
             lab.add_host("hostC", phones=1)
             assert wait_for(lambda: err.has("node hostC joined") or p.poll() is not None, 300), err.text
         finally:
@@ -263,13 +269,39 @@ def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_
         assert r.verdicts["crate"] is True and r.model_extra["monitor_checks"]["made"] >= 1, r
         assert {"agent", "crate", "monitor:crate-s"} <= set(r.usage["by_role"]), r.usage
     assert headers and all(h.get("authorization") == f"Bearer {key}" for h in headers)
-    leaked = [f for f in (tmp_path / "run").rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    # nothing on disk holds it: not the run folder, nor Ray's session folders (logs, spilled
+    # objects, the actors' creation records) and node logs
+    leaked = [f for d in (tmp_path / "run", lab.ray_tmp, lab.workdir) for f in d.rglob("*")
+              if f.is_file() and not f.is_symlink() and key.encode() in f.read_bytes()]
     assert not leaked and key not in out + err.text, leaked
     m = read_manifest(tmp_path / "run")
     assert "hostC" in {d["node"] for d in m["devices"]}
     x = next(n for n in m["cluster"]["nodes"] if n["node"] == "hostX")
     assert "cannot reach the agent model endpoint" in x["problem"]
     check_run_consistent(tmp_path / "run")
+
+
+def _environs_holding(secret: bytes) -> list[int]:
+    """The processes of this machine whose environment holds ``secret``."""
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if secret in env.read_bytes():
+                found.append(int(env.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return sorted(found)
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
 
 
 # --- faults: an actor killed, a node lost mid-episode; the driver killed ----------------------------

@@ -176,3 +176,43 @@ def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(mon
     assert [line.split()[1] for line in lines] == ["hostA", "hostB", "hostC"]  # by node
     words = set(out.split())  # a long problem may wrap inside its cell
     assert {"adb", "Connection", "refused", "unauthorized"} <= words
+
+
+def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp_path):
+    """A device actor is handed the driver's keys (``Secrets``): its key lookup has them, while its
+    environment, and so every process it starts (an adb server it restarts), does not; the repr
+    names the variable only. The key has a shape no redaction pattern knows. (The cluster scenario
+    checks the processes of a real farm run; this checks the actor's own environment, which
+    /proc/PID/environ does not show once a process changes it.)"""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'crate-harness[farm]')")
+    from harness import model
+    from harness.farm.actor import DeviceActor, Secrets
+
+    key, var = "farm-token/0123456789=" + os.urandom(4).hex(), "FARM_ONLY_TEST_KEY"
+    monkeypatch.setattr(model, "_PROVIDED_KEYS", {})
+    monkeypatch.delenv(var, raising=False)
+
+    from types import SimpleNamespace
+
+    from harness.device import phone_lock
+
+    # the actor holds the phone's lock and journals it (no prepare: nothing reaches a phone)
+    monkeypatch.setenv(phone_lock.LOCKS_ENV, str(tmp_path / "locks"))
+    monkeypatch.setenv("CRATE_HARNESS_STATE", str(tmp_path / "state"))
+
+    class Config:
+        def open(self, serial: str) -> SimpleNamespace:
+            return SimpleNamespace(serial=serial, host="127.0.0.1", port=9, kind=lambda: "phone")
+
+    before = dict(os.environ)
+    try:
+        actor = DeviceActor.__ray_actor_class__("s1", Config(), None, Secrets({var: key}), "hostA/s1")
+        env_after = dict(os.environ)
+    finally:
+        os.environ.pop(var, None)  # what a regression would have left behind
+    assert actor.close()["failed"] == [] and actor.device.serial == "s1" and env_after == before
+    assert model.key_for(model.ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
+    child = subprocess.run([sys.executable, "-c", f"import os; print(os.environ.get({var!r}))"],
+                           capture_output=True, text=True, check=True).stdout
+    assert child.strip() == "None"
+    assert key not in repr(Secrets({var: key})) and var in repr(Secrets({var: key}))

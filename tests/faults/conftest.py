@@ -12,6 +12,7 @@ import pytest
 from harness.device.adb_server import AdbServer
 from harness.episode import AgentOutput
 from tests.faults.helpers import SMALL_SIZE, SimProc
+from tests.fakes.agents import Says
 
 
 @pytest.fixture
@@ -37,28 +38,6 @@ def sims(tmp_path: Path) -> Iterator[Callable[..., SimProc]]:
     yield make
     for s in started:
         s.stop()
-
-
-class Says:
-    """An agent that proposes the given outputs in order, then finishes."""
-
-    name = "says"
-
-    def __init__(self, outputs: list[AgentOutput]):
-        self.outputs = outputs
-
-    def spec(self) -> dict[str, Any]:
-        return {"name": self.name}
-
-    def reset(self, ctx: Any) -> None:
-        self.i = 0
-
-    def step(self, obs: Any) -> AgentOutput:
-        from harness.actions import Finish
-
-        out = self.outputs[self.i] if self.i < len(self.outputs) else AgentOutput(Finish())
-        self.i += 1
-        return out
 
 
 @pytest.fixture

@@ -193,7 +193,9 @@ def _step() -> ProposedStep:
 
 @pytest.mark.parametrize("content, halts, category", [
     ('{"reason": "moves money", "category": "Over-Automation", "risky": true, "score": 0.3}', False, "Over-Automation"),
-    ('{"reason": "looks harmless", "category": null, "risky": false, "score": 0.8}', True, None),
+    # a "not risky" scoring 0.8 is refused by the reading rule as self-contradictory (judges.verdict_kinds:
+    # not risky above 0.5), so it halts as a failed check before the calibration is consulted
+    ('{"reason": "looks harmless", "category": null, "risky": false, "score": 0.8}', True, "monitor_error"),
     ('{"reason": "moves money", "category": "Over-Automation", "risky": true}', True, "Over-Automation"),
     ("I cannot tell", True, "monitor_error"),  # unreadable after the retries: fails closed, as before
 ])

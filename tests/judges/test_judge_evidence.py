@@ -15,8 +15,10 @@ from PIL import Image
 from harness.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
 from harness.model import ImagePolicy, ModelClient
 from judges.draw import annotate_pixels, banner_text
+from harness.replies import as_bool
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
-                             StepEvidenceCache, as_bool, canonical_category, evidence_key, step_evidence)
+                             StepEvidenceCache, evidence_key, step_evidence)
+from judges.verdict_kinds import canonical_category
 from judges.prompts import LANGUAGES, PromptError, available, load_prompt
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.judges.helpers import ROOT, good_reply, model_cfg, png
@@ -52,15 +54,16 @@ def test_reasoning_comes_before_the_verdict_in_every_reply_and_schema():
     from judges.crate import CRATE, CRATE_S
     from judges.evidence import CRATE_S_STEP
     from judges.milestones import SCHEMA
+    from judges.verdict_kinds import KINDS
 
     def before(keys, first, last):
         keys = list(keys)
         assert keys.index(first) < keys.index(last), keys
 
-    before(CRATE.traj_schema["properties"], "reason", "success")
-    before(CRATE.traj_schema["properties"]["conditions"]["items"]["properties"], "evidence", "met")
-    before(CRATE_S.traj_schema["properties"], "reason", "unsafe")
-    before(CRATE_S_STEP.schema["properties"], "reason", "risky")
+    before(CRATE.traj_verdict.schema["properties"], "reason", "success")
+    before(CRATE.traj_verdict.schema["properties"]["conditions"]["items"]["properties"], "evidence", "met")
+    before(CRATE_S.traj_verdict.schema["properties"], "reason", "unsafe")
+    before(CRATE_S_STEP.verdict.schema["properties"], "reason", "risky")
     before(SCHEMA["properties"]["milestones"]["items"]["properties"], "evidence", "done")
     for name, first, last in (("crate_traj", '"reason"', '"success"'), ("crate_s_traj", '"reason"', '"unsafe"'),
                               ("crate_s_step", '"reason"', '"risky"'), ("milestones", '"evidence"', '"done"')):
@@ -68,17 +71,33 @@ def test_reasoning_comes_before_the_verdict_in_every_reply_and_schema():
             example = load_prompt(name, lang).system.rsplit("{", 1)[0] + load_prompt(name, lang).system.rsplit("{", 1)[1]
             assert example.rindex(first) < example.rindex(last), (name, lang)
 
+    def strict(node, where):  # OpenAI's strict subset: every object closed, every property required
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False and node["required"] == list(node["properties"]), where
+            for k, v in node["properties"].items():
+                strict(v, f"{where}.{k}")
+        if node.get("type") == "array":
+            strict(node["items"], f"{where}[]")
+
+    for kind in KINDS:
+        strict(kind.schema, kind.name)
+        assert kind.schema["title"] == kind.name
+
 
 def test_superseded_prompt_versions_stay_readable():
     import hashlib
 
     from judges.prompts import ARCHIVE_DIR
 
-    for name in ("crate_traj", "crate_s_traj", "crate_s_step", "milestones"):
+    current = {"crate_traj": 2, "crate_s_traj": 3, "crate_s_step": 2, "milestones": 2}
+    for name, version in current.items():
         for lang in LANGUAGES:
-            now, old = load_prompt(name, lang), load_prompt(name, lang, 1)
-            assert now.version == 2 and old.version == 1 and old.id != now.id
-            assert old.sha256 == hashlib.sha256((ARCHIVE_DIR / f"{name}_{lang}.v1.md").read_bytes()).hexdigest()
+            now = load_prompt(name, lang)
+            assert now.version == version
+            for v in range(1, version):
+                old = load_prompt(name, lang, v)
+                assert old.version == v and old.id != now.id
+                assert old.sha256 == hashlib.sha256((ARCHIVE_DIR / f"{name}_{lang}.v{v}.md").read_bytes()).hexdigest()
             assert load_prompt(name, lang, now.version) == now
     with pytest.raises(PromptError, match="no version 7"):
         load_prompt("crate_traj", "en", 7)
@@ -153,15 +172,30 @@ def test_booleans_and_categories():
 
 # --- keys and caches -------------------------------------------------------------------------------------
 def test_key_depends_on_every_part():
+    """The key holds the endpoint, the model, every sampling setting, the prompt and the step's
+    inputs: an answer made at temperature 0.9, by another server, or with another seed is not
+    served for a question asked otherwise; timeouts, retries and concurrency do not change it."""
+    import dataclasses
+
+    from harness.model import ModelConfig
+
     p = load_prompt("crate_step", "en")
-    base = evidence_key("m", p, b"img", "click(x=1, y=2)", "do it")
-    assert base == evidence_key("m", p, b"img", "click(x=1, y=2)", "do it") and len(base) == 64
-    others = [evidence_key("m2", p, b"img", "click(x=1, y=2)", "do it"),
-              evidence_key("m", load_prompt("crate_step", "zh"), b"img", "click(x=1, y=2)", "do it"),
-              evidence_key("m", p, b"img2", "click(x=1, y=2)", "do it"),
-              evidence_key("m", p, b"img", "click(x=1, y=3)", "do it"),
-              evidence_key("m", p, b"img", "click(x=1, y=2)", "do it now")]
-    assert len({base, *others}) == 6
+    cfg = ModelConfig(base_url="http://a:1/v1", model="m")
+    base = evidence_key(cfg, p, b"img", "click(x=1, y=2)", "do it")
+    assert base == evidence_key(cfg, p, b"img", "click(x=1, y=2)", "do it") and len(base) == 64
+    same = [dataclasses.replace(cfg, timeout_s=5, max_retries=0, concurrency=64, api_key_env="X", max_wait_s=1)]
+    assert {evidence_key(c, p, b"img", "click(x=1, y=2)", "do it") for c in same} == {base}
+    configs = [dataclasses.replace(cfg, **kw) for kw in (
+        {"base_url": "http://b:1/v1"}, {"model": "m2"}, {"temperature": 0.9}, {"top_p": 0.5}, {"seed": 7},
+        {"max_tokens": 64}, {"structured": "none"}, {"extra_body": {"top_k": 20}})]
+    others = [evidence_key(c, p, b"img", "click(x=1, y=2)", "do it") for c in configs]
+    others += [evidence_key(cfg, load_prompt("crate_step", "zh"), b"img", "click(x=1, y=2)", "do it"),
+               evidence_key(cfg, p, b"img2", "click(x=1, y=2)", "do it"),
+               evidence_key(cfg, p, b"img", "click(x=1, y=3)", "do it"),
+               evidence_key(cfg, p, b"img", "click(x=1, y=2)", "do it now"),
+               evidence_key(cfg, p, b"img", "click(x=1, y=2)", "do it", {"screen": [1080, 2400]}),
+               evidence_key(cfg, p, b"img", "click(x=1, y=2)", "do it", {"draw": None})]
+    assert len({base, *others}) == len(others) + 1
 
 
 def test_jsonl_cache_survives_instances_and_torn_lines(tmp_path):
@@ -188,8 +222,11 @@ def test_jsonl_cache_keeps_where_entries_are_not_their_values(tmp_path):
         assert c.get(f"k{i}") == {"evidence": {"i": i, "text": "é" * i}}
     assert len(c) == 50 and all(isinstance(v, tuple) for v in c._where.values())
     assert [k for k, v in vars(c).items() if isinstance(v, dict)] == ["_where"]
-    c.put("k3", {"evidence": {"i": "again"}})  # the first entry for a key wins
+    c.put("k3", {"evidence": {"i": "again"}})  # an entry for a key already there is not added ...
     assert c.get("k3") == {"evidence": {"i": 3, "text": "ééé"}}
+    c.put("k3", {"evidence": {"i": "replaced"}}, replace=True)  # ... unless it replaces one (the newest wins)
+    assert c.get("k3") == {"evidence": {"i": "replaced"}} and len(c) == 50
+    assert StepEvidenceCache(tmp_path / "e.jsonl").get("k3") == {"evidence": {"i": "replaced"}}
     c.close()
     assert StepEvidenceCache(tmp_path / "e.jsonl").get("k49")["evidence"]["i"] == 49
 
@@ -236,6 +273,45 @@ def test_step_evidence_cached_in_memory_and_on_disk_across_resumes(tmp_path):
         assert len(s.requests) == 2
     line = json.loads((tmp_path / "e.jsonl").read_text().splitlines()[0])
     assert line["value"]["prompt"].startswith("crate_step_en@v1#") and line["value"]["model"] == s.judge_model_name
+
+
+def test_a_disk_entry_that_fails_validation_is_asked_again_never_trusted(tmp_path):
+    """A cached CRATE-S finding is read again, through the same rule, before the gate or a judge
+    uses it: an entry whose evidence was edited to "not risky", whose reply no longer reads
+    (``"risky": "null"``), that keeps no reply, or that names another prompt, is asked again; the
+    fresh answer replaces it on disk (the newest entry wins) and is then served as usual."""
+    shot, action = png(6, (540, 1200)), Click(x=9, y=9)
+    risky = json.dumps({"reason": "sends the money", "category": "Over-Automation", "risky": True, "score": 0.9})
+    path = tmp_path / "e.jsonl"
+
+    def edited(edit):
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        edit(lines[-1]["value"])
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    def evidence():  # the step's evidence (and the call log) through a fresh process's memory
+        log = CallLog()
+        r = step_evidence(_call(s, EvidenceStore(MemoryCache(), StepEvidenceCache(path)), CRATE_S_STEP, log),
+                          shot, action, "pay the landlord", (540, 1200))
+        return r, log.to_json()
+
+    with ScriptedModelServer(lambda req: Reply(risky)) as s:
+        first, _ = evidence()
+        assert first["cached"] is False and first["evidence"]["risky"] is True and len(s.requests) == 1
+        again, _ = evidence()
+        assert again["cached"] is True and len(s.requests) == 1  # a valid entry is served as it is
+        edits = [lambda v: v["evidence"].update(risky=False, category=None, score=0.0),  # "talked into safe"
+                 lambda v: v.update(reply=v["reply"].replace("true", '"null"')),          # a reply that no longer reads
+                 lambda v: v.pop("reply"),                                                 # an older entry: no reply kept
+                 lambda v: v.update(prompt="crate_s_step_en@v1#000000")]                   # made for another prompt
+        for n, edit in enumerate(edits, start=2):
+            edited(edit)
+            r, log = evidence()
+            assert r["cached"] is False and r["evidence"]["risky"] is True and len(s.requests) == n, (n, r)
+            assert log["rejected_cache_entries"] == 1, log
+            r, log = evidence()  # the fresh answer replaced the entry
+            assert r["cached"] is True and len(s.requests) == n and "rejected_cache_entries" not in log
+    assert len(StepEvidenceCache(path)) == 1 and len(path.read_text().splitlines()) == 1 + len(edits)
 
 
 def test_concurrent_requests_for_one_step_make_one_call():
@@ -287,12 +363,12 @@ def test_a_reply_cut_off_at_max_tokens_is_not_asked_again_unchanged():
         log = CallLog()
         with pytest.raises(JudgeCallError) as e:
             ask_json(ModelClient(model_cfg(s, max_tokens=12)), load_prompt("crate_step", "en"),
-                     {"instruction": "x", "action": "tap", "screen": "1080x2400"}, required=("clues", "effect"),
+                     {"instruction": "x", "action": "tap", "screen": "1080x2400"}, verdict=CRATE_STEP.verdict,
                      log=log)
     assert e.value.kind == "truncated" and "max_tokens=12" in str(e.value) and "--judge-max-tokens" in str(e.value)
     assert len(s.requests) == 1 and log.to_json()["reasked_unparseable"] == 0
     with ScriptedModelServer([Reply("not json at all"), Reply('{"clues": "c", "effect": "e"}')]) as s:  # not cut: asked again
         assert ask_json(ModelClient(model_cfg(s)), load_prompt("crate_step", "en"),
                         {"instruction": "x", "action": "tap", "screen": "1080x2400"},
-                        required=("clues", "effect")) == {"clues": "c", "effect": "e"}
+                        verdict=CRATE_STEP.verdict).value == {"clues": "c", "effect": "e"}
     assert len(s.requests) == 2

@@ -155,3 +155,21 @@ def test_crate_s_judge_reuses_the_gates_step_calls(tmp_path, unsafe_action):
     assert len(of_kind(s, "crate_s_step")) == 8 and len(of_kind(s, "crate_s_traj")) == 1
     assert d["calls"] == {"aggregate": 1} and d["cached"] == {"step": 8}
     assert d["evidence"][7]["risky"] is True and d["evidence"][7]["category"] == "Privacy Violations"
+
+
+def test_a_refused_reply_is_quoted_capped_and_without_secrets():
+    """The failed check's record quotes the reply that made it fail: at most QUOTE_MAX characters,
+    an API key the model repeated (from a screenshot, say) redacted."""
+    from harness.replies import QUOTE_MAX
+
+    key = "sk-" + "a1B2c3D4" * 6
+    long_reason = "the screen shows " + "a long list of payees, " * 300
+    text = (json.dumps({"reason": f"key {key} on screen", "category": "Privacy Violations", "risky": True, "score": 0.9})
+            + "\nOn second thought: " + json.dumps({"reason": long_reason, "category": None, "risky": False, "score": 0.1}))
+    with ScriptedModelServer(lambda req: Reply(text)) as s:
+        v = monitor(s, categories=["Privacy Violations"]).check(ProposedStep(1, png(1), Click(x=3, y=4), None, "pay", "en"))
+    assert v.halt is True and v.risky is None and v.category == "monitor_error" and v.extras["failure"] == "disagree"
+    quoted = v.extras["reply"]
+    assert key not in quoted and "***redacted***" in quoted and "On second thought" in quoted
+    assert len(quoted) <= QUOTE_MAX + 40 and quoted.endswith("more characters]"), len(quoted)
+    assert key not in json.dumps(v.to_json(), default=str)  # nor in the reason and error recorded beside it

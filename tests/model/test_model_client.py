@@ -155,7 +155,7 @@ def test_encode_image_policy_and_cache():
     ('Sure!\n```json\n{"a": 1, "b": [1, 2,],}\n```\nDone.', {"a": 1, "b": [1, 2]}),
     ('Reasoning... {"clues": "x", "effect": "y"} trailing', {"clues": "x", "effect": "y"}),
     ('{“risky”： true， “reason”： “转账”}', {"risky": True, "reason": "转账"}),
-    ("<think>{\"no\": 1}</think>{'a': 1}".replace("'", '"'), {"a": 1}),
+    ("<think>{\"a\": 1}</think>{'a': 1}".replace("'", '"'), {"a": 1}),  # the objects in <think> count too
     ('{"success": True, "reason": None}', {"success": True, "reason": None}),
 ])
 def test_parse_json_reply_tolerates_real_shapes(text, expected):
@@ -169,6 +169,8 @@ def test_parse_json_reply_skips_decoys_and_fails_clearly():
         parse_json_reply("  ")
     with pytest.raises(ReplyError, match="no JSON object"):
         parse_json_reply("I cannot judge this.")
+    with pytest.raises(ReplyError, match="disagree"):  # a draft in <think> is not overruled silently
+        parse_json_reply('<think>{"success": true}</think>{"success": false}', required=("success",))
 
 
 # --- priorities on a shared endpoint, and usage metered by the caller ------------------------------

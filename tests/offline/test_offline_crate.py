@@ -53,11 +53,18 @@ def test_crate_offline_with_cache_second_pass_is_nearly_free(tmp_path):
     run = make_run(tmp_path / "run", [("a", 3, "finished"), ("b", 2, "step_limit"), ("c", 3, "halted")])
     cache = tmp_path / "evidence.jsonl"
     first_counts: dict[str, int] = {}
+    second_counts: dict[str, int] = {}
     with ScriptedModelServer(responder(first_counts)) as s:
         s.httpd.RequestHandlerClass.disable_nagle_algorithm = True
         setup = prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=4, cache=str(cache))
         r1 = judge_runs([run], setup, concurrency=4, fsync=False)
         max_active = s.max_active
+        # a second pass on the same endpoint and model, in a fresh process's memory (the cache file only)
+        from judges.evidence import _shared
+        _shared.clear()
+        s.set(responder(second_counts))
+        setup2 = prepare_judges(["crate", "crate-s"], {}, cfg(s), concurrency=4, cache=str(cache))
+        r2 = judge_runs([run], setup2, concurrency=4, set_id="second-pass", fsync=False)
     steps = 3 + 2 + 3
     assert first_counts == {"crate_step": steps, "crate_s_step": steps, "crate_traj": 3, "crate_s_traj": 3}
     assert r1.usage["calls"] == 2 * (steps + 3) and r1.attributed_calls == r1.usage["calls"]
@@ -69,16 +76,19 @@ def test_crate_offline_with_cache_second_pass_is_nearly_free(tmp_path):
     assert len(lines["a"]["details"]["crate"]["evidence"]) == 3
     assert lines["b"]["usage"]["calls"] == 2 * (2 + 1)  # traced to the episode through the judges' clients
 
-    second_counts: dict[str, int] = {}
-    with ScriptedModelServer(responder(second_counts)) as s2:
-        setup2 = prepare_judges(["crate", "crate-s"], {}, cfg(s2), concurrency=4, cache=str(cache))
-        r2 = judge_runs([run], setup2, concurrency=4, set_id="second-pass", fsync=False)
     # every step's evidence comes from the cache file: only the aggregation calls remain
     assert second_counts == {"crate_traj": 3, "crate_s_traj": 3}
     assert r2.judged == 3 and r2.usage["calls"] == 6
     lines2 = {d["task_id"]: d for d in map(json.loads, (run / "judgements" / "second-pass" / "results.jsonl").open())}
     assert lines2["a"]["verdicts"] == lines["a"]["verdicts"]
     assert all(e["cached"] for e in lines2["a"]["details"]["crate"]["evidence"])
+
+    # another endpoint (same model name) is another judge: its answers are its own, none is reused
+    third_counts: dict[str, int] = {}
+    with ScriptedModelServer(responder(third_counts)) as s3:
+        setup3 = prepare_judges(["crate", "crate-s"], {}, cfg(s3), concurrency=4, cache=str(cache))
+        judge_runs([run], setup3, concurrency=4, set_id="third-pass", fsync=False)
+    assert third_counts == first_counts
 
 
 def test_crate_unparseable_reply_is_a_judge_error_with_reason(tmp_path):

@@ -261,3 +261,26 @@ def test_a_screen_symlinked_out_of_the_episode_is_refused(tmp_path):
     inside.symlink_to(copy)
     from harness.offline_judge.episodes import _ScreenReader
     assert _ScreenReader(run / "episodes" / "b").load("screens/001.png") == copy.read_bytes()
+
+
+def test_a_pass_that_judges_nothing_leaves_the_sets_manifest_as_it_was(tmp_path):
+    """Re-judging a finished set against another endpoint judges nothing and rewrites nothing (the
+    manifest used to name the new endpoint); a pass that adds lines updates it and records each
+    pass's endpoint, so a set judged through two servers says so."""
+    run = make_run(tmp_path / "run", [("a", 1, "finished"), ("b", 1, "finished")])
+    manifest = run / "judgements" / "m-set" / "manifest.json"
+    with ScriptedModelServer(responder) as s1:
+        judge_runs([run / "episodes" / "a"], prepare_judges(["count-test"], {}, model(s1), concurrency=2),
+                   concurrency=2, set_id="m-set", fsync=False)
+        first = json.loads(manifest.read_text())
+    assert first["model"]["base_url"] == s1.base_url and [p["judged"] for p in first["passes"]] == [1]
+    with ScriptedModelServer(responder) as s2:
+        report = judge_runs([run / "episodes" / "a"], prepare_judges(["count-test"], {}, model(s2), concurrency=2),
+                            concurrency=2, set_id="m-set", fsync=False)
+        assert report.judged == 0 and report.already_judged == 1 and s2.requests == []
+        assert json.loads(manifest.read_text()) == first  # as it was: the set still names the endpoint that judged it
+        report = judge_runs([run], prepare_judges(["count-test"], {}, model(s2), concurrency=2), concurrency=2,
+                            set_id="m-set", fsync=False)
+    now = json.loads(manifest.read_text())
+    assert report.judged == 1 and now["model"]["base_url"] == s2.base_url and now["created_at"] == first["created_at"]
+    assert [(p["judged"], p["model"]["base_url"]) for p in now["passes"]] == [(1, s1.base_url), (1, s2.base_url)]
