@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import __version__
+from harness.ports import StartError
 from harness.tasks import TaskError, errors_of
 from harness.user_error import UserError
 
@@ -128,14 +129,28 @@ def cmd_tasks_import_spa(args: argparse.Namespace) -> int:
 
 # --- simulated phone ---------------------------------------------------------------------------
 def cmd_sim_serve(args: argparse.Namespace) -> int:
+    from harness.profile_folder import ProfileError
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
 
-    w, h = args.size
+    profile = None
+    if args.profile:
+        from harness.sim.profile import load
+
+        try:
+            profile = load(args.profile)
+        except ProfileError as e:
+            raise UserError(f"--profile {e}") from None
+        if args.size and profile.size() and tuple(args.size) != profile.size():
+            raise UserError(f"--size {args.size[0]}x{args.size[1]}: the profile {profile.name} has a "
+                            f"{profile.size()[0]}x{profile.size()[1]} screen (its `wm size`); leave --size out")
+        if args.no_touchscreen and profile.input_devices() is not None:
+            raise UserError(f"--no-touchscreen: the profile {profile.name} lists its input devices (its getevent)")
+    w, h = args.size or (profile.size() if profile is not None and profile.size() else None) or (1080, 2400)
     try:
         phone = SimPhone(w, h, locale=args.lang, seed=args.seed, adbkeyboard=not args.no_adbkeyboard,
-                         as_phone=args.as_phone, lock=args.lock)
-    except ValueError as e:
+                         as_phone=args.as_phone, lock=args.lock, profile=profile)
+    except (ValueError, ProfileError) as e:
         raise UserError(str(e)) from None
     phone.info.serial = phone.persona.serial_for(str(args.port))
     phone.info.touchscreen = not args.no_touchscreen
@@ -149,6 +164,8 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UserError(f"cannot serve on {args.host}:{args.port} or write {args.command_log}: {e}") from None
     looks = f"as a retail {phone.info.model}" if args.as_phone else "as the simulated phone"
+    if profile is not None:
+        looks += f", in the formats of the profile {profile.name} ({phone.info.model}, Android {phone.info.release})"
     print(f"simulated phone {w}x{h} ({args.lang}, {looks}, lock: {args.lock}) listening on {args.host}:{handle.port}; "
           f"connect with: adb connect {args.host}:{handle.port}", flush=True)
     stop = threading.Event()
@@ -371,16 +388,18 @@ def cmd_static_run(args: argparse.Namespace) -> int:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from harness.report.serve import LOOPBACK, ViewServer
-    from harness.report.viewer import write_viewer
+    from harness.report.viewer import write_pages
 
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
+    thumbs = None
     if args.live:
         server = _live_server(args)
         what = f"the live view of {args.run_dir}"
     else:
-        try:
-            index = write_viewer(args.run_dir, args.judgements or None, offline=not args.no_judgements, out=args.out)
+        try:  # serving: thumbnails made in the background and on request; --no-serve: all made first
+            index, thumbs = write_pages(args.run_dir, args.judgements or None, offline=not args.no_judgements,
+                                        out=args.out, later=not args.no_serve)
         except (FileNotFoundError, ValueError) as e:
             raise UserError(str(e)) from None
         except OSError as e:  # a read-only run folder (or --out folder): one line, not a traceback
@@ -391,11 +410,16 @@ def cmd_view(args: argparse.Namespace) -> int:
             print(f"viewer written: {index}")
             return 0
         try:
-            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir)
+            server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir, thumbnails=thumbs)
         except OSError as e:
             raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
         what = str(index.parent)
     print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
+    if thumbs is not None and len(thumbs):
+        print(f"thumbnails: {len(thumbs)} to make, in the background and at once for a page that asks; until then "
+              "a page read from disk shows the full screenshot in a thumbnail's place", flush=True)
+        thumbs.start(on_done=lambda t, took: print(
+            f"thumbnails: {t.made} made in {took:.0f} s" + (f", {t.failed} unreadable" if t.failed else ""), flush=True))
     if args.host not in LOOPBACK:
         print("warning: anyone who can reach this address can read the run's screenshots and outputs",
               file=sys.stderr, flush=True)
@@ -409,6 +433,9 @@ def cmd_view(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
+    if thumbs is not None and len(thumbs):  # stopped before the background was done: say what is left
+        print(f"thumbnails: {len(thumbs)} not made; the pages show those screenshots full size until "
+              f"`harness view` runs again (--no-serve makes them all)", flush=True)
     return 0
 
 
@@ -547,7 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     ss.add_argument("--lang", choices=["en", "zh"], default="en", help="UI language")
     ss.add_argument("--seed", type=int, default=0)
-    ss.add_argument("--size", type=_size, default=(1080, 2400), help="screen size WIDTHxHEIGHT (default 1080x2400)")
+    ss.add_argument("--size", type=_size, default=None,
+                    help="screen size WIDTHxHEIGHT (default 1080x2400, or the profile's)")
     ss.add_argument("--mode", choices=["normal", "unauthorized", "shell_v1_only"], default="normal",
                     help="test modes: an unauthorized device, or one without shell protocol v2")
     ss.add_argument("--no-adbkeyboard", action="store_true", help="do not offer the ADBKeyboard input method")
@@ -556,6 +584,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "no reset broadcast; ADBKeyboard installed but not enabled)")
     ss.add_argument("--lock", choices=["none", "swipe", "pin"], default="none",
                     help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
+    shipped = sorted(p.name for p in (Path(__file__).parent / "sim" / "profiles").glob("*") if p.is_dir())
+    ss.add_argument("--profile", metavar="DIR|NAME",
+                    help="answer in a real phone's formats: a folder `harness devices capture` wrote, or a shipped "
+                         f"profile ({', '.join(shipped)}: harness/sim/profiles); its screen size, input devices "
+                         "and input methods too")
     ss.add_argument("--command-log", metavar="FILE",
                     help="append every shell command line received to FILE as one JSON line")
     ss.add_argument("--no-touchscreen", action="store_true", help="no touchscreen among its input devices (getevent)")
@@ -664,7 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("run_dir", metavar="RUN", help="run folder")
     vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
     vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
-    vw.add_argument("--no-serve", action="store_true", help="only write the pages")
+    vw.add_argument("--no-serve", action="store_true", help="only write the pages, every thumbnail made first "
+                    "(when serving, thumbnails are made in the background and on request)")
     vw.add_argument("--out", metavar="DIR", help="write the pages to DIR instead of the run folder (e.g. a read-only "
                     "run); DIR/run links to the run, whose screenshots the pages open")
     vw.add_argument("--judgements", action="append", metavar="SET",
@@ -737,6 +771,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except StartError as e:  # a server of our own (adb's, a simulated phone) could not start: what was tried, what to do
+        print(f"harness: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from harness.device.adb_server import AdbServer, free_port, wait_port
+from harness.device.adb_server import AdbServer
+from harness.ports import StartError
+from harness.sim.process import SimProcess, start_sim_process
 from harness.tasks import Task, load_suite
 
 PERTURB = 0.5
@@ -75,9 +76,22 @@ def online_judging_hint(args: argparse.Namespace) -> str | None:
             "server (e.g. vLLM serving Qwen2.5-VL-72B-Instruct)")
 
 
-def start_phone(port: int, log: Path, lang: str = "en") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), "--lang", lang],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+def start_phones(n: int, out: Path, phones: list[SimProcess]) -> tuple[AdbServer, list[str]]:
+    """A private adb server and ``n`` simulated phones connected to it (appended to ``phones`` as
+    they start, so the caller stops them whatever happens). A port another program took meanwhile
+    is replaced by another; a start that fails for good raises StartError (one line)."""
+    server = AdbServer().start()
+    os.environ["ANDROID_ADB_SERVER_PORT"] = str(server.port)
+    serials = []
+    try:
+        for i in range(n):
+            phone = start_sim_process(["--lang", "en"], out / f"phone-{i}.log", new_session=True)
+            phones.append(phone)
+            serials.append(server.connect(phone.address))
+    except BaseException:
+        server.stop()
+        raise
+    return server, serials
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -90,19 +104,16 @@ def run_demo(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    server = AdbServer().start()
-    os.environ["ANDROID_ADB_SERVER_PORT"] = str(server.port)
-    procs: list[subprocess.Popen] = []
+    phones: list[SimProcess] = []
     t0 = time.monotonic()
     try:
-        serials = []
-        for i in range(max(1, args.phones)):
-            port = free_port()
-            procs.append(start_phone(port, out / f"phone-{i}.log"))
-            if not wait_port(port, 30):
-                print(f"harness demo: simulated phone {i} did not start (see {out / f'phone-{i}.log'})", file=sys.stderr)
-                return 1
-            serials.append(server.connect(f"127.0.0.1:{port}"))
+        server, serials = start_phones(max(1, args.phones), out, phones)
+    except StartError as e:  # one line: what was tried, what to do
+        for phone in phones:
+            phone.stop()
+        print(f"harness demo: {e}", file=sys.stderr)
+        return 1
+    try:
         print(f"demo: {len(serials)} simulated phone(s) on a private adb server (port {server.port}): {', '.join(serials)}")
         parser = argparse.ArgumentParser()
         add_run_arguments(parser)
@@ -122,11 +133,6 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"\ndemo finished in {time.monotonic() - t0:.1f}s; records in {out.resolve()}")
         return max(run_exit_code(r) for r in reports)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        for phone in phones:
+            phone.stop()
         server.stop()

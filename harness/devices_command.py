@@ -1,5 +1,6 @@
 """``harness devices`` on the command line: list the attached phones (or a Ray cluster's) with
-their health, prepare them for runs and restore what was changed (harness/device/prepare.py)."""
+their health, prepare them for runs and restore what was changed (harness/device/prepare.py), and
+capture a phone's profile (harness/device/capture.py)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ def add_devices_parser(sub: argparse._SubParsersAction) -> None:
     dr.add_argument("serials", nargs="*", metavar="SERIAL", help="devices (default: every device with recorded changes)")
     adb_arguments(dr, nested=True)
     dr.set_defaults(run=cmd_devices_restore)
+    dc = dv_sub.add_parser("capture", help="save what a phone answers to every read-only command the harness sends "
+                                           "(a device profile for `harness sim serve --profile`; identifiers "
+                                           "redacted; nothing on the phone is changed)")
+    dc.add_argument("serial", metavar="SERIAL", help="the device (as `adb devices` lists it)")
+    dc.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder for the profile")
+    dc.add_argument("--name", help="the profile's name (default: the folder's name)")
+    adb_arguments(dc, nested=True)
+    dc.set_defaults(run=cmd_devices_capture)
 
 
 def add_adb_parser(sub: argparse._SubParsersAction) -> None:
@@ -257,4 +266,37 @@ def cmd_devices_restore(args: argparse.Namespace) -> int:
         print(f"{failed} value(s) are still recorded; run `harness devices restore` again once the device is reachable",
               file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_devices_capture(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness.device.capture import CaptureError, capture
+
+    cfg = _device_config(args)
+    states = {d.serial: d.state for d in _attached(cfg)}
+    if states.get(args.serial) != "device":
+        raise UserError(f"device {args.serial} is {states.get(args.serial) or 'not attached'} "
+                        f"(attached: {', '.join(f'{s} ({st})' for s, st in states.items()) or 'none'})")
+    dev = cfg.open(args.serial)
+    try:
+        m = capture(dev, Path(args.out), name=args.name, say=lambda line: print(line, file=sys.stderr, flush=True))
+    except CaptureError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"{e.filename or args.out}: {e.strerror}") from None
+    d = m.device
+    failed = [a for a in m.answers if a.error]
+    print(f"{args.serial}: {d.get('manufacturer') or '?'} {d.get('model') or '?'}, Android {d.get('release') or '?'} "
+          f"(SDK {d.get('sdk') or '?'}), build {d.get('build') or '?'}: {len(m.answers) - len(failed)} answers in "
+          f"{args.out}")
+    props = [r["prop"] for r in m.redactions if "prop" in r]
+    others = sum(r.get("count", 0) for r in m.redactions if "what" in r)
+    print(f"  redacted: {', '.join(props) or 'no property'}" + (f" and {others} value(s) in the answers" if others else "")
+          + f" (listed in {Path(args.out) / 'manifest.json'})")
+    for a in failed:
+        print(f"  not answered: {a.command}: {a.error}", file=sys.stderr)
+    if m.foreground:
+        print(f"  in front: {m.foreground['package']}/{m.foreground['activity']}")
     return 0

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from harness.device.adb_server import AdbServer, free_port, server_port, wait_port
+from harness.device.adb_server import AdbServer, server_port
 from harness.device.phone_lock import PhoneBusy, PhoneLock, children_env, hold, release_all
 from harness.records import EpisodeResult, episode_dir, iter_steps, read_results
+from harness.sim.process import SimProcess, start_sim_process
 from harness.tasks import MilestoneGroup, Suite, Task
 
 Size = tuple[int, int]
@@ -78,40 +79,27 @@ class TrialError(RuntimeError):
 
 
 # --- phones ---------------------------------------------------------------------------------
-def start_sim_process(port: int, size: Size, log: Path) -> subprocess.Popen:
-    """``harness sim serve`` of ``size`` on ``port`` in its own process (its log in ``log``)."""
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port),
-                             "--size", size_name(size)], stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
 @contextlib.contextmanager
 def phones_for(sizes: list[Size], given: dict[str, Size], adb: AdbServer, logs: Path,
                per_size: int = 1) -> Iterator[dict[Size, list[str]]]:
-    """Serials for every size: the given phones of that size, or ``per_size`` phones started here."""
+    """Serials for every size: the given phones of that size, or ``per_size`` phones started here
+    (``harness sim serve`` processes, harness.sim.process: another port when one was taken)."""
     groups: dict[Size, list[str]] = {s: [d for d, ds in given.items() if ds == s] for s in sizes}
-    procs: list[tuple[subprocess.Popen, str]] = []
+    started: list[SimProcess] = []
     try:
         for size, serials in groups.items():
             for i in range(per_size if not serials else 0):
-                port = free_port()
-                log = logs / f"sim-{size_name(size)}-{i}.log"
-                proc = start_sim_process(port, size, log)
-                procs.append((proc, f"127.0.0.1:{port}"))
-                if not wait_port(port, 60):
-                    raise TrialError(f"the simulated phone of {size_name(size)} did not start (see {log})")
-                serials.append(adb.connect(f"127.0.0.1:{port}"))
+                phone = start_sim_process(["--size", size_name(size)], logs / f"sim-{size_name(size)}-{i}.log",
+                                          new_session=True)
+                started.append(phone)
+                serials.append(adb.connect(phone.address))
         yield groups
     finally:
-        for proc, serial in procs:
+        for phone in started:
             with contextlib.suppress(Exception):
-                adb.disconnect(serial)
-            proc.terminate()
-        for proc, _ in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+                adb.disconnect(phone.address)
+        for phone in started:
+            phone.stop(timeout=10)
 
 
 # --- the trials -----------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,11 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 from harness.actions import Click  # noqa: E402
 from harness.device.adb import AdbDevice  # noqa: E402
-from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
+from harness.device.adb_server import AdbServer  # noqa: E402
 from harness.episode import AgentOutput  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
+from harness.sim.process import start_sim_process  # noqa: E402
 from harness.tasks import parse_task  # noqa: E402
 
 
@@ -52,12 +52,10 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=40)
     args = ap.parse_args()
     server = AdbServer().start()
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = Path(tempfile.mkdtemp(prefix="crate-bench-runner-")) / "sim.log"
+    phone = start_sim_process([], log, cwd=ROOT)
     try:
-        wait_port(port, 30)
-        serial = server.connect(f"127.0.0.1:{port}")
+        serial = server.connect(phone.address)
         dev = AdbDevice(serial, port=server.port)
         # the launcher's empty lower half: a tap there changes nothing, so every frame is cached
         # on the phone and the raw and harness paths measure the same device work
@@ -104,7 +102,7 @@ def main() -> int:
         _ = per
         return 0
     finally:
-        proc.terminate()
+        phone.stop()
         server.stop()
 
 

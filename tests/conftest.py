@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is started
     sys.path.insert(0, str(ROOT))
 
-from harness.device.adb_server import AdbServer, free_port, wait_port  # noqa: E402
+from harness.device.adb_server import AdbServer  # noqa: E402
+from harness.ports import START_TRIES, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -66,8 +67,9 @@ class ServedSim:
 @pytest.fixture
 def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
     """``serve_sim(width=1080, height=2400, locale='en', adbkeyboard=True, as_phone=False, lock='none',
-    command_log=None, info=None)`` -> a connected phone (``as_phone``: retail-looking; ``command_log``: a file
-    receiving every shell command line as JSON; ``info``: its DeviceInfo, e.g. ``DeviceInfo(touchscreen=False)``)."""
+    command_log=None, info=None, profile=None)`` -> a connected phone (``as_phone``: retail-looking; ``command_log``:
+    a file receiving every shell command line as JSON; ``info``: its DeviceInfo, e.g.
+    ``DeviceInfo(touchscreen=False)``; ``profile``: a ``harness.sim.profile.Profile`` it answers in)."""
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
 
@@ -75,9 +77,11 @@ def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
 
     def make(width: int = 1080, height: int = 2400, locale: str = "en", adbkeyboard: bool = True,
              as_phone: bool = False, lock: str = "none", command_log: str | Path | None = None,
-             info: Any = None) -> ServedSim:
-        phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard, as_phone=as_phone, lock=lock, info=info)
-        handle = serve(phone, free_port(), command_log=str(command_log) if command_log else None)
+             info: Any = None, profile: Any = None) -> ServedSim:
+        phone = SimPhone(width, height, locale=locale, adbkeyboard=adbkeyboard, as_phone=as_phone, lock=lock, info=info,
+                         profile=profile)
+        handle = serve(phone, free_port(), command_log=str(command_log) if command_log else None,
+                       port_tries=START_TRIES)  # another free port if this one was taken meanwhile
         serial = adb.connect(f"127.0.0.1:{handle.port}")
         s = ServedSim(phone, handle, serial, adb)
         served.append(s)
@@ -91,31 +95,86 @@ def serve_sim(adb: AdbServer) -> Iterator[Callable[..., ServedSim]]:
             s.stop()
 
 
+@dataclass
+class ProfiledPhone(ServedSim):
+    """The one phone of a test session serving a shipped profile (as a retail phone); ``fresh``
+    puts it back as it started and gives it a command log of the test's own."""
+
+    profile: Any = None
+    start: dict[str, Any] | None = None
+
+    def fresh(self, command_log: str | Path | None = None) -> "ProfiledPhone":
+        from harness.sim.command_log import CommandLog
+        from harness.sim.evdev import InputSubsystem
+
+        phone, shell = self.phone, self.handle.shell
+        # the kernel's devices as listed (slots, keys held), as after a boot
+        shell.evdev = InputSubsystem(phone, touchscreen=phone.info.touchscreen, on_gesture=shell.touch.gesture,
+                                     devices=self.profile.input_devices())
+        phone.reset()
+        phone.set_lock("none")
+        st = self.start or {}
+        phone.imes, phone.enabled_imes, phone.ime = list(st["imes"]), list(st["enabled"]), st["ime"]
+        for ns, values in st["settings"].items():
+            shell.settings[ns].clear()
+            shell.settings[ns].update(values)
+        shell.props.clear()
+        old, shell.command_log = shell.command_log, CommandLog(command_log) if command_log else None
+        if old is not None:
+            old.close()
+        return self
+
+
+@pytest.fixture(scope="session")
+def profile_phone(adb: AdbServer) -> Iterator[Callable[[str], ProfiledPhone]]:
+    """``profile_phone(name)`` -> the phone serving the shipped profile ``name`` (``harness sim serve
+    --as-phone --profile NAME``), one per profile in a test session, started when first asked for
+    and shared by every test that asks (call ``.fresh(log)`` at the start of a test)."""
+    import copy
+
+    from harness.sim.phone import SimPhone
+    from harness.sim.profile import load
+    from harness.sim.serve import serve
+
+    phones: dict[str, ProfiledPhone] = {}
+
+    def get(name: str) -> ProfiledPhone:
+        if name not in phones:
+            profile = load(name)
+            phone = SimPhone(as_phone=True, profile=profile)
+            phone.reset()
+            handle = serve(phone, free_port(), port_tries=START_TRIES)
+            serial = adb.connect(f"127.0.0.1:{handle.port}")
+            phones[name] = ProfiledPhone(phone, handle, serial, adb, profile, {
+                "imes": list(phone.imes), "enabled": list(phone.enabled_imes), "ime": phone.ime,
+                "settings": copy.deepcopy(handle.shell.settings)})
+        return phones[name]
+
+    yield get
+    for p in phones.values():
+        try:
+            adb.disconnect(p.serial)
+        finally:
+            p.stop()
+
+
 @pytest.fixture
 def sim_process(adb: AdbServer, tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``sim_process(*extra_args)`` -> the serial of a ``harness sim serve`` process connected to
-    the private adb server (stopped at the end)."""
-    import subprocess
+    the private adb server (stopped at the end); started as the demo starts its phones
+    (harness.sim.process: ready once it says it listens, another port if its port was taken)."""
+    from harness.sim.process import SimProcess, start_sim_process
 
-    procs: list[subprocess.Popen] = []
+    procs: list[SimProcess] = []
 
     def start(*extra: str) -> str:
-        port = free_port()
-        log = open(tmp_path / f"sim-{port}.log", "w")
-        p = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(port), *extra],
-                             stdout=log, stderr=subprocess.STDOUT)
-        procs.append(p)
-        wait_port(port, 30)
-        return adb.connect(f"127.0.0.1:{port}")
+        phone = start_sim_process(list(extra), tmp_path / f"sim-{len(procs)}.log")
+        procs.append(phone)
+        return adb.connect(phone.address)
 
     yield start
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    for phone in procs:
+        phone.stop()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

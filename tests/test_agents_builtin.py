@@ -262,25 +262,25 @@ def test_replay_config_validation():
     assert isinstance(a, Agent)
 
 
-def test_replay_empty_kinds_is_refused_or_harmless():
-    try:
-        cfg = ReplayConfig(perturb=1.0, kinds=[])
-    except ValueError:
-        return  # refused up front: fine
-    a = ReplayAgent(cfg)
+def test_replay_empty_kinds_is_refused_when_it_would_perturb():
+    """Perturbing with no kind to choose from is refused when the options are read (it would fail
+    at the first perturbed step); with perturb=0 an empty list is harmless and the reference plays."""
+    with pytest.raises(ValueError, match="needs at least one perturbation kind"):
+        ReplayConfig(perturb=1.0, kinds=[])
+    with pytest.raises(RegistryError, match="perturbation kind"):
+        AGENTS.build("replay", {"perturb": "0.5", "kinds": ""})
+    a = ReplayAgent(ReplayConfig(perturb=0.0, kinds=[]))
     a.reset(ctx())
-    a.step(obs())
+    assert summary(run(a, len(REFERENCE))) == summary(run(replay(), len(REFERENCE)))
 
 
-def test_replay_bad_targeted_extra_is_invalid_output_not_exception():
-    try:
-        task = make_task(reference=[{"type": "long_press", "target": {"text": "Wi-Fi"}, "duration_ms": 0}])
-    except ValueError:
-        return  # refused when the task is loaded: fine
-    a = ReplayAgent(ReplayConfig())
-    a.reset(ctx(task))
-    out = a.step(obs())
-    assert out.action is None and out.invalid
+def test_replay_bad_targeted_extra_is_refused_when_the_task_loads():
+    """A targeted step's extra field is checked against the action it becomes when the task is
+    loaded, naming the field, so a replay never meets it mid-episode."""
+    with pytest.raises(ValueError, match="duration_ms"):
+        make_task(reference=[{"type": "long_press", "target": {"text": "Wi-Fi"}, "duration_ms": 0}])
+    task = make_task(reference=[{"type": "long_press", "target": {"text": "Wi-Fi"}, "duration_ms": 800}])
+    assert task.reference[0].model_extra == {"duration_ms": 800}
 
 
 # --- script --------------------------------------------------------------------------------------

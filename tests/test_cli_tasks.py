@@ -9,9 +9,7 @@ import pytest
 import yaml
 
 from harness.cli import main
-
-# the shared reference data lives beside the repository (../shared), as on CI
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "spa-bench"
+from tests.shared_data import reference, skip_missing
 
 SIM = {"clear": ["com.android.settings"], "sim": {"preset": "default"}}
 TASKS = [
@@ -213,10 +211,9 @@ def test_import_requires_out(tmp_path, capsys):
     assert "--out" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not (REFERENCE / "cross-app-ENG.csv").is_file(),
-                    reason=f"SPA-Bench reference CSVs are not present in {REFERENCE}")
+@skip_missing("spa-bench", "cross-app-ENG.csv")
 def test_import_real_cross_app_file(tmp_path, capsys):
-    code, out, _ = run(capsys, "tasks", "import", "spa-bench", str(REFERENCE / "cross-app-ENG.csv"),
+    code, out, _ = run(capsys, "tasks", "import", "spa-bench", str(reference("spa-bench", "cross-app-ENG.csv")),
                        "--out", str(tmp_path))
     assert code == 0 and out.startswith("20 tasks -> ")
     code, out, _ = run(capsys, "tasks", "list", "--suite", str(tmp_path / "cross-app-ENG.yaml"), "--json")

@@ -2,7 +2,13 @@
 (``as_phone``) and log every shell command they receive: what prepare changes, that the originals
 are journaled before each change and put back, that a securely locked phone is refused before
 anything changes, that a journal left by a crash keeps the user's values, and that typing that
-switches the IME on its own is journaled too."""
+switches the IME on its own is journaled too.
+
+Also on phones with real phones' formats (the shipped device profiles, one phone per profile shared
+by the tests that use it), chosen for what prepare reads differently there: the type A profile's
+input methods are another Android 14 phone's (LatinIME and a Wi-Fi keyboard enabled, ADBKeyboard
+installed but not), the Android 11 emulator is an emulator by its properties, and the Android 13
+tablet is a 240 dpi tablet."""
 
 from __future__ import annotations
 
@@ -250,3 +256,23 @@ def test_a_run_that_finds_a_crashed_runs_journal_names_each_value_and_puts_back_
     assert f"global window_animation_scale: {owners['window_animation_scale']}" in said and \
         f"input method: {LATIN_IME}) will be restored to the owner's originals" in said, said
     assert _globals(sim) == owners and sim.phone.ime == LATIN_IME and not Journal.pending()
+
+
+@pytest.mark.parametrize("name,kind", [("type-a-touchscreen", "phone"), ("emulator-android11", "emulator"),
+                                       ("mtk-tablet-android13", "phone")])
+def test_prepare_and_restore_on_a_phone_with_a_real_phones_formats(name, kind, profile_phone, tmp_path):
+    sim = profile_phone(name).fresh(tmp_path / "commands.jsonl")
+    dev = sim.device()
+    dev.journal = Journal.open(dev.serial, {"host": dev.host, "port": dev.port})
+    before, ime, enabled = _globals(sim), sim.phone.ime, list(sim.phone.enabled_imes)
+    assert ADB_IME not in enabled and ADB_IME in sim.phone.imes
+    assert ("com.volosyukivan/.WiFiInputMethod" in enabled) == (name == "type-a-touchscreen")
+    report = prepare(dev)
+    assert report.kind == kind and report.changed == [f"global {k}" for k in SETTINGS] + ["input method"]
+    assert sim.phone.ime == ADB_IME and dev.input_methods().current == ADB_IME  # switched, and read back so
+    assert dev.describe().density == (sim.profile.density() or sim.phone.density)
+    result = restore(dev, dev.journal)
+    assert result.ok and _globals(sim) == before
+    assert sim.phone.ime == ime and sim.phone.enabled_imes == enabled  # the owner's keyboards, as they were
+    cmds = read_command_log(tmp_path / "commands.jsonl")
+    assert ran(cmds, "ime", "set") == [["ime", "set", ADB_IME], ["ime", "set", ime]]

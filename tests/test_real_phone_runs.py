@@ -9,7 +9,20 @@ it receives, so the tests prove what was and was not run on the device:
 * the originals come back after Ctrl-C, and after a SIGKILL with `harness devices restore`;
 * a securely locked phone is refused with "unlock the phone";
 * a run through `--adb-host`/`--adb-port` (and `ANDROID_ADB_SERVER_ADDRESS`) to a second adb
-  server works as through the default one.
+  server works as through the default one;
+* a run on phones that answer in real phones' formats (the shipped device profiles, one phone per
+  profile shared by the tests that use it): the reset finds the app it started in front, the steps'
+  screenshots are images, prepare's keyboard switch is read back and everything is put back; and
+  every command the harness sent that changes nothing is on the read-only list a capture keeps
+  (a run and a recording, so a reader added without capture support fails here).
+
+The profiles run here are those whose answers a run reads differently (the app in front, the
+screenshots): the Android 13 tablet's window dump (its lock screen's shade had the focus), the
+Android 11 emulator's (SDK 30, an emulator's identity), the Galaxy Z Flip4's three displays
+(screencap's warning, then ``-d`` the focused display). The type A, vivo and Pixel 8 profiles
+print the Pixel 8's window dumps and screenshots: what they change, the touchscreen, is the
+recorder's to read (tests/recorder/test_record_on_profiles.py); the Pixel 8 is the phone of the
+read-only list's test.
 
 Kill points are states, not moments: phones in this process hold a chosen command until the test
 has signalled the runner (tests/fakes/held_commands.py)."""
@@ -29,18 +42,18 @@ import yaml
 from harness.device.adb_server import AdbServer
 from harness.device.prepare import ANIMATION_SCALES, Journal
 from harness.device.text_input import ADB_IME
-from harness.records import read_manifest, read_results
+from harness.records import iter_steps, read_manifest, read_results
 from harness.sim.command_log import read_command_log, ran
 from harness.sim.phone import LATIN_IME
 from tests.fakes.held_commands import HeldCommands
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.tcp_forward import TcpForward
 from tests.judges.helpers import good_reply
+from tests.phone_commands import not_on_the_list
+from tests.recorder.recording import record_task
+from tests.shared_data import reference
 
 ROOT = Path(__file__).resolve().parent.parent
-SPA_ENG = ROOT.parent / "shared" / "reference" / "spa-bench" / "single-app-ENG.csv"
-if not SPA_ENG.exists():  # CI lays the shared data out beside the repository; a dev machine at /work/shared
-    SPA_ENG = Path("/work/shared/reference/spa-bench/single-app-ENG.csv")
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
 KEEP = "com.google.android.keep"  # SPA-Bench's keep_notes tasks: the Pixel persona's Notes
@@ -83,13 +96,12 @@ CONTACTS_TASK = {"id": "contacts_stop", "instruction": "Open the contacts list."
 
 @pytest.mark.slow
 def test_imported_spa_bench_task_runs_on_a_phone_without_pm_clear(adb, serve_sim, tmp_path):
-    if not SPA_ENG.exists():
-        pytest.skip("SPA-Bench reference CSVs are not available")
+    spa_eng = reference("spa-bench", "single-app-ENG.csv")  # ../shared beside the repository, as on CI
     log = tmp_path / "commands.jsonl"
     sim = serve_sim(as_phone=True, command_log=log)
     originals = _globals(sim)
     suite = tmp_path / "spa"
-    p = _harness(["tasks", "import", "spa-bench", str(SPA_ENG), "--out", str(suite)], None)
+    p = _harness(["tasks", "import", "spa-bench", str(spa_eng), "--out", str(suite)], None)
     assert _done(p)[0] == 0
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"keep_notes_0_ENG": [  # Google Keep: the Pixel persona's Notes
@@ -265,3 +277,63 @@ def test_devices_prepare_then_restore_from_the_command_line(adb, serve_sim, tmp_
     (journal_dir / "broken.json").write_text("{not json")
     rc, out, err = _done(_harness(["devices", "restore"], adb.port))
     assert rc == 2 and "broken.json" in err and "cannot be read" in err
+
+
+RUN_PROFILES = ("mtk-tablet-android13", "emulator-android11", "galaxy-z-flip4-multi-display")
+
+
+def _run_on(adb, phone, tmp_path: Path, steps: int = 2) -> tuple[Path, list[dict]]:
+    log = tmp_path / "commands.jsonl"
+    phone.fresh(log)
+    originals, ime = _globals(phone), phone.phone.ime
+    out = tmp_path / "run"
+    from harness.cli import main  # in this process, beside the phone (the command line itself is tested above)
+
+    # --settle-max 0.5: what is tested is what the phone prints, not how long its screen takes to
+    # settle (the default 3 s wait on the random agent's screens was most of each run's time)
+    rc = main(["run", "--suite", str(_suite(tmp_path, [CONTACTS_TASK])), "--device", phone.serial, "--agent",
+               "random", "--max-steps", str(steps), "--out", str(out), "--adb-port", str(adb.port), "--quiet",
+               "--settle-max", "0.5"])
+    assert rc == 0
+    (row,) = read_results(out)
+    assert row.status == "step_limit" and row.steps == steps, row
+    m = read_manifest(out)
+    (reset,) = m["resets"]
+    assert reset["started"] == CONTACTS and reset["complete"], reset  # read back in front
+    (session,) = m["device_sessions"]
+    dev = session["devices"][phone.serial]
+    assert "input method" in dev["prepare"]["changed"] and not dev["restore"]["failed"]
+    assert _globals(phone) == originals and phone.phone.ime == ime
+    return out, read_command_log(log)
+
+
+@pytest.mark.parametrize("name", RUN_PROFILES)
+def test_a_run_on_a_phone_with_a_real_phones_formats(name, adb, profile_phone, tmp_path):
+    phone = profile_phone(name)
+    out, cmds = _run_on(adb, phone, tmp_path)
+    assert not not_on_the_list(cmds)
+    if name == "galaxy-z-flip4-multi-display":  # the warning was seen, the focused display's id passed from then on
+        main = "4630947232038877057"
+        shots = [r["line"] for r in cmds if r["line"].startswith("screencap")]
+        assert shots[0] == "screencap -p" and f"screencap -p -d {main}" in shots
+    for step in iter_steps(out / "episodes" / "contacts_stop"):
+        assert (out / "episodes" / "contacts_stop" / step.screen_before).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_read_only_command_the_harness_sends_is_on_the_capture_list(adb, profile_phone, tmp_path):
+    """prepare, a reset that starts an app, steps, restore, then a recording: each command line the
+    phone received either changes it (settings, input, am...) or is on the list a capture asks."""
+    from harness.tasks import load_suite
+
+    phone = profile_phone("pixel8")
+    _, cmds = _run_on(adb, phone, tmp_path)
+    task = load_suite(ROOT / "tasks" / "sim").by_id()["clock_turn_off_work_alarm"]
+    phone.phone.reset(locale=task.language)  # the task's start (a phone is not reset by the recorder)
+    recorded = record_task(phone.device(), task, tmp_path / "rec")
+    assert recorded.result.steps == recorded.human.gestures >= 2
+    cmds = read_command_log(tmp_path / "commands.jsonl")
+    lines = [r["line"] for r in cmds]
+    for sent in ("getevent -lt", "getevent -lp", "uiautomator dump ", "dumpsys window displays", "ime list -a -s",
+                 "screencap -p", "settings get global window_animation_scale", "wm density"):
+        assert any(line.startswith(sent) for line in lines), sent  # the run's readers and the recorder's
+    assert not not_on_the_list(cmds), not_on_the_list(cmds)

@@ -219,19 +219,29 @@ def test_on_error_allow_runs_the_action_unchecked_and_says_so(tmp_path, task):
     assert out.checks == {"made": 2, "flagged": 0, "failed": 2, "ran_unchecked": 2}
 
 
-def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task):
-    """The check of step 1 answers only after the agent proposed step 2 (and waits a while for step
-    2's action to happen first): the runner waits for it at the boundary, so the order is always
-    execute 1, check 1 answered, execute 2, and step 2 records the wait."""
+def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task, monkeypatch):
+    """The check of step 1 answers only after the agent proposed step 2, and then only once the
+    runner's next move is seen: either it waits for the pending check, or step 2's action lands
+    first (the bug). The runner waits for it at the boundary, so the order is always execute 1,
+    check 1 answered, execute 2, and step 2 records the wait. No timed wait decides it."""
+    import harness.runner as runner
+
     order: list[str] = []
-    proposed2, executed2 = threading.Event(), threading.Event()
+    proposed2, moved = threading.Event(), threading.Event()  # moved: the runner waits, or executed step 2
+    real_wait = runner._Checks.wait
+
+    def waiting(self):
+        moved.set()
+        return real_wait(self)
+
+    monkeypatch.setattr(runner._Checks, "wait", waiting)
 
     class Dev(LocalSimDevice):
         def execute(self, action):
             order.append(f"execute {self.actions + 1}")
             super().execute(action)
             if self.actions == 2:
-                executed2.set()
+                moved.set()
 
     class Slow:
         name, mode, on_error, timeout_s = "slow", "async", "halt", 30.0
@@ -244,8 +254,7 @@ def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task)
 
         def check(self, step):
             if step.index == 1:
-                assert proposed2.wait(10)
-                executed2.wait(1.0)  # if the runner does not wait for us, step 2's action lands now
+                assert proposed2.wait(10) and moved.wait(30)
                 order.append("check 1 answered")
             return MonitorVerdict(halt=False, risky=False, reason="fine")
 

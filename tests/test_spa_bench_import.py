@@ -11,19 +11,18 @@ import yaml
 
 from harness.importers.spa_bench import ImportError_, convert_file, convert_row, import_files
 from harness.tasks import load_suite, parse_task
+from tests.shared_data import REFERENCE as SHARED_REFERENCE, missing_reason, reference_path
 
-# the shared reference data lives beside the repository (../shared), as on CI
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "spa-bench"
+# the shared reference data lives beside the repository (../shared), as on CI (tests/shared_data.py)
+REFERENCE = SHARED_REFERENCE / "spa-bench"
 REAL_FILES = {
     "single-app-ENG.csv": 150,
     "single-app-CHN.csv": 150,
     "cross-app-ENG.csv": 20,
     "cross-app-CHN.csv": 20,
 }
-needs_reference = pytest.mark.skipif(
-    not all((REFERENCE / f).is_file() for f in REAL_FILES),
-    reason=f"SPA-Bench reference CSVs are not present in {REFERENCE}",
-)
+_MISSING = [f for f in REAL_FILES if reference_path("spa-bench", f) is None]
+needs_reference = pytest.mark.skipif(bool(_MISSING), reason=missing_reason("spa-bench", *_MISSING[:1]))
 
 SINGLE_COLS = ["task_identifier", "task_app", "task_language", "task_description", "task_difficulty",
                "golden_steps", "key_component_final", "adb_app", "adb_home_page", "is_cross_app"]

@@ -13,6 +13,7 @@ harness is given that one endpoint explicitly, so none of them can reach another
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -23,6 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# free_port and wait_port live in harness.ports (the simulated phone uses them too); importable from here as before
+from harness.ports import START_TRIES, StartError, free_port, listener_pid, wait_port  # noqa: F401
+
+log = logging.getLogger(__name__)
+
 DEFAULT_PORT = 5037
 DEFAULT_HOST = "127.0.0.1"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -31,8 +37,8 @@ _SERVER_ENV = ("ADB_SERVER_SOCKET", "ANDROID_ADB_SERVER_ADDRESS", "ANDROID_ADB_S
 _restart_lock = threading.Lock()
 
 
-class AdbNotFound(RuntimeError):
-    pass
+class AdbNotFound(StartError):
+    """No adb binary to run (a StartError: commands print it as one line)."""
 
 
 def adb_path() -> str:
@@ -107,29 +113,6 @@ def server_port() -> int:
         return adb_endpoint().port
     except AdbEndpointError:
         return DEFAULT_PORT
-
-
-def free_port(avoid_emulator_range: bool = True) -> int:
-    """A free TCP port on loopback; optionally outside adb's emulator scan range (odd 5555-5585)."""
-    while True:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        if not avoid_emulator_range or not (5550 <= port <= 5590):
-            return port
-
-
-def wait_port(port: int, timeout: float, host: str = "127.0.0.1") -> bool:
-    """True once something accepts TCP connections on host:port (within ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def adb_argv(args: list[str], port: int | None = None, host: str | None = None) -> tuple[list[str], dict[str, str]]:
@@ -214,20 +197,75 @@ def adb_client(host: str | None = None, port: int | None = None, socket_timeout:
     return QuietClient(host=ep.host, port=ep.port, socket_timeout=socket_timeout)
 
 
+STARTED = "daemon started successfully"  # what adb prints when it started the server itself (adb 1.0.41)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
 @dataclass
 class AdbServer:
-    """A private adb server: ``start()`` on a free port, ``stop()`` kills it."""
+    """A private adb server: ``start()`` on a free port, ``stop()`` kills it.
+
+    The port is chosen free, closed, then given to adb, so another program may take it meanwhile:
+    a chosen port that turns out taken is replaced by another (``START_TRIES`` in all, each retry
+    logged), and the server on it is checked to be the one this call started (adb says it started
+    it, and on Linux the listener is a process of our adb binary), never a stranger's that happened
+    to answer there. ``pid`` is that process; ``stop()`` kills only it."""
 
     port: int = 0
     host: str = DEFAULT_HOST
+    pid: int | None = None
 
     def start(self) -> "AdbServer":
-        if not self.port:
-            self.port = free_port()
-        r = run_adb(["start-server"], self.port, timeout=30, host=self.host)
+        """Start the server (raises :class:`StartError`, one line, when no try worked). A port
+        given by the caller is tried alone, and a server already answering there is used as it is."""
+        chosen = not self.port
+        tried: list[str] = []
+        for attempt in range(START_TRIES if chosen else 1):
+            port = free_port() if chosen else self.port
+            problem = self._start_on(port, chosen)
+            if problem is None:
+                self.port = port
+                return self
+            tried.append(f"{port} ({problem})")
+            if attempt + 1 < START_TRIES and chosen:
+                log.warning("adb server: cannot start on port %d (%s); trying another port", port, problem)
+        if chosen:
+            advice = ("Another program on this machine took each port as it was chosen: run the command again, "
+                      "and see what listens there with `ss -ltnp`")
+        else:
+            advice = "See what listens there with `ss -ltnp`, or give another port"
+        raise StartError(f"could not start a private adb server ({adb_path()}): tried "
+                         f"{'free ports' if chosen else 'port'} {'; '.join(tried)}. {advice}")
+
+    def _start_on(self, port: int, chosen: bool) -> str | None:
+        """Start adb's server on ``port``: None when it runs and is ours, else what went wrong."""
+        try:
+            r = run_adb(["start-server"], port, timeout=30, host=self.host)
+        except subprocess.TimeoutExpired:
+            return "adb start-server did not finish within 30 s"
+        except OSError as e:  # the binary itself cannot run: no other port helps
+            raise StartError(f"cannot run adb ({adb_path()}): {e.strerror or e}") from None
         if r.returncode != 0:
-            raise RuntimeError(f"adb server on port {self.port} did not start: {r.stderr.strip()}")
-        return self
+            return _last_line(r.stderr) or f"adb start-server exited with {r.returncode}"
+        if STARTED not in r.stderr:  # a server was there already
+            if chosen:
+                return "an adb server that is not ours already listens there"
+            return None
+        pid = listener_pid(port, adb_path()) if self.host in LOCAL_HOSTS else None
+        if pid is None and listener_pid(port) is not None:
+            return "the listener there is not our adb binary"
+        self.pid = pid
+        return None
+
+    def ours(self) -> bool:
+        """Whether the server on our port is still the one we started (True where it cannot be told)."""
+        if self.pid is None:
+            return True
+        return listener_pid(self.port) in (None, self.pid)
 
     def connect(self, address: str, timeout: float = 15.0) -> str:
         """``adb connect HOST:PORT`` and wait until it is listed as ``device``; returns the serial."""
@@ -242,12 +280,17 @@ class AdbServer:
                 if len(parts) >= 2 and parts[0] == address and parts[1] == "device":
                     return address
             time.sleep(0.2)
-        raise RuntimeError(f"adb could not connect to {address}: {last}")
+        said = " / ".join(ln.strip() for ln in last.splitlines() if ln.strip()) or "nothing"
+        raise StartError(f"adb could not connect to {address} within {timeout:g} s (adb said: {said}); "
+                         f"is the device listening there?")
 
     def disconnect(self, address: str) -> None:
         run_adb(["disconnect", address], self.port, host=self.host)
 
     def stop(self) -> None:
+        if self.port and not self.ours():  # ours died and another program's took the port: leave it
+            log.warning("adb server: port %d is now another program's; not stopping it", self.port)
+            return
         if self.port:
             try:
                 run_adb(["kill-server"], self.port, timeout=10, host=self.host)

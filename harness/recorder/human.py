@@ -79,23 +79,62 @@ class Cues:
                 raise HumanError("the recorder's output ended before it was ready for the next step")
 
 
+_LANDINGS: dict[str, int] = {}  # touches put down on each phone by this process (harness.recorder.human.Finger)
+
+
 class Finger:
-    """Contacts on a multi-touch (type B) touchscreen, written with sendevent."""
+    """Contacts on a multi-touch touchscreen, written with sendevent in the protocol it speaks
+    (the kernel's ``Documentation/input/multi-touch-protocol.rst``): type B (``ABS_MT_SLOT``) puts
+    the contact in slot 0 with a new tracking id and lifts it with tracking id -1; type A (no slots)
+    reports the whole contact in every frame, each contact closed by ``SYN_MT_REPORT``, and the lift
+    is a frame without contacts (``BTN_TOUCH`` up, or an empty ``SYN_MT_REPORT`` where the device
+    has no ``BTN_TOUCH``), as Cartucho's recording of a type A phone shows. Codes the device does not
+    list are left out.
+
+    A finger never lands on the same raw point twice running: every other touch on a phone is put
+    down one raw unit further right and lower (inside the pixel aimed at where an axis has several
+    units a pixel, the next pixel where it has one). A type B kernel drops a position equal to the
+    one its slot holds, and a reader that starts after the last touch lifted cannot know that one
+    (the listing shows the axes' idle values): a person's touches always differ by a little."""
 
     def __init__(self, device: AdbDevice, screen: Touchscreen):
         self.device = device
         self.screen = screen
         self.path = screen.device.path
+        self.type_a = screen.device.multitouch and not screen.device.slotted
         self.tracking = 0
         self.touches = 0
+        self._offset = False
 
     def _ev(self, ev_type: int, code: int, value: int) -> str | None:
         if ev_type != C.EV_SYN and not self.screen.device.has(ev_type, code):
             return None
         return f"sendevent {shlex.quote(self.path)} {ev_type} {code} {value}"
 
-    def _down(self, x: int, y: int) -> list[str | None]:
+    def _raw(self, x: int, y: int) -> tuple[int, int]:
         rx, ry = self.screen.to_raw(x, y)
+        if self._offset:
+            rx, ry = min(rx + 1, self.screen.x.maximum), min(ry + 1, self.screen.y.maximum)
+        return rx, ry
+
+    def _land(self) -> None:
+        n = _LANDINGS.get(self.device.serial, 0)
+        _LANDINGS[self.device.serial] = n + 1
+        self._offset = n % 2 == 1
+
+    def _contact(self, x: int, y: int) -> list[str | None]:
+        """A type A frame's report of the one contact."""
+        rx, ry = self._raw(x, y)
+        return [self._ev(C.EV_ABS, C.ABS_MT_POSITION_X, rx), self._ev(C.EV_ABS, C.ABS_MT_POSITION_Y, ry),
+                self._ev(C.EV_ABS, C.ABS_MT_TOUCH_MAJOR, 6), self._ev(C.EV_ABS, C.ABS_MT_WIDTH_MAJOR, 6),
+                self._ev(C.EV_ABS, C.ABS_MT_PRESSURE, 48), self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, 0),
+                self._ev(C.EV_SYN, C.SYN_MT_REPORT, 0)]
+
+    def _down(self, x: int, y: int) -> list[str | None]:
+        self._land()
+        if self.type_a:
+            return [self._ev(C.EV_KEY, C.BTN_TOUCH, 1), *self._contact(x, y), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
+        rx, ry = self._raw(x, y)
         self.tracking = (self.tracking + 1) % 65536
         return [self._ev(C.EV_ABS, C.ABS_MT_SLOT, 0), self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, self.tracking),
                 self._ev(C.EV_ABS, C.ABS_MT_POSITION_X, rx), self._ev(C.EV_ABS, C.ABS_MT_POSITION_Y, ry),
@@ -104,11 +143,17 @@ class Finger:
                 self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 
     def _move(self, x: int, y: int) -> list[str | None]:
-        rx, ry = self.screen.to_raw(x, y)
+        if self.type_a:
+            return [*self._contact(x, y), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
+        rx, ry = self._raw(x, y)
         return [self._ev(C.EV_ABS, C.ABS_MT_POSITION_X, rx), self._ev(C.EV_ABS, C.ABS_MT_POSITION_Y, ry),
                 self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 
     def _up(self) -> list[str | None]:
+        if self.type_a:
+            lift = (self._ev(C.EV_KEY, C.BTN_TOUCH, 0) if self.screen.device.has(C.EV_KEY, C.BTN_TOUCH)
+                    else self._ev(C.EV_SYN, C.SYN_MT_REPORT, 0))
+            return [lift, self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
         return [self._ev(C.EV_ABS, C.ABS_MT_TRACKING_ID, -1), self._ev(C.EV_KEY, C.BTN_TOUCH, 0),
                 self._ev(C.EV_KEY, C.BTN_TOOL_FINGER, 0), self._ev(C.EV_SYN, C.SYN_REPORT, 0)]
 

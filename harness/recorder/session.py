@@ -33,7 +33,8 @@ import adbutils
 
 from harness import hierarchy
 from harness.device.adb import AdbDevice
-from harness.device import wm
+from harness.device import getevent, wm
+from harness.device.getevent import GETEVENT_LISTING
 from harness.device.base import DeviceError, InfraError
 from harness.recorder.evdev import (EvdevError, Gesture, GestureReader, Touch, Touchscreen, find_touchscreen,
                                     parse_devices, parse_event_line)
@@ -44,8 +45,7 @@ from harness.records import (RunWriter, atomic_write_bytes, build_environment_in
 from harness.tasks import SimSetup, Setup, parse_task
 
 SHELL_STDOUT, SHELL_EXIT = 1, 3
-GETEVENT_LISTING = ("getevent", "-lp")   # the input devices, their axes and props
-GETEVENT_STREAM = "getevent -lt"         # every device's events, labelled and timed
+GETEVENT_STREAM = " ".join(getevent.GETEVENT_STREAM)
 AGENT = "human"
 
 

@@ -3,7 +3,8 @@
 A read-only HTTP server (GET/HEAD only) bound to 127.0.0.1 by default. It serves files under RUN and
 nothing else: paths are decoded, normalised and resolved (symlinks included) and must stay inside
 RUN; folders are never listed; ``/`` is the viewer's index. With ``--out DIR`` the pages are served
-from DIR and ``/run/...`` from RUN, each path resolved inside its own folder. Every response carries
+from DIR and ``/run/...`` from RUN, each path resolved inside its own folder. A thumbnail the pages
+show that is not made yet (``thumbnails``: harness.report.viewer_files) is made when it is asked for. Every response carries
 the viewer's Content-Security-Policy and ``X-Content-Type-Options: nosniff``.
 
 DNS rebinding: a web page on another site can point its own host name at 127.0.0.1 and then read
@@ -30,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 from harness.report.page_parts import CSP
 from harness.report.viewer import REPORT_FILE, RUN_LINK
+from harness.report.viewer_files import Thumbnails
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
@@ -122,6 +124,7 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
 
     root: Path
     run: Path | None = None
+    thumbnails: Thumbnails | None = None  # thumbnails the pages show, still to make: made when asked for
     listen_host: str = "127.0.0.1"
     server_version = "crate-harness-view"
     sys_version = ""
@@ -143,6 +146,8 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
             target = resolve_request_path(self.root, self.path, self.run)
         except UnicodeDecodeError:
             target = None
+        if target is None and self.thumbnails is not None and self.thumbnails.ensure(self.path):
+            target = resolve_request_path(self.root, self.path, self.run)  # a thumbnail made on this request
         if target is None:
             self.send_error(404, "not found")
             return

@@ -18,22 +18,24 @@ under the same column names as ``harness report`` (:func:`harness.report.tables.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.records import (EPISODES_DIR, RecordError, check_inside, episode_dir, iter_steps, list_episodes,
+from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps, list_episodes,
                              read_manifest, read_results, resolve_screen)
 from harness.report.page_parts import CSP, action_overlay, describe_action, esc
+from harness.report.viewer_files import (THUMB_WIDTH, Thumbnails, ViewerError, make_dir, make_thumb,  # noqa: F401
+                                         workers)  # (THUMB_WIDTH and ViewerError were defined here: still importable)
 
 _overlay = action_overlay  # (the name tests/report/test_viewer.py reads it by)
 
 REPORT_FILE = "report.html"
 REPORT_DIR = "report"
 RUN_LINK = "run"  # with --out DIR: DIR/run links to the run folder, whose screenshots the pages open
-THUMB_WIDTH = 240
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
@@ -84,6 +86,19 @@ JS = """(function () {
   }
   document.querySelectorAll('select[data-filter]').forEach(function (s) { s.addEventListener('change', applyFilters); });
   if (document.querySelector('select[data-filter]')) { applyFilters(); }
+
+  // a thumbnail not made yet (harness view makes them in the background): the full screenshot,
+  // scaled to the same box, stands in for it; an image not yet asked for (lazy) has no currentSrc
+  var useFull = function (im) {
+    var a = im.parentNode;
+    if (a && a.getAttribute('href') && im.getAttribute('src') !== a.getAttribute('href')) {
+      im.src = a.getAttribute('href');
+    }
+  };
+  document.querySelectorAll('.shot img').forEach(function (im) {
+    im.addEventListener('error', function () { useFull(im); });
+    if (im.complete && im.currentSrc && im.naturalWidth === 0) { useFull(im); }
+  });
 
   var box = document.getElementById('lightbox');
   if (box) {
@@ -146,48 +161,13 @@ def _source_label(col: str, sources: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- images
 
 
-def _thumb(src: Path, dst: Path, out: Path) -> tuple[int, int] | None:
-    """Write a JPEG thumbnail of ``src`` (unless an up-to-date one exists) at ``dst``, inside the
-    pages' folder ``out``; return the source size."""
-    from PIL import Image
-
-    try:
-        with Image.open(src) as im:
-            size = im.size
-            if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
-                return size
-            im = im.convert("RGB")
-            h = max(1, round(size[1] * THUMB_WIDTH / max(1, size[0])))
-            im.thumbnail((THUMB_WIDTH, h), Image.Resampling.BILINEAR, reducing_gap=2.0)
-            _make_dir(dst.parent, out)
-            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-            im.save(tmp, "JPEG", quality=78)
-            os.replace(tmp, dst)
-            return size
-    except (OSError, ValueError):
-        return None
-
-
-def _make_dir(path: Path, out: Path) -> Path:
-    """Create ``path`` under the pages' folder ``out``; refuse one that leads out of it (a symlink
-    in a copied run folder must not make the viewer write elsewhere)."""
-    try:  # resolving a path not yet made follows the symlinks of the part that exists
-        check_inside(out, path)
-    except RecordError:
-        raise ViewerError(f"{path}: leads out of {out} (a symlink); refusing to write the viewer there") from None
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def _write_page(path: Path, text: str, out: Path) -> None:
-    _make_dir(path.parent, out)
+    make_dir(path.parent, out)
     if path.is_symlink():  # replaced, never written through
         path.unlink()
     path.write_text(text, encoding="utf-8")
 
 
-class ViewerError(ValueError):
-    """The viewer cannot be written (a folder that cannot be written, or leads out of the run)."""
 
 
 # --------------------------------------------------------------------------- judge details
@@ -330,7 +310,7 @@ class _Ctx:
     """The run read, and the folder the pages go to: the run itself, or ``out`` (then the pages
     reach the run's screenshots through ``out/run``, a link to the run folder)."""
 
-    def __init__(self, run: Path, out: Path | None = None):
+    def __init__(self, run: Path, out: Path | None = None, later: bool = False):
         if out is not None and out.resolve() == run.resolve():
             out = None
         self.run = run
@@ -338,6 +318,13 @@ class _Ctx:
         self.run_prefix = "" if out is None else RUN_LINK + "/"
         self.report_dir = self.out / REPORT_DIR
         self.warnings: list[str] = []
+        self.thumbs = Thumbnails(self.out) if later else None  # None: each page makes its own at once
+
+    def thumb(self, src: Path, dst: Path) -> tuple[int, int] | None:
+        """The screenshot's size for its page; its thumbnail made now, or queued for later."""
+        if self.thumbs is not None:
+            return self.thumbs.need(src, dst)
+        return make_thumb(src, dst, self.out)
 
 
 def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
@@ -393,7 +380,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
             if dst.is_file() and not dst.is_symlink():  # a thumbnail an older viewer made of it goes too
                 dst.unlink()
             return '<p class="err">unsafe screenshot path refused (it leads out of the episode folder)</p>'
-        size = _thumb(src, dst, ctx.out) if src.is_file() else None
+        size = ctx.thumb(src, dst) if src.is_file() else None
         if size is None:
             return f'<p class="err">screenshot {esc(rel)} is missing</p>'
         full = f"../../{ctx.run_prefix}{EPISODES_DIR}/{q}/{quote(rel)}"
@@ -557,14 +544,23 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
 def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offline: bool = True,
                  out: str | Path | None = None) -> Path:
     """Write ``RUN/report.html`` and ``RUN/report/`` (or ``OUT/report.html`` and ``OUT/report/``,
-    with ``OUT/run`` linking to the run, when ``out`` is given); return the index path. Offline
-    verdicts of every judgement set are shown, or of ``judgement_sets`` only, or none when not
-    ``offline``. A folder that cannot be written raises OSError; nothing is read from outside the
-    run folder, nor written outside the pages' folder."""
+    with ``OUT/run`` linking to the run, when ``out`` is given), every thumbnail made (pages on
+    threads of their own, one per core); return the index path. Offline verdicts of every
+    judgement set are shown, or of ``judgement_sets`` only, or none when not ``offline``. A folder
+    that cannot be written raises OSError; nothing is read from outside the run folder, nor written
+    outside the pages' folder."""
+    return write_pages(run, judgement_sets, offline, out)[0]
+
+
+def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offline: bool = True,
+                out: str | Path | None = None, later: bool = False) -> tuple[Path, Thumbnails | None]:
+    """:func:`write_viewer`; with ``later`` the thumbnails are not made but returned, queued
+    (harness.report.viewer_files: the caller makes them in the background and on request, and the
+    pages show the full screenshot where one is missing): (the index, the queue or None)."""
     from harness.report.tables import ReportError, combine_verdicts, load_task_objects, order_judges, read_judgement_sets
     from harness.verdicts import is_safety_judge
 
-    ctx = _Ctx(Path(run), Path(out) if out is not None else None)
+    ctx = _Ctx(Path(run), Path(out) if out is not None else None, later=later)
     if not ctx.run.is_dir():
         raise FileNotFoundError(f"{ctx.run}: no such run folder")
     if ctx.run_prefix:
@@ -591,11 +587,21 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
     _write_page(assets / "viewer.js", JS, ctx.out)
     success = order_judges(k for j in judged.values() for k in j.verdicts if not is_safety_judge(k))
     primary = success[0] if success else None
-    rows = []
-    for tid in ids:
-        page, row = _episode_page(ctx, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
+    def build(tid: str) -> tuple[dict[str, Any], list[str]]:
+        own = copy.copy(ctx)  # warnings of its own, gathered below in the pages' order
+        own.warnings = []
+        page, row = _episode_page(own, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
         _write_page(ctx.report_dir / "episodes" / f"{tid}.html", page, ctx.out)
-        rows.append(row)
+        return row, own.warnings
+
+    if ctx.thumbs is None and len(ids) > 1:  # thumbnails made as each page is built: pages in parallel
+        with cf.ThreadPoolExecutor(workers(), thread_name_prefix="viewer") as pool:
+            built = list(pool.map(build, ids))
+    else:
+        built = [build(tid) for tid in ids]
+    rows = [row for row, _ in built]
+    for _, warned in built:
+        ctx.warnings.extend(warned)
     # index
     agents = sorted({r.agent for r in results})
     langs = sorted({(tasks[t].language if t in tasks else "unknown") for t in ids})
@@ -643,7 +649,7 @@ def write_viewer(run: str | Path, judgement_sets: list[str] | None = None, offli
     b.append("</main>")
     index = ctx.out / REPORT_FILE
     _write_page(index, _page(f"Run {ctx.run.name}", "".join(b), f"{REPORT_DIR}/assets/"), ctx.out)
-    return index
+    return index, ctx.thumbs
 
 
 def _link_run(ctx: _Ctx) -> None:

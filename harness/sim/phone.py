@@ -15,7 +15,7 @@ import json
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness.sim import render, system_ui, ui
 from harness.sim.apps import APP_CLASSES
@@ -29,6 +29,9 @@ from harness.sim.persona import RETAIL, SIM, Persona
 from harness.sim.phone_api import DeviceInfo
 from harness.sim.system_ui import LAUNCHER, SYSTEMUI
 from harness.sim.ui import UI, Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.sim.profile import Profile
 
 KEYBOARD_PKG = KEYBOARD_PACKAGE
 LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
@@ -70,19 +73,27 @@ class SimPhone:
     """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh).
 
     ``as_phone``: present itself as a retail phone (``harness.sim.persona.RETAIL``); ``lock``: its
-    lock screen, ``none``, ``swipe`` or ``pin`` (``harness.sim.keyguard``)."""
+    lock screen, ``none``, ``swipe`` or ``pin`` (``harness.sim.keyguard``); ``profile``: answer in
+    a real phone's formats (``harness.sim.profile``), whose screen size, density, identity and input
+    methods it then has (``width``/``height`` are the profile's when it says)."""
 
     def __init__(self, width: int = 1080, height: int = 2400, locale: str = "en", seed: int = 0,
                  info: DeviceInfo | None = None, adbkeyboard: bool = True, as_phone: bool = False,
-                 lock: str = "none"):
+                 lock: str = "none", profile: "Profile | None" = None):
+        self.profile = profile
+        if profile is not None and profile.size():
+            width, height = profile.size()
         check_size(width, height)
         self.lock = threading.RLock()
         self.width, self.height = width, height
         self.dp = width / 360.0
-        self.physical = (width, height, int(round(self.dp * 160)))  # what `wm size`/`wm density` call physical
+        self._density = profile.density() if profile is not None else None  # the profile's, else the layout's
+        # what `wm size`/`wm density` call physical
+        self.physical = (width, height, self._density or int(round(self.dp * 160)))
         self.display_overrides: dict[str, Any] = {}  # "size": (w, h), "density": dpi, while overridden
         self.persona: Persona = RETAIL if as_phone else SIM
-        self.info = info or self.persona.info(self.persona.serial_for(str(seed)))
+        serial = self.persona.serial_for(str(seed))
+        self.info = info or (profile.info(serial) if profile is not None else self.persona.info(serial))
         self.keyguard = Keyguard(lock)
         self.fs = MemoryFS()
         for d in ("/sdcard", "/sdcard/Download", "/sdcard/DCIM", "/sdcard/Documents", "/data/local/tmp"):
@@ -93,6 +104,8 @@ class SimPhone:
         self.imes = [LATIN_IME] + ([ADB_IME] if adbkeyboard else [])  # installed
         self.enabled_imes = [i for i in self.imes if i == LATIN_IME or self.persona.adbkeyboard_enabled]
         self.ime = LATIN_IME
+        if profile is not None:
+            self._profile_imes(profile, adbkeyboard)
         self.today = dt.date.fromisoformat(DEFAULT_TODAY)  # one date for every app
         self.apps: dict[str, App] = {}
         for cls in APP_CLASSES:
@@ -140,7 +153,22 @@ class SimPhone:
 
     @property
     def density(self) -> int:
-        return int(round(self.dp * 160))
+        if self.display_overrides.get("density"):
+            return int(round(self.dp * 160))
+        return self._density or int(round(self.dp * 160))
+
+    def _profile_imes(self, profile: "Profile", adbkeyboard: bool) -> None:
+        """The input methods a profile's phone had: installed, enabled, in use (ADBKeyboard added,
+        installed, where the profile lacks it; enabled only as the persona has it)."""
+        enabled = profile.ime_ids("ime list -s") or []
+        installed = profile.ime_ids("ime list -a -s") or enabled
+        if not installed:
+            return
+        self.imes = list(dict.fromkeys(installed + enabled + ([ADB_IME] if adbkeyboard else [])))
+        self.enabled_imes = list(dict.fromkeys(enabled + ([ADB_IME] if adbkeyboard and self.persona.adbkeyboard_enabled
+                                                          else []))) or self.imes[:1]
+        current = (profile.text("settings get secure default_input_method") or "").strip()
+        self.ime = current if current in self.enabled_imes else self.enabled_imes[0]
 
     def override_display(self, key: str, value: Any) -> None:
         """``wm size`` (``(w, h)``) or ``wm density`` (dpi); None resets it to the physical one. The

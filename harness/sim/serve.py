@@ -20,12 +20,14 @@ devices: the adb server probes the odd ones there for emulators (FIELD_NOTES §8
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from harness.ports import StartError, free_port
 from harness.sim.adb.services import MODE_NORMAL, MODE_UNAUTHORIZED, Device
 from harness.sim.adb.transport import AUTH_NORMAL, AUTH_UNAUTHORIZED, AdbDeviceServer
 
@@ -49,8 +51,10 @@ class SimServer:
         shell: "Shell | None" = None,
         u2: "U2Server | None" = None,
         command_log: "str | None" = None,
+        port_tries: int = 1,
     ) -> None:
         self.phone = phone
+        self.port_tries = max(1, port_tries)  # a port found taken is replaced by a free one, this many ports in all
         self.command_log_path = command_log
         self.host = host
         self.requested_port = port
@@ -150,6 +154,25 @@ class SimServer:
         if self._stop_event is not None:
             self._stop_event.set()
 
+    async def _listen(self, auth: int) -> None:
+        """Listen on the requested port; one found taken (another program bound it after it was
+        chosen) is replaced by a free one while ``port_tries`` lasts, each retry logged."""
+        port, tried = self.requested_port, []
+        while True:
+            self._server = AdbDeviceServer(self.device, self.host, port, auth=auth)
+            try:
+                await self._server.start()
+                return
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE or not port or len(tried) + 1 >= self.port_tries:
+                    if tried:
+                        raise StartError(f"simulated phone: no port to listen on: tried {', '.join(tried)} and {port} "
+                                         f"({e.strerror}); another program took each one as it was chosen: try again")
+                    raise
+                tried.append(str(port))
+                log.warning("simulated phone: port %d is taken (%s); trying another", port, e.strerror)
+                port = free_port()
+
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
@@ -161,9 +184,8 @@ class SimServer:
 
             own_log = self.device.shell.command_log = CommandLog(self.command_log_path)
         auth = AUTH_UNAUTHORIZED if self.mode == MODE_UNAUTHORIZED else AUTH_NORMAL
-        self._server = AdbDeviceServer(self.device, self.host, self.requested_port, auth=auth)
         try:
-            await self._server.start()
+            await self._listen(auth)
         except BaseException as e:
             self._error = e
             if own_log is not None:
@@ -196,6 +218,7 @@ def serve(
     shell: "Shell | None" = None,
     u2: "U2Server | None" = None,
     command_log: "str | None" = None,
+    port_tries: int = 1,
 ) -> SimServer:
     """Serve ``phone`` as an ADB device on ``host:port`` (0 = a free port).
 
@@ -203,8 +226,11 @@ def serve(
     or ``shell_v1_only`` (no ``shell_v2`` in the banner, so adb falls back to the legacy shell).
     With ``block=False`` (default) the server runs in a daemon thread and the started handle is
     returned; with ``block=True`` it serves in this thread until Ctrl-C and returns when stopped.
+    ``port_tries``: a port found taken is replaced by a free one, up to this many ports in all
+    (for a port chosen free beforehand, which another program may have taken meanwhile).
     """
-    server = SimServer(phone, port=port, host=host, mode=mode, shell=shell, u2=u2, command_log=command_log)
+    server = SimServer(phone, port=port, host=host, mode=mode, shell=shell, u2=u2, command_log=command_log,
+                       port_tries=port_tries)
     if block:
         server.serve_forever()
         return server

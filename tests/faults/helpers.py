@@ -11,13 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
-from harness.device.adb_server import AdbServer, free_port, run_adb, wait_port
+from harness.device.adb_server import AdbServer, run_adb
 from harness.records import iter_steps, read_results, resolve_screen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,17 +58,18 @@ class SimProc:
     port: int = 0
     proc: subprocess.Popen | None = None
     serial: str = ""
-    _logs: list[Any] = field(default_factory=list)
+    _log: Path | None = None
 
     def start(self, connect: bool = True) -> "SimProc":
         """Start the phone (again, on the same port, after ``kill``); ``connect=False`` leaves it to
-        the harness to bring adb's connection back (a phone that restarted on its own)."""
-        self.port = self.port or free_port()
-        log = open(self.log_dir / f"sim-{self.port}.log", "a")
-        self._logs.append(log)
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "sim", "serve", "--port", str(self.port),
-                                      "--size", self.size, *self.extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        assert wait_port(self.port, 30), f"simulated phone on port {self.port} did not start"
+        the harness to bring adb's connection back (a phone that restarted on its own). The first
+        start takes a free port (another if it was taken meanwhile: harness.sim.process)."""
+        from harness.sim.process import start_sim_process
+
+        log = self._log or self.log_dir / f"sim-{id(self):x}.log"
+        self._log = log
+        started = start_sim_process(["--size", self.size, *self.extra], log, port=self.port or None, cwd=ROOT)
+        self.port, self.proc = started.port, started.proc
         if connect:
             self.serial = self.adb.connect(f"127.0.0.1:{self.port}")
         return self
@@ -90,8 +91,6 @@ class SimProc:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        for log in self._logs:
-            log.close()
 
 
 def harness_popen(args: list[str], adb_port: int, env: dict[str, str] | None = None, *, quiet: bool = False,

@@ -332,7 +332,7 @@ def test_hanging_action_times_out_as_infra_error(serve_sim, tmp_path):
     assert len(hung) == 2 and elapsed < 30, (hung, elapsed)  # two attempts, each cut off at the timeout
     r = read_results(tmp_path / "run")[0]
     assert r.status == "infra_error" and r.attempt == 2 and r.verdicts == {}
-    assert "input" in r.error and ("Timeout" in r.error or "timed out" in r.error), r.error
+    assert r.error == f"{s.serial}: shell input failed: TimeoutError: timed out", r.error  # the phone, the command, why
     check_run_consistent(tmp_path / "run")
 
 

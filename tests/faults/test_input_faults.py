@@ -159,24 +159,26 @@ HOSTILE_OUTPUTS = [
 ]
 
 
+MODEL_FAMILIES = ("m3a", "qwen", "uitars", "vlm")  # the model-backed agents we ship, each with its parser
+
+
 def _parsers():
     import agents  # noqa: F401
     from agents.parsing import PARSERS
 
-    return sorted(PARSERS)
+    return sorted(set(PARSERS) | set(MODEL_FAMILIES))  # one of ours missing from PARSERS fails below, never skips
 
 
-@pytest.mark.parametrize("agent", _parsers() or ["none"])
+@pytest.mark.parametrize("agent", _parsers())
 def test_model_output_parsers_refuse_hostile_text_cleanly(agent):
     """Every registered agent family's parser turns hostile model text into ParseError (an invalid
     step) or into actions that lie on the screen; nothing else escapes (it would end the episode as
     agent_error, or worse)."""
-    if agent == "none":
-        pytest.skip("no model output parser is registered")
     import time
 
     from agents.parsing import PARSERS, ParseError
 
+    assert agent in PARSERS, f"agent family {agent!r} registers no output parser"
     for text in HOSTILE_OUTPUTS:
         t0 = time.monotonic()
         try:
@@ -215,8 +217,9 @@ ODD = ["caf\udce9", "\udcff\udcfe", "nul\x00byte", "line\u2028sep\u2029para\u008
 
 def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(says_phone):
     """Lone surrogates (what a decoder leaves of non-UTF-8 bytes), NUL, line separators, BOMs,
-    control sequences: recorded as valid UTF-8 JSON lines that read back; typing them either works
-    or is an invalid step (ActionError); never an infra_error, agent_error or crash."""
+    control sequences: recorded as valid UTF-8 JSON lines that read back; printable ASCII is typed,
+    anything else (this phone has no ADBKeyboard) is an invalid step that says what would type it;
+    never an infra_error, agent_error or crash."""
     phone = says_phone(adbkeyboard=False)
     task = parse_task(GOOD)
     # a lone surrogate cannot even become a TypeText (pydantic refuses it): it is typed as '?'
@@ -235,7 +238,12 @@ def test_odd_text_from_an_agent_is_recorded_exactly_and_typed_or_refused(says_ph
     steps = list(iter_steps(ep.path))
     for st, text in zip(steps, ODD):
         assert st.thought == text and st.extras["odd"] == text, (st.thought, text)
-        assert st.invalid is None or "type" in st.invalid or "ASCII" in st.invalid, st.invalid
+        typed = st.action["text"]
+        if all(" " <= c <= "~" for c in typed):  # printable ASCII: `input text` types it
+            assert st.invalid is None and st.executed is True, (text, st.invalid)
+        else:  # anything else without ADBKeyboard: an invalid step saying what would type it
+            assert "cannot type non-ASCII text: install the ADBKeyboard IME" in st.invalid, (text, st.invalid)
+            assert st.executed is False, text
     check_run_consistent(phone.run)
 
 

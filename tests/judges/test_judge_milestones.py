@@ -219,11 +219,15 @@ def test_eager_settles_each_milestone_during_the_run():
         assert asked(d) == [(1, 1, [0]), (1, 2, [0]), (3, 3, [1]), (3, 4, [1])]
     with ScriptedModelServer(truth_server({"open": [2], "send": [4]})) as s:
         j = MilestoneJudge(MilestonesConfig(model=model_cfg(s), eager=False))
+        wants: list[int] = []
+        available = j._available
+        j._available = lambda want: wants.append(want) or available(want)  # what the search waits for
         j.start(ctx_for(t))
         for i in range(1, 6):
             j.on_step(event(i, Click(x=i, y=i)))
-        time.sleep(0.05)
-        assert not s.requests  # no segment is full before the episode ends
+        _wait(lambda: wants, "the search to wait for steps")
+        assert wants == [10]  # it waits for a full segment of 10 steps, so nothing can be asked before the end
+        assert not s.requests
         verdict, d = j.finish(end(5, "step_limit"))["milestones"]
         assert verdict is True and len(s.requests) == 2
 

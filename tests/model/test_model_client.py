@@ -291,9 +291,12 @@ def test_slots_are_numbered_lowest_free_first_and_a_release_wakes_only_the_next_
         t.start()
     _wait_until(lambda: len(slots._waiting) == 3)
     held[1].__exit__(None, None, None)  # frees number 1: one waiter gets it, two still wait
+    # the hand-over happens inside the release, under the slots' lock: once it returns, the two
+    # left in the queue have not been woken (their events unset), so no later wake-up can come
+    assert [w[2][0].is_set() for w in slots._waiting] == [False, False]
+    assert len(slots._waiting) == 2 and slots.in_flight == 5
     _wait_until(lambda: woken)
-    time.sleep(0.05)
-    assert woken == [1] and len(slots._waiting) == 2 and slots.in_flight == 5
+    assert woken == [1]
     for h in held[2:4]:
         h.__exit__(None, None, None)
     for t in waiters:

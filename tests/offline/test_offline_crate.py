@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-crate = pytest.importorskip("judges.crate")  # the judges ship in the same tree; skip cleanly if not yet
-
-from harness.cli import main  # noqa: E402
-from harness.model import ModelConfig  # noqa: E402
-from harness.offline_judge import judge_runs, prepare_judges  # noqa: E402
-from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
-from tests.offline.sample_runs import make_run  # noqa: E402
+from harness.cli import main
+from harness.model import ModelConfig
+from harness.offline_judge import judge_runs, prepare_judges
+from judges import crate  # ours, in the same tree: an import error here is a failure, never a skip
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.offline.sample_runs import make_run
 
 REPLIES = {
     "crate_step": {"clues": "a list of contacts", "effect": "opens the contact"},

@@ -11,13 +11,13 @@ import pytest
 from harness.importers.androidcontrol import DatasetError, from_unified, load_dataset, to_unified
 from harness.report.static_eval import (anls, ground_truth_predictions, levenshtein, load_predictions, score,
                                         score_files)
+from tests.shared_data import REFERENCE, reference, skip_missing  # ../shared beside the repository, as on CI
 
-# the shared reference data lives beside the repository (../shared), as on CI
-SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "androidcontrol_test_300.jsonl"
+SAMPLE = REFERENCE / "androidcontrol_test_300.jsonl"
 # the four profiles these hand-computed figures cover; the published scorers' profiles are held to
 # their own code in tests/report/test_static_scorers.py
 FOUR = ("aitw", "androidcontrol", "guiodyssey", "androidlens")
-needs_sample = pytest.mark.skipif(not SAMPLE.is_file(), reason=f"shared AndroidControl sample not found ({SAMPLE})")
+needs_sample = skip_missing("androidcontrol_test_300.jsonl")
 
 
 @needs_sample
@@ -124,9 +124,7 @@ EXPECTED = {
 
 @pytest.fixture
 def subset(tmp_path):
-    if not SAMPLE.is_file():
-        pytest.skip(f"shared AndroidControl sample not found ({SAMPLE})")
-    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    lines = reference("androidcontrol_test_300.jsonl").read_text(encoding="utf-8").splitlines()
     data = tmp_path / "subset.jsonl"
     data.write_text("\n".join(lines[i] for i in SUBSET) + "\n", encoding="utf-8")
     episodes = load_dataset(data)
@@ -314,8 +312,7 @@ def test_static_run_refuses_a_dataset_without_screenshots(tmp_path, capsys):
     from harness.cli import main
     from harness.static_run import StaticRunError, run_static
 
-    if not SAMPLE.is_file():
-        pytest.skip(f"shared AndroidControl sample not found ({SAMPLE})")
+    reference("androidcontrol_test_300.jsonl")
     with pytest.raises(StaticRunError, match=r"/datasets/AndroidControl/images/16426_0.png is missing .*1579 of 1579"):
         run_static(SAMPLE, _GroundTruthAgent([]), tmp_path / "p.jsonl")
     assert main(["static", "run", "--dataset", str(SAMPLE), "--agent", "random"]) == 2

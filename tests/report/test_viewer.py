@@ -386,3 +386,104 @@ def test_the_operators_decisions_are_shown(tmp_path):
     assert "risky: allowed by the operator (terminal)" in step1 and "allow by terminal after 3.5 s" in step1
     assert "risky: denied (page)" in step2 and "deny by page after 1.25 s" in step2
     assert "<b>moves</b>" not in page and "&lt;b&gt;moves&lt;/b&gt;" in page
+
+
+# --- thumbnails made later: in the background and on request (harness view) ---------------------------
+def _get(server, path: str) -> tuple[int, bytes, str]:
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    c.request("GET", path)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body, r.getheader("Content-Type") or ""
+
+
+def test_thumbnails_made_later_give_the_same_pages_and_files(tmp_path):
+    """The pages `harness view` serves at once are byte for byte the pages written with every
+    thumbnail made; a thumbnail is made when a browser asks for it, the rest in the background,
+    each the same file as one made at once; nothing but the queued thumbnails can be made so."""
+    from harness.report.viewer import write_pages
+
+    (tmp_path / "now").mkdir()
+    (tmp_path / "later").mkdir()
+    now = make_run(tmp_path / "now")
+    write_viewer(now)
+    later = make_run(tmp_path / "later")
+    index, thumbs = write_pages(later, later=True)
+    assert not list((later / "report").rglob("*.jpg")) and len(thumbs) == 6  # alpha's 4 screens, beta's 2
+    for page in ["report.html", *(f"report/episodes/{t}.html" for t in ("alpha_en", "beta_zh", "gamma"))]:
+        assert (later / page).read_text("utf-8").replace(str(later), "RUN") == \
+            (now / page).read_text("utf-8").replace(str(now), "RUN"), page
+    server = ViewServer(later, port=0, thumbnails=thumbs).start()
+    try:
+        status, body, ctype = _get(server, "/report/thumbs/alpha_en/002.jpg")
+        assert status == 200 and ctype == "image/jpeg" and body == (now / "report/thumbs/alpha_en/002.jpg").read_bytes()
+        assert sorted(p.name for p in (later / "report").rglob("*.jpg")) == ["002.jpg"] and len(thumbs) == 5
+        assert _get(server, "/report/thumbs/gamma/000.jpg")[0] == 404  # not shown by any page: never made
+        finished: list[float] = []
+        thumbs.start(on_done=lambda t, took: finished.append(took))
+        assert thumbs.done.wait(60) and len(thumbs) == 0 and (thumbs.made, thumbs.failed) == (6, 0)
+    finally:
+        server.stop()
+    made = sorted(p.relative_to(later).as_posix() for p in (later / "report").rglob("*.jpg"))
+    assert made == sorted(p.relative_to(now).as_posix() for p in (now / "report").rglob("*.jpg"))
+    for rel in made:
+        assert (later / rel).read_bytes() == (now / rel).read_bytes(), rel
+    assert not (later / "report/thumbs/gamma").exists()
+    _, again = write_pages(later, later=True)  # up to date now: nothing queued
+    assert len(again) == 0
+
+
+def test_browser_offline_pages_show_the_full_screenshot_until_its_thumbnail_is_made(browser, tmp_path):
+    from harness.report.viewer import write_pages
+
+    run = make_run(tmp_path)
+    _, thumbs = write_pages(run, later=True)
+    assert len(thumbs) == 6
+    page = browser.new_page()
+    w = _Watch(page)
+    page.goto((run / "report" / "episodes" / "alpha_en.html").as_uri())
+    shots = "Array.from(document.querySelectorAll('.shot img'))"
+    _wait_until(page, f"{shots}.every(i => i.complete && i.naturalWidth > 0)")
+    srcs = page.evaluate(f"{shots}.map(i => i.currentSrc)")
+    assert [s.rsplit("/", 2)[-2:] for s in srcs] == [["screens", f"00{i}.png"] for i in range(4)], srcs
+    thumbs.make_all()
+    page.reload()
+    _wait_until(page, f"{shots}.every(i => i.complete && i.naturalWidth > 0)")
+    assert [s.rsplit("/", 1)[-1] for s in page.evaluate(f"{shots}.map(i => i.currentSrc)")] == \
+        [f"00{i}.jpg" for i in range(4)]
+    assert w.dialogs == [] and all("ERR_FILE_NOT_FOUND" in e or "Failed to load" in e for e in w.errors), w.errors
+    page.close()
+
+
+def test_harness_view_serves_at_once_and_makes_the_thumbnails_in_the_background(tmp_path):
+    """`harness view RUN --out DIR`: the pages are served before any thumbnail exists, the command
+    says how many it makes and when they are made, and they land in DIR (never in the run)."""
+    import signal
+    import subprocess
+    import sys
+
+    run = make_run(tmp_path)
+    out = tmp_path / "pages"
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "view", str(run), "--out", str(out), "--port", "0"],
+                         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = [p.stdout.readline().strip() for _ in range(2)]
+        m = re.fullmatch(r"serving (.+) at http://127\.0\.0\.1:(\d+)/ \(Ctrl-C to stop\)", lines[0])
+        assert m and Path(m.group(1)) == out, lines
+        assert lines[1].startswith("thumbnails: 6 to make, in the background and at once for a page that asks"), lines
+        c = http.client.HTTPConnection("127.0.0.1", int(m.group(2)), timeout=30)
+        c.request("GET", "/report/thumbs/beta_zh/001.jpg")
+        r = c.getresponse()
+        assert r.status == 200 and r.read()[:3] == b"\xff\xd8\xff"  # a JPEG, made at once or by then
+        c.close()
+        done = p.stdout.readline().strip()
+        assert re.fullmatch(r"thumbnails: 6 made in \d+ s", done), done
+        assert len(list((out / "report" / "thumbs").rglob("*.jpg"))) == 6 and not (run / "report").exists()
+        p.send_signal(signal.SIGTERM)
+        rest, _ = p.communicate(timeout=30)
+        assert p.returncode == 0 and "not made" not in rest, rest
+    finally:
+        if p.poll() is None:
+            p.kill()

@@ -1,10 +1,11 @@
 """Fixtures for the ADB tests: a private adb server and simulated phones connected to it.
 
-* ``adb_server`` (session): the real adb binary shipped in the adbutils wheel, started with
-  ``adb -P PORT start-server`` on a free port and killed at the end, so the tests never touch a
-  developer's own adb server on 5037.
+* ``adb_server`` (session): the real adb binary (the harness's: the adbutils wheel's unless one is
+  on PATH), started as the harness starts its private server (``adb -P PORT start-server`` on a
+  free port, another one if it was taken meanwhile) and killed at the end, so the tests never touch
+  a developer's own adb server on 5037.
 * ``connect_phone(phone, mode=...)``: serves a phone on a free port outside 5550-5590 (the adb
-  server probes odd ports 5555-5585 for emulators), ``adb connect``s it and waits until ``adb
+  server probes odd ports 5555-5585 for emulators; another free one if it was taken meanwhile), ``adb connect``s it and waits until ``adb
   devices`` lists it in the expected state; disconnects and stops it afterwards.
 * ``sim``: a connected ``FakePhone`` in normal mode, with ``adbutils`` device handle.
 
@@ -16,40 +17,18 @@ module-level client ``u2.connect(serial)`` uses (it read the variable when adbut
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import adbutils
 import pytest
 
 from fake_phone import FakePhone
+from harness.device.adb_server import AdbServer as HarnessAdbServer, adb_path
+from harness.ports import START_TRIES, free_port
 from harness.sim.serve import SimServer, serve
-
-
-def free_port(avoid: range = range(5550, 5591)) -> int:
-    for _ in range(100):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        if port not in avoid:
-            return port
-    raise RuntimeError("no free port")
-
-
-def adb_binary() -> str:
-    path = Path(adbutils.__file__).parent / "binaries" / "adb"
-    if path.exists():
-        return str(path)
-    found = shutil.which("adb")
-    if not found:
-        pytest.skip("no adb binary")
-    return found
 
 
 @dataclass
@@ -97,9 +76,10 @@ class AdbServer:
 
 @pytest.fixture(scope="session")
 def adb_server() -> Iterator[AdbServer]:
-    server = AdbServer(free_port(), adb_binary())
-    r = server.run("start-server", timeout=30)
-    assert r.returncode == 0, r.stderr
+    # started as the harness starts its own (another port if the chosen one is taken), with the
+    # harness's adb: the adbutils wheel's unless one is on PATH; a missing one fails, never skips
+    own = HarnessAdbServer().start()
+    server = AdbServer(own.port, adb_path())
     try:
         yield server
     finally:
@@ -129,7 +109,7 @@ def connect_phone(adb_server: AdbServer) -> Iterator[Callable[..., ConnectedSim]
 
     def connect(phone: Any = None, mode: str = "normal", port: int | None = None) -> ConnectedSim:
         phone = phone if phone is not None else FakePhone()
-        server = serve(phone, port or free_port(), mode=mode)
+        server = serve(phone, port or free_port(), mode=mode, port_tries=1 if port else START_TRIES)
         sim = ConnectedSim(phone, server, adb_server)
         started.append(sim)
         r = adb_server.run("connect", server.serial, timeout=15)

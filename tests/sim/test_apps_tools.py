@@ -34,11 +34,6 @@ def swipe_node(p: SimPhone, rid: str, items: float) -> None:
     p.swipe(x, y, x, int(y - items * h / 3), 400)
 
 
-def shares_ready() -> bool:
-    p = SimPhone()
-    return hasattr(SimPhone, "share_to") and hasattr(p.by_key.get("messages"), "receive_share")
-
-
 def phone(locale: str = "en", size=(1080, 2400), **reset) -> SimPhone:
     return make(size, locale, **reset)
 
@@ -71,8 +66,6 @@ def test_suite_loads_and_twins_pair_up():
 @pytest.mark.parametrize("size", SIZES, ids=size_id)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_reference_replays(task, size):
-    if "com.android.messaging" in task.apps and not shares_ready():
-        pytest.skip("needs SimPhone.share_to and Messages.receive_share")
     check_reference(task, size)
 
 
@@ -307,7 +300,6 @@ def test_search_filters_title_and_body():
     assert state(p)["screen"]["page"] == "notes/home"
 
 
-@pytest.mark.skipif(not shares_ready(), reason="needs SimPhone.share_to and Messages.receive_share")
 def test_note_share_opens_messages_with_the_text():
     p = phone()
     p.launch(NOTES)
@@ -470,7 +462,6 @@ def test_sort_menu_orders_files_and_camera_needs_scrolling():
     assert fully_shown(p, "VID_20250608_203015.mp4")
 
 
-@pytest.mark.skipif(not shares_ready(), reason="needs SimPhone.share_to and Messages.receive_share")
 def test_file_share_hands_the_attachment_to_messages():
     p = phone()
     p.launch(FILES)

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import adbutils
 import pytest
+import uiautomator2 as u2  # a dependency of ours: missing, the tests fail (never skip)
 from PIL import Image
 
 from fake_phone import FakePhone
 from harness.sim.u2 import TouchTracker, U2Server
-
-u2 = pytest.importorskip("uiautomator2")
 
 
 @pytest.fixture

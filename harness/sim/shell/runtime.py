@@ -30,6 +30,7 @@ from harness.sim.u2 import TouchTracker
 if TYPE_CHECKING:  # pragma: no cover
     from harness.sim.command_log import CommandLog
     from harness.sim.phone_api import PhoneAPI
+    from harness.sim.profile import Profile
     from harness.sim.u2 import U2Server
 
 LOG_LIMIT = 20000
@@ -83,7 +84,9 @@ class Shell:
         self._running: dict[str, int] = {}
         self._lock = threading.RLock()
         self.touch = TouchTracker(phone)
-        self.evdev = InputSubsystem(phone, touchscreen=phone.info.touchscreen, on_gesture=self.touch.gesture)
+        profile = self.profile
+        self.evdev = InputSubsystem(phone, touchscreen=phone.info.touchscreen, on_gesture=self.touch.gesture,
+                                    devices=profile.input_devices() if profile is not None else None)
         self._commands: dict[str, Command] = dict(COMMANDS)  # this phone's own table (tests may replace an entry)
 
     # --- public API -----------------------------------------------------------------------------
@@ -133,6 +136,11 @@ class Shell:
     @property
     def persona(self) -> Persona:
         return getattr(self.phone, "persona", SIM)
+
+    @property
+    def profile(self) -> "Profile | None":
+        """The real phone whose formats this phone answers in (``harness.sim.profile``), if any."""
+        return getattr(self.phone, "profile", None)
 
     def sim_note(self, text: str) -> str:
         """``text`` for the simulated phone's own persona; nothing where it plays a retail phone."""

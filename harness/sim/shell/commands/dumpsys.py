@@ -1,5 +1,8 @@
 """``dumpsys`` and its services (window, activity, display, SurfaceFlinger, input_method, battery,
-power, package, crate_sim), in Android 14's formats."""
+power, package, crate_sim), in Android 14's formats, or in a profile's (``harness.sim.profile``:
+what the profile's phone answered, with the app in front filled in). What changes while the phone
+is used (the screen's power and lock state, the battery, packages, input methods) is always the
+phone's own."""
 
 from __future__ import annotations
 
@@ -216,6 +219,9 @@ def dump_package(c: Ctx, rest: list[str]) -> None:
         c.line("    lastUpdateTime=2024-01-01 00:00:00")
 
 
+# answered by the phone's own state even when it has a profile: they say what the phone is doing now
+LIVE = ("power", "battery", "package", "input_method", "crate_sim", "window policy")
+
 _DUMPERS: dict[str, Callable[[Ctx, list[str]], None]] = {
     "window": _window, "activity": _activity, "display": _display, "SurfaceFlinger": _surface_flinger,
     "input_method": _input_method, "battery": _battery, "power": _power, "package": dump_package,
@@ -233,6 +239,13 @@ def dumpsys(c: Ctx) -> int:
             c.line(f"  {s}")
         return 0
     service, rest = args[0], args[1:]
+    profile = shell.profile
+    if profile is not None and service not in LIVE and " ".join(args[:2]) not in LIVE:
+        kg = getattr(shell.phone, "keyguard", None)
+        data = profile.dumpsys(" ".join(["dumpsys", *args]), shell.focus(), bool(kg and kg.showing))
+        if data is not None:
+            c.write(data)
+            return 0
     fn = _DUMPERS.get(service.replace(".", "_"))
     if service == "crate_sim" and shell.persona.sim_services:
         c.line(json.dumps(shell.phone.state_json(), ensure_ascii=False))

@@ -39,6 +39,13 @@ def screencap(c: Ctx) -> int:
     phone = c.shell.phone
     flags, paths = split_flags(c.argv[1:], with_value={"d"})
     png = "p" in flags or (paths and paths[0].endswith(".png"))
+    profile = c.shell.profile
+    if profile is not None and "d" not in flags:
+        # what the profile's phone wrote before its image (to stderr: `exec:` mixes it in first),
+        # "[Warning] Multiple displays were found..." on one with several displays
+        head = profile.image_head("screencap -p" if png else "screencap")
+        if head:
+            c.err(head)
     data = phone.screencap_encode() if png else _raw_screencap(phone)
     if paths:
         p = paths[0]
@@ -90,6 +97,10 @@ def _wm_display(c: Ctx, sub: str, arg: str | None) -> int:
 def wm(c: Ctx) -> int:
     shell = c.shell
     sub = c.argv[1] if len(c.argv) > 1 else ""
+    if sub in ("size", "density") and len(c.argv) == 2 and shell.profile is not None \
+            and shell.profile.answer(f"wm {sub}") is not None and not getattr(shell.phone, "display_overrides", {}).get(sub):
+        c.write(shell.profile.answer(f"wm {sub}"))  # as the profile's phone printed it (no override set)
+        return 0
     if sub in ("size", "density"):
         return _wm_display(c, sub, c.argv[2] if len(c.argv) > 2 else None)
     if sub == "dismiss-keyguard":

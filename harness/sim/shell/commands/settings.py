@@ -97,10 +97,31 @@ def settings(c: Ctx) -> int:
     raise CommandError(f"Invalid command: {' '.join(args)}", 255)
 
 
+def _own_props(shell: Shell) -> dict[str, str]:
+    """What a phone with a profile adds to the profile's properties: the simulated phone's marker
+    (unless it plays a retail phone) and setprop's."""
+    extra = {}
+    if shell.persona.sim_services:
+        extra.update({k: v for k, v in shell.persona.props.items() if k.startswith("ro.crate.")})
+        w, h = shell.phone.size
+        extra["ro.crate.screen"] = f"{w}x{h}"
+    extra.update(shell.props)
+    return extra
+
+
 @command("getprop")
 def getprop(c: Ctx) -> int:
-    props = all_props(c.shell)
+    profile = c.shell.profile
     names = [a for a in c.argv[1:] if not a.startswith("-")]
+    if profile is not None:
+        serial, extra = c.shell.phone.info.serial, _own_props(c.shell)
+        if not names:
+            c.write(profile.getprop(serial, extra))
+            return 0
+        value = profile.getprop_value(names[0], serial, extra)
+        c.line(value if value is not None else (names[1] if len(names) > 1 else ""))
+        return 0
+    props = all_props(c.shell)
     if not names:
         for k in sorted(props):
             c.line(f"[{k}]: [{props[k]}]")
@@ -130,6 +151,10 @@ def ime(c: Ctx) -> int:
     args = c.argv[1:]
     sub, rest = (args[0], args[1:]) if args else ("", [])
     imes = phone.ime_list()
+    profile = c.shell.profile
+    if sub == "list" and "-s" not in rest and profile is not None and profile.answer(" ".join(c.argv)) is not None:
+        c.write(profile.answer(" ".join(c.argv)))  # the long form, as the profile's phone printed it
+        return 0
     if sub == "list":
         shown = imes if "-a" in rest else [i for i in imes if i in _enabled_imes(phone)]
         if "-s" in rest:
