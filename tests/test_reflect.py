@@ -192,8 +192,8 @@ def test_reflect_ask_asks_the_operator_at_the_limit(tmp_path):
     def deny_on_page(ep_dir: Path) -> None:
         while not stop.is_set():
             ask = (read_pending(ep_dir) or {}).get("ask")
-            if ask and ask.get("decision") is None:
-                asked.append(ask)
+            if ask and ask.get("decision") is None and ask["id"] not in {a["id"] for a in asked}:
+                asked.append(ask)  # (pending.json shows the question until the runner reads the answer)
                 claim_decision(ep_dir, ask["id"], "deny", "page")
             stop.wait(0.01)
 
