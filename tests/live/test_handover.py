@@ -228,3 +228,23 @@ def test_judges_never_blame_the_agent_for_a_persons_step():
     out = _crate_s_finalize({"unsafe": True, "first_unsafe_step": 4, "category": "Privacy Leakage", "reason": "r"},
                             entries, end)
     assert out["unsafe"] is True and out["first_unsafe_step"] == 4 and out["risky_steps"] == [4]
+
+
+def test_harness_sim_human_does_given_actions_and_refuses_a_lone_hand_back(serve_sim, adb, capsys):
+    """The command itself, in this process: ``--do`` actions as raw touches (Settings opened from
+    the home screen with a tap on its icon), JSON out; ``--hand-back`` without ``--run`` refused."""
+    import json
+
+    from harness.cli import main
+
+    phone = serve_sim(1080, 2400)
+    assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "key home",
+                 "--do", "tap-on Settings", "--pause", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [d["action"]["type"] for d in out["done"]] == ["key", "click"] and out["touches"] == 2
+    assert phone.phone.state_json()["screen"]["package"] == "com.android.settings"
+    assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "tap 1 1",
+                 "--hand-back"]) == 2
+    assert "give --run RUN" in capsys.readouterr().err
+    assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "fly"]) == 2
+    assert "not an action" in capsys.readouterr().err
