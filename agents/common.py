@@ -2,10 +2,13 @@
 images sent, bytes, usage and latency per call, parse notes, the agent layer's own time), and the
 queue for model actions that take two device steps.
 
-A :class:`ModelError` from the client (after its retries) is raised out of ``step()``: the runner
-ends the episode as ``agent_error`` with the message. An output that does not parse is not an
-error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward the
-step cap while the episode goes on.
+A :class:`ModelError` from the client (after its retries, or when its deadline passed: every
+attempt must bring the whole reply within ``--model-timeout``) is raised out of ``step()``: the
+runner ends the episode as ``agent_error`` with the message. An output that does not parse is not
+an error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward
+the step cap while the episode goes on. A reply cut by the client at its byte limit
+(``--model-max-reply-bytes``) or by the server at ``max_tokens`` is marked ``truncated`` (with
+``truncated_by``) in the step's extras, and an unparseable one says which limit to raise.
 
 Every model agent reflects (:class:`harness.episode.ReflectingAgent`, ``--monitor-mode reflect``):
 ``reflect(feedback)`` turns a monitor's refusal into the feedback prompt (``agents/prompts/
@@ -17,6 +20,7 @@ keep it after the refused turn, Qwen and M3A override where it goes.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +29,36 @@ from harness.actions import Action, action_to_json
 from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
                            prefetch_pixels)
+from harness.records import THOUGHT_CHARS
 from harness.registry import RegistryError
 
-from agents.parsing import Parsed, ParseError, clean_text, with_tool_calls
+from agents.parsing import Parsed, ParseError, clean_text, read_reply, with_tool_calls
 from agents.prompts import Prompt, load_prompt
+
+RAW_STRING_CHARS = 1000  # the most of one string a cut raw_action keeps
+
+
+def kept_raw_action(raw: Any) -> tuple[Any, dict[str, Any] | None]:
+    """The model's own action as parsed, as a step's ``extras.raw_action`` keeps it, and the note a
+    cut one gets (``raw_action_cut``). Its strings repeat the reply's (UI-TARS: the call, its
+    arguments and the package's inputs each hold a typed text), so a raw action whose JSON passes
+    THOUGHT_CHARS keeps the first RAW_STRING_CHARS of each longer string: the whole is in the
+    step's ``raw_output``, and a reply is stored once."""
+    size = len(json.dumps(raw, ensure_ascii=False, default=str))
+    if size <= THOUGHT_CHARS:
+        return raw, None
+
+    def cut(v: Any) -> Any:
+        if isinstance(v, str):
+            return v[:RAW_STRING_CHARS]
+        if isinstance(v, dict):
+            return {k: cut(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [cut(x) for x in v]
+        return v
+
+    return cut(raw), {"chars": size, "strings_kept": RAW_STRING_CHARS, "whole_in": "raw_output"}
+
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
 FEEDBACK_REASON_CHARS = 600  # a monitor's reason is cut here before it goes to the agent (one line)
@@ -292,6 +322,7 @@ class ModelAgent:
             res = dataclasses.replace(res, text=with_tool_calls(res.text, res.tool_calls))
         if res.truncated and purpose == "action":
             trace.extra["truncated"] = True
+            trace.extra["truncated_by"] = res.truncated_by
         trace.skip()
         return res
 
@@ -305,10 +336,7 @@ class ModelAgent:
                  empty: str = "") -> AgentOutput:
         """Parse a reply that answers with one action, remember what the model said for the history
         (the cleaned text, or the raw text when even cleaning fails), and build the step's output."""
-        try:
-            parsed, err = parse(res.text), None
-        except ParseError as e:
-            parsed, err = None, e
+        parsed, err = read_reply(parse, res.text)
         try:
             said = clean_text(res.text)[0]
         except ParseError:
@@ -322,10 +350,16 @@ class ModelAgent:
         extras = trace.to_json()
         if parsed is None:
             extras["parse_error"] = str(error)
-            cut = (f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
-                   if extras.get("truncated") else "")
+            cut = ""
+            if extras.get("truncated_by") == "max_reply_bytes":
+                cut = (f" (the reply passed {self.model.max_reply_bytes} bytes and was cut there: raise "
+                       "--model-max-reply-bytes)")
+            elif extras.get("truncated"):
+                cut = f" (the reply was cut off at max_tokens={self.model.max_tokens}: raise --max-tokens)"
             return AgentOutput(action=None, raw_output=text, invalid=f"unparseable output: {error}{cut}", extras=extras)
-        extras["raw_action"] = parsed.raw
+        extras["raw_action"], raw_cut = kept_raw_action(parsed.raw)
+        if raw_cut:
+            extras["raw_action_cut"] = raw_cut
         if parsed.notes:
             extras["parse_notes"] = parsed.notes
         if len(parsed.actions) > 1:

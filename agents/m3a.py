@@ -54,7 +54,7 @@ from harness.registry import AGENTS
 from agents.common import ModelAgent, StepTrace, feedback_text, image_record, language_name
 from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
                             direction_of, finger_swipe, json_spans, key_action, loads_lenient, parse_call,
-                            register_parser, type_text)
+                            read_reply, register_parser, type_text)
 from agents.prompts import load_prompt
 
 # --- elements and Set-of-Mark ----------------------------------------------------------------------
@@ -640,11 +640,7 @@ class M3AAgent(ModelAgent):
         trace.extra.update({"history_lines": len(self.history), "language": lang})
         res = self.chat([{"role": "user", "content": [{"type": "text", "text": text}, raw_enc.part(), som_enc.part()]}],
                         trace, "action")
-        try:
-            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, elements, c.enter_after_input)
-            err = None
-        except ParseError as e:
-            parsed, err = None, e
+        parsed, err = read_reply(lambda t: parse_detailed(t, obs.screen_size, elements, c.enter_after_input), res.text)
         n = len(self.history) + 1
         self.proposed = None
         if parsed is None:

@@ -31,12 +31,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from pydantic import ValidationError
+
 from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp,
                              Swipe, TypeText, Wait, action_to_json, to_device)
 
 
 class ParseError(ValueError):
     """A model output that does not hold a usable action; the message says why."""
+
+
+def read_reply(parse: Callable[[str], "Parsed"], text: str) -> tuple["Parsed | None", "ParseError | None"]:
+    """``parse(text)``, or the ParseError that says why the reply holds no usable action: one the
+    parser raised, or a value an action refuses (an answer or a typed text over
+    harness.actions.MAX_TEXT, a wait over 60 s...), which is the model's mistake too, an invalid
+    step, never an error ending the episode."""
+    try:
+        return parse(text), None
+    except ParseError as e:
+        return None, e
+    except ValidationError as e:
+        fields = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        return None, ParseError(f"{e.title.lower()}: {fields}")
 
 
 @dataclass(frozen=True)

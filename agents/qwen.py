@@ -51,7 +51,7 @@ from harness.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
-                            json_spans, key_action, loads_lenient, register_parser, type_action)
+                            json_spans, key_action, loads_lenient, read_reply, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
 
 # smart_resize factor: Qwen2.5-VL's 14-pixel patches merged 2x2, Qwen3-VL's 16-pixel patches merged 2x2
@@ -496,11 +496,8 @@ class QwenAgent(ModelAgent):
         trace.lap("encode")
         trace.extra.update({"history": c.history, "version": c.version, "resized": list(size)})
         res = self.chat(messages, trace, "action")
-        try:
-            parsed: Parsed | None = parse_detailed(res.text, obs.screen_size, c.version, c.grid, c.max_pixels, c.min_pixels)
-            err = None
-        except ParseError as e:
-            parsed, err = None, e
+        parsed, err = read_reply(lambda t: parse_detailed(t, obs.screen_size, c.version, c.grid, c.max_pixels,
+                                                          c.min_pixels), res.text)
         self.shots.append(obs.screenshot)
         self.progress.append(self._progress_entry(res.text, parsed, err))
         self.reply = res.text

@@ -219,7 +219,7 @@ def cmd_agents_parse(args: argparse.Namespace) -> int:
     device pixels (a list when one output is two device actions), or {"error": ...}: for checking a
     model's output format against a family's parser."""
     import agents  # noqa: F401  (registers the families' parsers)
-    from agents.parsing import PARSERS, ParseError, with_tool_calls
+    from agents.parsing import PARSERS, read_reply, with_tool_calls
     from harness.registry import RegistryError, parse_options
 
     entry = PARSERS.get(args.agent)
@@ -265,12 +265,12 @@ def cmd_agents_parse(args: argparse.Namespace) -> int:
                 print(json.dumps({"error": f"line {n}: expected a JSON string or an object with a \"text\" string"}))
                 continue
             try:
-                parsed = entry.parse(text, args.size, **opts)
-            except ParseError as e:
-                print(json.dumps({"error": str(e)}, ensure_ascii=False))
-                continue
+                parsed, error = read_reply(lambda t: entry.parse(t, args.size, **opts), text)
             except Exception as e:  # a parser bug must not stop the listing; say what it was
                 print(json.dumps({"error": f"parser failure: {type(e).__name__}: {e}"}, ensure_ascii=False))
+                continue
+            if parsed is None:
+                print(json.dumps({"error": str(error)}, ensure_ascii=False))
                 continue
             if args.details:
                 out = parsed.to_json()

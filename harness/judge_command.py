@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any
 
+from harness.model import MAX_REPLY_BYTES
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
@@ -85,9 +86,15 @@ def add_judge_arguments(p: Any) -> None:
                    metavar="T")
     g.add_argument("--max-tokens", "--judge-max-tokens", dest="judge_max_tokens", type=int, default=1024, metavar="N")
     g.add_argument("--timeout", "--judge-timeout", dest="judge_timeout", type=float, default=120.0, metavar="S",
-                   help="seconds per model call")
+                   help="seconds per attempt of a model call, whole: connecting, the headers and the entire reply")
     g.add_argument("--retries", "--judge-retries", dest="judge_retries", type=int, default=4, metavar="N",
                    help="retries of a failed call (429, 5xx, timeouts)")
+    g.add_argument("--deadline", "--judge-deadline", dest="judge_deadline", type=float, default=None, metavar="S",
+                   help="seconds per model call, its retries and their waits included (default: no bound but the "
+                        "attempts' own)")
+    g.add_argument("--max-reply-bytes", "--judge-max-reply-bytes", dest="judge_max_reply_bytes", type=int,
+                   default=MAX_REPLY_BYTES, metavar="N",
+                   help=f"a reply body longer than this is cut, and a cut verdict is a judge_error (default {MAX_REPLY_BYTES})")
     g.add_argument("--max-wait", "--judge-max-wait", dest="judge_max_wait", type=float, default=300.0, metavar="S",
                    help="longest Retry-After wait honoured (s); a server asking for more fails the call")
 

@@ -11,15 +11,28 @@
   live step evidence before offline judging; the background classes leave a reserve of slots free
   for the first two, so a gate check never queues behind evidence calls (:class:`Priority`).
 - Each call reports its usage to the :class:`harness.usage.Meter` its caller passes in.
+- Every attempt has a deadline for the whole of it, ``timeout_s``: connecting, waiting for the
+  headers and reading the whole body together (not httpx's timer per read, which a server sending
+  a byte every few seconds never trips; :mod:`harness.model_transport`). The call, retries and
+  their waits included, ends by ``deadline_s`` when one is set (else attempts and waits bound it:
+  :attr:`ModelConfig.longest_call_s`) and by any deadline its caller set for the thread (a monitor's ``timeout_s``:
+  :func:`harness.model_transport.deadline`). Waiting for an endpoint slot counts too.
+- A reply body over ``max_reply_bytes`` is cut there (its connection closed, never read to the
+  end) and marked ``truncated`` (``truncated_by: max_reply_bytes``); a cut reply to a call that asked
+  for a JSON schema (a verdict) is a :class:`ModelError` (kind ``too_large``), never read.
 - 408, 429, 5xx, timeouts and refused connections are retried with exponential backoff, honouring
   ``Retry-After`` (seconds or an HTTP date) up to ``max_wait_s``; a longer wait is a
   :class:`ModelError` that says so. After the last try a :class:`ModelError` says what failed and why.
+- :func:`stop_calls` (Ctrl-C) cuts every call in flight at once and fails every later one until
+  :func:`allow_calls` (kind ``interrupted``): no thread stays in a model call after the run stops.
 - A reply cut off at ``max_tokens`` (``finish_reason: length``) is marked ``truncated``; tool calls
   returned the OpenAI way (``message.tool_calls``) are kept beside the text.
 - Servers that refuse a request for too many images or too long a context get an error naming the
   limit to raise (vLLM ``--limit-mm-per-prompt`` / ``--max-model-len``; FIELD_NOTES section 3).
-- Structured output (JSON schema, or vLLM's ``guided_json``) where the server supports it; replies
-  are parsed tolerantly (:func:`parse_json_reply`) where it does not.
+- Structured output (JSON schema, or vLLM's ``guided_json``) where the server supports it: ``auto``
+  asks for a JSON schema; a 400 that names response_format is remembered for that endpoint AND
+  model, and the request is repeated in plain text. Each result says what was used
+  (``ChatResult.structured``), and :func:`structured_report` what each endpoint and model used.
 """
 
 from __future__ import annotations
@@ -30,23 +43,23 @@ import concurrent.futures
 import datetime
 import email.utils
 import hashlib
-import heapq
 import io
 import json
-import os
 import random
 import re
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
-from enum import IntEnum
 from typing import Any, Iterator, Literal
-from urllib.parse import urlsplit
 
 from PIL import Image
 
+from harness import model_transport as transport
 from harness import resample
+from harness.model_keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text, provide_keys  # noqa: F401
+from harness.model_slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
+                                 forget_slots, wake_every_waiter)
 from harness.screenshot import encode_png_fast, image_of, png_size
 from harness.usage import Meter
 
@@ -299,6 +312,16 @@ def user_message(text: str, images: list[EncodedImage] = (), images_first: bool 
     return {"role": "user", "content": parts}
 
 
+# A reply body longer than this is cut (ModelConfig.max_reply_bytes; --model-max-reply-bytes,
+# --judge-max-reply-bytes): 2 MiB is ~500k tokens of text, hundreds of times a reply at any
+# max_tokens a run uses, yet a 50 MB reply of a model that loops is stopped at 2 MiB
+MAX_REPLY_BYTES = 2 * 1024 * 1024
+MIN_REPLY_BYTES = 1024  # below this even a short verdict's envelope would not fit
+# what a call's attempt may read from the network besides its body: headers, chunk framing (a
+# body trickled one byte per chunk carries ~6 bytes of framing a byte), an error reply's body
+WIRE_BYTES_PER_BODY_BYTE = 8
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     base_url: str
@@ -308,7 +331,7 @@ class ModelConfig:
     top_p: float | None = None
     max_tokens: int = 1024
     seed: int | None = None
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0               # one attempt, whole: connect, headers and body together
     max_retries: int = 4
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
@@ -316,77 +339,31 @@ class ModelConfig:
     concurrency: int = 8
     structured: StructuredMode = "auto"
     extra_body: dict[str, Any] = field(default_factory=dict)
+    deadline_s: float | None = None        # the whole call, retries and waits included; None: no bound but theirs
+    max_reply_bytes: int = MAX_REPLY_BYTES  # a longer reply body is cut there (truncated_by: max_reply_bytes)
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "deadline_s"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and 0 < v < float("inf")):
+                raise ValueError(f"{self.base_url}: {name} must be a number of seconds > 0, not {v!r}")
+        if not (isinstance(self.max_reply_bytes, int) and self.max_reply_bytes >= MIN_REPLY_BYTES):
+            raise ValueError(f"{self.base_url}: max_reply_bytes must be at least {MIN_REPLY_BYTES}, "
+                             f"not {self.max_reply_bytes!r}")
+
+    @property
+    def longest_call_s(self) -> float:
+        """The longest one call may take, retries and their waits included: ``deadline_s``, else
+        every attempt's ``timeout_s`` plus the longest wait between two (``max_backoff_s``, or a
+        Retry-After up to ``max_wait_s``)."""
+        if self.deadline_s is not None:
+            return self.deadline_s
+        return (self.max_retries + 1) * self.timeout_s + self.max_retries * max(self.max_backoff_s, self.max_wait_s)
 
     def to_json(self) -> dict[str, Any]:
         """Everything that shapes a reply, for the manifest; the key's variable name, never the key."""
         return asdict(self)
 
-
-# Which key goes where when no variable is named: each provider's variable only to its own hosts,
-# and only over https. Hosts: OpenAI's API (platform.openai.com docs: https://api.openai.com/v1);
-# DashScope's OpenAI-compatible mode (https://dashscope.aliyuncs.com/compatible-mode/v1 and the
-# regional dashscope-intl / dashscope-us hosts, Alibaba Cloud Model Studio docs).
-PROVIDER_KEYS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("OPENAI_API_KEY", re.compile(r"api\.openai\.com"), "api.openai.com"),
-    ("DASHSCOPE_API_KEY", re.compile(r"dashscope(-[a-z0-9]+)?\.aliyuncs\.com"), "DashScope (dashscope*.aliyuncs.com)"),
-)
-
-
-def key_rule_text() -> str:
-    """What :func:`key_for` does with no variable named, in words (the CLI's help texts use it)."""
-    return " and ".join(f"{var} only to {where}" for var, _, where in PROVIDER_KEYS) + \
-        ", over https only; no key to any other endpoint"
-
-
-@dataclass(frozen=True)
-class KeyChoice:
-    """The key a client sends (None: no Authorization header) and why, for messages (never the key)."""
-
-    key: str | None = field(repr=False)  # never in a repr, a log line or a traceback's locals dump
-    variable: str | None = None
-    reason: str = ""
-
-
-# keys handed to this process by another (a farm actor gets the driver's), by variable name: read by
-# key_for before the environment, and never put into os.environ (a subprocess would inherit them)
-_PROVIDED_KEYS: dict[str, str] = {}
-
-
-def provide_keys(values: dict[str, str]) -> None:
-    """Make ``values`` (variable name -> key) what :func:`key_for` reads for those variables, ahead
-    of this process's environment, without putting them in it."""
-    _PROVIDED_KEYS.update(values)
-
-
-def _key_variable(name: str) -> str | None:
-    return _PROVIDED_KEYS.get(name) or os.environ.get(name)
-
-
-def key_for(config: ModelConfig) -> KeyChoice:
-    """The API key for ``config``'s endpoint.
-
-    A variable named by ``api_key_env`` is sent to that endpoint, whatever it is (an unset one is
-    a ValueError: a named key that is missing is a mistake, not an anonymous call). With none
-    named, ``OPENAI_API_KEY`` goes only to https://api.openai.com and ``DASHSCOPE_API_KEY`` only to
-    DashScope's https hosts; every other endpoint (a local vLLM, a third-party judge) gets no key."""
-    if config.api_key_env:
-        value = _key_variable(config.api_key_env)
-        if not value:
-            raise ValueError(f"{config.base_url}: the API key variable {config.api_key_env} (--model-api-key-env / "
-                             "--judge-api-key-env) is not set")
-        return KeyChoice(value, config.api_key_env, f"{config.api_key_env} (named for this endpoint)")
-    parts = urlsplit(config.base_url)
-    host = (parts.hostname or "").lower()
-    for var, pattern, where in PROVIDER_KEYS:
-        if pattern.fullmatch(host):
-            if parts.scheme != "https":
-                return KeyChoice(None, None, f"no key: {var} goes to {where} over https only, not {parts.scheme}://")
-            value = _key_variable(var)
-            if value:
-                return KeyChoice(value, var, f"{var} (the default for {where})")
-            return KeyChoice(None, None, f"no key: {var} is not set")
-    defaults = ", ".join(f"{var} only to {where}" for var, _, where in PROVIDER_KEYS)
-    return KeyChoice(None, None, f"no key: {host or config.base_url} is not a provider with a default key ({defaults})")
 
 
 @dataclass
@@ -396,144 +373,123 @@ class ChatResult:
     latency_s: float
     attempts: int
     model: str
-    structured: str
+    structured: str                    # what the call used: json_schema, guided or none (plain text)
     finish_reason: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments"}] (OpenAI tool_calls)
+    cut_at: int | None = None          # the body passed this many bytes (max_reply_bytes) and was cut there
 
     @property
     def truncated(self) -> bool:
-        """The reply was cut off at max_tokens: asking again unchanged would cut it off again."""
-        return self.finish_reason == "length"
+        """The reply was cut off, at max_tokens or at the byte limit: asking again unchanged would
+        cut it off again."""
+        return self.finish_reason == "length" or self.cut_at is not None
+
+    @property
+    def truncated_by(self) -> str | None:
+        """What cut the reply: ``max_reply_bytes`` (the client, at its byte limit), ``max_tokens``
+        (the server), or None."""
+        return "max_reply_bytes" if self.cut_at is not None else "max_tokens" if self.finish_reason == "length" else None
 
     def to_json(self) -> dict[str, Any]:
         out = {"usage": self.usage, "latency_s": round(self.latency_s, 4), "attempts": self.attempts,
                "model": self.model, "structured": self.structured, "finish_reason": self.finish_reason}
         if self.truncated:
             out["truncated"] = True
+            out["truncated_by"] = self.truncated_by
+        if self.cut_at is not None:
+            out["reply_limit_bytes"] = self.cut_at
         if self.tool_calls:
             out["tool_calls"] = len(self.tool_calls)
         return out
 
 
-class Priority(IntEnum):
-    """Who waits on a call, most urgent first. A gate check holds the action it judges; an agent
-    call holds the episode; live step evidence only needs to be in before the episode ends; offline
-    judging waits on nobody."""
-
-    GATE = 0
-    AGENT = 1
-    LIVE = 2
-    OFFLINE = 3
-
-
-class EndpointSlots:
-    """The slots of one endpoint: at most ``capacity`` calls in flight, waiting calls served by
-    priority (then in arrival order). Once gate checks or agent calls use the endpoint, the
-    background classes (live evidence, offline judging) may fill only ``capacity - reserve`` slots,
-    so those find a free slot at once while evidence calls are in flight; an endpoint that only
-    judges use keeps all its slots for them (with one slot there is no reserve).
-
-    Each waiter sleeps on its own event and a freed slot is handed to the head of the queue alone:
-    waking every waiter on every release (one condition for all) cost each call ~2 x K wake-ups at
-    K calls in flight, a large part of an offline pass's CPU at K = 64. A slot has a number, the
-    lowest free one is given out, so a client can keep its connections in groups by slot
-    (:class:`ModelClient`): at most ``SLOTS_PER_POOL`` calls share a connection pool."""
-
-    def __init__(self, capacity: int) -> None:
-        self._lock = threading.Lock()
-        self.capacity = max(1, capacity)
-        self.in_flight = 0
-        self.foreground = False  # a gate check or an agent call has used this endpoint
-        self._waiting: list[tuple[int, int, list[Any]]] = []  # heap of (priority, ticket, [event, slot])
-        self._ticket = 0
-        self._free = list(range(self.capacity))  # heap of free slot numbers
-
-    @property
-    def reserve(self) -> int:
-        if not self.foreground or self.capacity < 2:
-            return 0
-        return max(1, self.capacity // 4)
-
-    def grow(self, capacity: int) -> None:
-        with self._lock:
-            if capacity > self.capacity:
-                for n in range(self.capacity, capacity):
-                    heapq.heappush(self._free, n)
-                self.capacity = capacity
-                self._hand_out()
-
-    def _limit(self, priority: int) -> int:
-        return self.capacity if priority <= Priority.AGENT else self.capacity - self.reserve
-
-    def _hand_out(self) -> None:
-        """Give free slots to the head of the queue while it may have one (lock held). The head has
-        the best priority, and a worse one has no higher limit: when the head cannot go, nobody
-        behind it can."""
-        while self._waiting and self.in_flight < self._limit(self._waiting[0][0]):
-            _, _, waiter = heapq.heappop(self._waiting)
-            self.in_flight += 1
-            waiter[1] = heapq.heappop(self._free)
-            waiter[0].set()
-
-    def _give_back(self, number: int) -> None:
-        with self._lock:
-            self.in_flight -= 1
-            heapq.heappush(self._free, number)
-            self._hand_out()
-
-    @contextmanager
-    def slot(self, priority: int) -> Iterator[int]:
-        """Hold one slot while the block runs; yields the slot's number (0 .. capacity - 1)."""
-        waiter: list[Any] = [threading.Event(), None]
-        with self._lock:
-            self._ticket += 1
-            if int(priority) <= Priority.AGENT:
-                self.foreground = True
-            heapq.heappush(self._waiting, (int(priority), self._ticket, waiter))
-            self._hand_out()
-        try:
-            waiter[0].wait()
-        except BaseException:  # interrupted while waiting: leave the queue, or give back what came
-            with self._lock:
-                if waiter[1] is None:
-                    self._waiting = [w for w in self._waiting if w[2] is not waiter]
-                    heapq.heapify(self._waiting)
-            if waiter[1] is not None:
-                self._give_back(waiter[1])
-            raise
-        try:
-            yield waiter[1]
-        finally:
-            self._give_back(waiter[1])
-
-
-SLOTS_PER_POOL = 8  # calls in flight that share one connection pool (ModelClient._pool)
-_slots: dict[str, EndpointSlots] = {}
-_slots_lock = threading.Lock()
-_no_structured: set[str] = set()  # endpoints that refused response_format once
-
-
-def endpoint_slots(base_url: str, n: int) -> EndpointSlots:
-    """The slots of ``base_url``, shared by every client of it (agents', judges' and monitors'
-    alike, so that priorities hold across them); the largest limit asked for applies."""
-    with _slots_lock:
-        slots = _slots.get(base_url)
-        if slots is None:
-            slots = _slots[base_url] = EndpointSlots(n)
-        else:
-            slots.grow(n)
-        return slots
+# what each endpoint AND model did with structured output: (base_url, model) -> the mode refused
+# and why (a 400 naming response_format), and the modes its calls used, counted
+_refused: dict[tuple[str, str], dict[str, str]] = {}
+_modes_used: dict[tuple[str, str], dict[str, int]] = {}
+_structured_lock = threading.Lock()
+_stopped: list[str | None] = [None]  # why every call fails now (stop_calls), or None
 
 
 def forget_endpoint(base_url: str) -> None:
     """Forget what this process learned about ``base_url``: its slots (the largest ``concurrency``
-    asked for so far) and whether it refused structured output. For a server replaced at the same
-    address: a local port is given out again soon after it is closed (137 of 2,000 successive
-    binds to port 0 here reused one), and a later server there is not the earlier one. Calls in
-    flight keep the slots they hold; later calls get fresh ones."""
-    with _slots_lock:
-        _slots.pop(base_url, None)
-        _no_structured.discard(base_url)
+    asked for so far) and which of its models refused structured output (and the modes they used).
+    For a server replaced at the same address: a local port is given out again soon after it is
+    closed (137 of 2,000 successive binds to port 0 here reused one), and a later server there is
+    not the earlier one. Calls in flight keep the slots they hold; later calls get fresh ones."""
+    forget_slots(base_url)
+    with _structured_lock:
+        for table in (_refused, _modes_used):
+            for key in [k for k in table if k[0] == base_url]:
+                del table[key]
+
+
+def structured_report(since: dict[tuple[str, str], dict[str, int]] | None = None) -> list[dict[str, Any]]:
+    """What structured output each endpoint and model used in the calls that asked for a schema
+    (``[{"base_url", "model", "used": {mode: calls}, "refused": {mode: why}}]``), for manifests;
+    with ``since`` (a :func:`structured_counts` taken earlier), only the calls made after it."""
+    with _structured_lock:
+        keys = sorted(set(_modes_used) | set(_refused))
+        out = []
+        for key in keys:
+            used = dict(_modes_used.get(key, {}))
+            if since is not None:
+                used = {m: n - since.get(key, {}).get(m, 0) for m, n in used.items()}
+                used = {m: n for m, n in used.items() if n > 0}
+                if not used:
+                    continue
+            out.append({"base_url": key[0], "model": key[1], "used": used, "refused": dict(_refused.get(key, {}))})
+        return out
+
+
+def structured_counts() -> dict[tuple[str, str], dict[str, int]]:
+    """The modes used so far, per endpoint and model (a mark for :func:`structured_report`)."""
+    with _structured_lock:
+        return {k: dict(v) for k, v in _modes_used.items()}
+
+
+def _used(key: tuple[str, str], mode: str) -> None:
+    with _structured_lock:
+        row = _modes_used.setdefault(key, {})
+        row[mode] = row.get(mode, 0) + 1
+
+
+def stop_calls(reason: str = "the run is stopping (Ctrl-C or SIGTERM)") -> None:
+    """Cut every model call in flight (its socket shut: a thread blocked reading wakes at once),
+    wake every call waiting for a slot, and fail every later call, each with a :class:`ModelError`
+    of kind ``interrupted``, until :func:`allow_calls`. For Ctrl-C: no thread stays in a model call."""
+    _stopped[0] = reason
+    wake_every_waiter()
+    transport.cut_all(reason)
+
+
+PAUSE_STEP_S = 0.5  # a wait between two attempts notices a stop (stop_calls) within this long
+
+
+def _pause(seconds: float) -> None:
+    """Wait ``seconds`` between two attempts of a call, in steps of at most PAUSE_STEP_S, ending
+    early when the calls are stopped (a Retry-After of minutes must not outlast Ctrl-C)."""
+    left = seconds
+    while left > 0 and not _stopped[0]:
+        step = min(left, PAUSE_STEP_S)
+        time.sleep(step)
+        left -= step
+
+
+def allow_calls() -> None:
+    """Let calls go out again after :func:`stop_calls`."""
+    _stopped[0] = None
+    transport.allow()
+
+
+@contextmanager
+def calls_stopped(reason: str = "the run is stopping (Ctrl-C or SIGTERM)") -> Iterator[None]:
+    """:func:`stop_calls` for the block, :func:`allow_calls` after it."""
+    stop_calls(reason)
+    try:
+        yield
+    finally:
+        allow_calls()
 
 
 _LIMIT_HINTS = (
@@ -584,24 +540,24 @@ class ModelClient:
     """Thread-safe, synchronous chat completions against one endpoint and model."""
 
     def __init__(self, config: ModelConfig):
+        import httpx2
         import openai
 
         self.config = config
         self._auth = key_for(config)
         self._key = self._auth.key
         self._openai = openai
+        self._httpx = httpx2
         self._pools: list[Any] = [self._new_pool()]
         self._pools_lock = threading.Lock()
-        from openai.types.chat import ChatCompletion
-
-        self._completion = ChatCompletion
         self._rng = random.Random(0)
 
     def _new_pool(self) -> Any:
         # the SDK needs some api_key even when none is sent: without a key every request omits the
-        # Authorization header (_request), so the placeholder never leaves this process
+        # Authorization header (_request), so the placeholder never leaves this process. Its HTTP
+        # client connects through harness.model_transport, which keeps each attempt's deadline.
         return self._openai.OpenAI(base_url=self.config.base_url, api_key=self._key or "no-key-sent",
-                                   timeout=self.config.timeout_s, max_retries=0)
+                                   timeout=self.config.timeout_s, max_retries=0, http_client=transport.http_client())
 
     def _pool(self, slot: int) -> Any:
         """The SDK client (and so the connection pool) of endpoint slot ``slot``: one per
@@ -623,12 +579,15 @@ class ModelClient:
 
     def _request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, mode: str,
                  slot: int = 0) -> Any:
-        """POST /chat/completions through the SDK's client (its auth, retries off, timeouts, errors
-        and response model) with the body as we build it. ``chat.completions.create`` would first
-        walk every message part against the SDK's parameter types (``maybe_transform``): ~40 % of a
-        judging pass's CPU per call, for a body it leaves as it is (chat messages have no aliased or
-        specially formatted fields). ``client.post`` is the SDK's documented way to send a body of
-        one's own (openai README, "Undocumented endpoints"); ``create`` sends the same JSON."""
+        """POST /chat/completions through the SDK's client (its auth, retries off, timeouts and
+        errors) with the body as we build it; returns the response with its headers read and its
+        body not (``stream=True``, ``cast_to=httpx2.Response``), for :meth:`_chat` to read under
+        its byte limit. ``chat.completions.create`` would first walk every message part against
+        the SDK's parameter types (``maybe_transform``): ~40 % of a judging pass's CPU per call,
+        for a body it leaves as it is (chat messages have no aliased or specially formatted
+        fields); and it reads the whole body, however long. ``client.post`` is the SDK's
+        documented way to send a body of one's own (openai README, "Undocumented endpoints");
+        ``create`` sends the same JSON."""
         c = self.config
         body: dict[str, Any] = {"model": c.model, "messages": messages, "temperature": c.temperature,
                                 "max_tokens": c.max_tokens}
@@ -647,7 +606,8 @@ class ModelClient:
             options["extra_json"] = extra
         if self._key is None:
             options["headers"] = {"Authorization": self._openai.Omit()}
-        return self._pool(slot).post("/chat/completions", body=body, options=options, cast_to=self._completion)
+        return self._pool(slot).post("/chat/completions", body=body, options=options, cast_to=self._httpx.Response,
+                                     stream=True)
 
     def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
              priority: int = Priority.LIVE, meter: Meter | None = None, role: str = "model") -> ChatResult:
@@ -668,83 +628,152 @@ class ModelClient:
             if meter is not None:
                 meter.leave()
         if meter is not None:
-            meter.record(role, res.usage, res.latency_s)
+            meter.record(role, res.usage, res.latency_s, structured=res.structured if json_schema is not None else None)
         return res
+
+    def _fail(self, what: str, kind: str, attempts: int, status: int | None = None) -> ModelError:
+        c = self.config
+        return ModelError(f"{c.model} at {c.base_url}: {what}", kind=kind, status=status, attempts=attempts)
 
     def _chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, priority: int) -> ChatResult:
         c = self.config
+        key = (c.base_url, c.model)
         mode = c.structured if json_schema is not None else "none"
         if mode == "auto":
-            mode = "none" if c.base_url in _no_structured else "json_schema"
+            mode = "none" if "json_schema" in _refused.get(key, {}) else "json_schema"
         attempts = 0
         last: str = ""
         status: int | None = None
         start = time.monotonic()
+        end = start + c.deadline_s if c.deadline_s is not None else float("inf")
+        outer = transport.outer_deadline()
+        caller_deadline = outer is not None and outer < end
+        if caller_deadline:
+            end = outer
+        budget = f"{end - start:.3g}s " + ("(the caller's deadline for this call)" if caller_deadline else
+                                           "(deadline_s; --model-deadline / --judge-deadline)")
+        wire_bytes = c.max_reply_bytes * WIRE_BYTES_PER_BODY_BYTE + 64 * 1024
         while True:
+            if _stopped[0]:
+                raise self._fail(f"not sent: {_stopped[0]}", "interrupted", attempts)
+            if time.monotonic() >= end:
+                raise self._fail(f"no reply within the call's deadline of {budget} after {attempts} attempt(s); "
+                                 f"last error: {last or 'none'}", "timeout", attempts, status)
             attempts += 1
             retry_after: float | None = None
+            att: transport.Attempt | None = None
+            shortened = False  # this attempt ends at the call's deadline, before its own timeout_s
             try:
-                with endpoint_slots(c.base_url, c.concurrency).slot(priority) as slot:
-                    t0 = time.monotonic()
-                    resp = self._request(messages, json_schema, mode, slot)
-                    latency = time.monotonic() - t0
-                choice = resp.choices[0] if getattr(resp, "choices", None) else None
-                message = choice.message if choice is not None else None
-                text = (message.content if message is not None else None) or ""
-                # a JSON "\ud83d" escape (half an emoji cut by max_tokens) decodes to a lone surrogate,
-                # which no str-typed action or record accepts: keep it as U+FFFD
-                text = _LONE_SURROGATE.sub("\ufffd", text)
-                u = getattr(resp, "usage", None)
-                usage = {"prompt_tokens": getattr(u, "prompt_tokens", 0) or 0,
-                         "completion_tokens": getattr(u, "completion_tokens", 0) or 0,
-                         "total_tokens": getattr(u, "total_tokens", 0) or 0}
-                return ChatResult(text, usage, latency, attempts, getattr(resp, "model", c.model) or c.model, mode,
-                                  finish_reason=getattr(choice, "finish_reason", None),
-                                  tool_calls=_tool_calls(message))
+                with endpoint_slots(c.base_url, c.concurrency).slot(priority, end if end < float("inf") else None) as slot:
+                    until = time.monotonic() + c.timeout_s
+                    shortened = until > end
+                    with transport.attempt(min(until, end), wire_bytes) as att:
+                        t0 = time.monotonic()
+                        resp = self._request(messages, json_schema, mode, slot)
+                        body, cut = transport.read_body(resp, c.max_reply_bytes)
+                        latency = time.monotonic() - t0
+                return self._result(body, cut, latency, attempts, mode, json_schema is not None)
+            except NoSlot as e:
+                if _stopped[0]:
+                    raise self._fail(f"not sent: {_stopped[0]}", "interrupted", attempts) from None
+                last = str(e)
+                continue  # the deadline check above says so
             except self._openai.APIStatusError as e:
                 status = e.status_code
-                body = _scrub(str(getattr(e, "message", e)), self._key)
-                last = f"HTTP {status}: {body[:300]}"
+                body_text = _scrub(str(getattr(e, "message", e)), self._key)
+                last = f"HTTP {status}: {body_text[:300]}"
                 if status == 400 and mode in ("json_schema", "guided") and c.structured == "auto" and \
-                        re.search(r"response_format|json_schema|guided", body, re.I):
-                    _no_structured.add(c.base_url)  # this server cannot do it: ask in plain text
+                        re.search(r"response_format|json_schema|guided", body_text, re.I):
+                    with _structured_lock:  # this server cannot do it for this model: ask in plain text
+                        _refused.setdefault(key, {})[mode] = last
                     mode = "none"
                     attempts -= 1
                     continue
                 for pattern, hint in _LIMIT_HINTS:
-                    if status in (400, 413, 422) and pattern.search(body):
-                        raise ModelError(f"{c.model} at {c.base_url}: {hint} ({last})", kind="limit",
-                                         status=status, attempts=attempts) from None
+                    if status in (400, 413, 422) and pattern.search(body_text):
+                        raise self._fail(f"{hint} ({last})", "limit", attempts, status) from None
                 if status == 401 and self._key is None:
-                    raise ModelError(f"{c.model} at {c.base_url}: the endpoint wants an API key and none was sent "
-                                     f"({self._auth.reason}); name the variable that holds this endpoint's key with "
-                                     f"--model-api-key-env VAR (judges: --judge-api-key-env VAR) ({last})",
-                                     kind="refused", status=status, attempts=attempts) from None
+                    raise self._fail(f"the endpoint wants an API key and none was sent ({self._auth.reason}); name the "
+                                     f"variable that holds this endpoint's key with --model-api-key-env VAR (judges: "
+                                     f"--judge-api-key-env VAR) ({last})", "refused", attempts, status) from None
                 if status not in RETRIED_STATUS and status < 500:
-                    raise ModelError(f"{c.model} at {c.base_url}: request refused, {last}", kind="refused",
-                                     status=status, attempts=attempts) from None
+                    raise self._fail(f"request refused, {last}", "refused", attempts, status) from None
                 ra = e.response.headers.get("retry-after") if getattr(e, "response", None) is not None else None
                 retry_after = retry_after_s(ra)
                 if retry_after is not None and retry_after > c.max_wait_s:
-                    raise ModelError(f"{c.model} at {c.base_url}: the server asks to wait {retry_after:.0f}s before "
-                                     f"retrying (Retry-After: {ra}), longer than the {c.max_wait_s:g}s this client waits "
-                                     f"(max_wait_s; --model-max-wait / --judge-max-wait) ({last})", kind="rate_limited",
-                                     status=status, attempts=attempts) from None
-            except self._openai.APITimeoutError:
-                last = f"timed out after {c.timeout_s:g}s"
-            except self._openai.APIConnectionError as e:
+                    raise self._fail(f"the server asks to wait {retry_after:.0f}s before retrying (Retry-After: {ra}), "
+                                     f"longer than the {c.max_wait_s:g}s this client waits (max_wait_s; --model-max-wait "
+                                     f"/ --judge-max-wait) ({last})", "rate_limited", attempts, status) from None
+            except (self._openai.APITimeoutError, self._httpx.TimeoutException):
+                last = (f"timed out: no whole reply before the call's deadline of {budget}" if shortened else
+                        f"timed out after {c.timeout_s:g}s: no whole reply (connect, headers and body together) in time")
+            except (self._openai.APIConnectionError, self._httpx.RequestError) as e:
+                if (att is not None and att.cut is not None) or _stopped[0]:
+                    raise self._fail(f"stopped mid-call: {_stopped[0] or att.cut}", "interrupted", attempts) from None
+                if att is not None and att.over:
+                    raise self._fail(f"the reply passed {wire_bytes} bytes on the wire (max_reply_bytes "
+                                     f"{c.max_reply_bytes} with its framing): not read further", "too_large",
+                                     attempts, status) from None
                 last = f"connection failed: {_scrub(str(e), self._key)[:200]}"
-            except (AttributeError, IndexError, TypeError, ValueError) as e:
-                raise ModelError(f"{c.model} at {c.base_url}: malformed response: {type(e).__name__}: {e}",
-                                 kind="malformed", attempts=attempts) from None
+            if _stopped[0]:
+                raise self._fail(f"stopped mid-call: {_stopped[0]}", "interrupted", attempts)
             if attempts > c.max_retries:
-                raise ModelError(f"{c.model} at {c.base_url}: failed after {attempts} attempt(s) in "
-                                 f"{time.monotonic() - start:.1f}s; last error: {last}", kind="exhausted",
-                                 status=status, attempts=attempts)
-            # the server's Retry-After as asked (already bounded by max_wait_s), else jittered backoff
+                raise self._fail(f"failed after {attempts} attempt(s) in {time.monotonic() - start:.1f}s; last error: "
+                                 f"{last}", "exhausted", attempts, status)
+            # the server's Retry-After as asked (already bounded by max_wait_s), else jittered backoff;
+            # a wait that would end past the call's deadline is not waited
             delay = retry_after if retry_after is not None else min(
                 c.max_backoff_s, c.backoff_s * (2 ** (attempts - 1)) * (0.5 + self._rng.random()))
-            time.sleep(delay)
+            if time.monotonic() + delay >= end:
+                raise self._fail(f"no time left to retry within the call's deadline of {budget} after {attempts} "
+                                 f"attempt(s) (the next try was due in {delay:.2g}s); last error: {last}", "timeout",
+                                 attempts, status)
+            _pause(delay)
+
+    def _result(self, body: bytes, cut: bool, latency: float, attempts: int, mode: str, verdict: bool) -> ChatResult:
+        """The :class:`ChatResult` of a reply body (``cut``: the first ``max_reply_bytes`` of a
+        longer one)."""
+        c = self.config
+        if verdict:
+            _used((c.base_url, c.model), mode)
+        if cut:
+            if verdict:  # a cut verdict may have lost what it said last: it is never read
+                raise self._fail(f"the reply passed the {c.max_reply_bytes}-byte limit (max_reply_bytes; "
+                                 "--model-max-reply-bytes / --judge-max-reply-bytes) and was cut there; a verdict is "
+                                 "never read from a cut reply", "too_large", attempts)
+            text = _LONE_SURROGATE.sub("\ufffd", transport.partial_content(body))
+            return ChatResult(text, {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, latency, attempts,
+                              c.model, mode, finish_reason=None, cut_at=c.max_reply_bytes)
+        try:
+            data = json.loads(body)
+            choices = data.get("choices") or []
+            choice = choices[0] if choices else {}
+            message = choice.get("message") or {}
+            text = _message_text(message.get("content"))
+            # a JSON "\ud83d" escape (half an emoji cut by max_tokens) decodes to a lone surrogate,
+            # which no str-typed action or record accepts: keep it as U+FFFD
+            text = _LONE_SURROGATE.sub("\ufffd", text)
+            u = data.get("usage") or {}
+            usage = {k: u.get(k) if isinstance(u.get(k), int) else 0
+                     for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+            finish = choice.get("finish_reason")
+            model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else c.model
+            tool_calls = _tool_calls(message.get("tool_calls"))
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError) as e:
+            raise self._fail(f"malformed response: {type(e).__name__}: {str(e)[:200]}", "malformed", attempts) from None
+        return ChatResult(text, usage, latency, attempts, model, mode,
+                          finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls)
+
+
+def _message_text(content: Any) -> str:
+    """A message's text: a string, nothing, or a list of parts (``{"type": "text", "text": ...}``)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    raise TypeError(f"message content is a {type(content).__name__}")
 
 
 # 408 Request Timeout and 429 Too Many Requests are worth another try, as is every 5xx (RFC 9110
@@ -774,16 +803,16 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     return secs
 
 
-def _tool_calls(message: Any) -> list[dict[str, Any]]:
-    """``message.tool_calls`` (servers that parse tool calls out of the text: vLLM with a
+def _tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """A reply's ``message.tool_calls`` (servers that parse tool calls out of the text: vLLM with a
     ``--tool-call-parser``, DashScope) as ``[{"name", "arguments"}]``, ``arguments`` as sent (a JSON
     string, sometimes an object)."""
     out = []
-    for tc in getattr(message, "tool_calls", None) or []:
-        fn = getattr(tc, "function", None)
-        if fn is None:
+    for tc in calls if isinstance(calls, list) else []:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict):
             continue
-        out.append({"name": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)})
+        out.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
     return out
 
 

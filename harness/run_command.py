@@ -19,6 +19,7 @@ from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.episode import REFLECT_MODES, ReflectingAgent
 from harness.live.operator import ASK_TIMEOUT_S, HANDOVER_TIMEOUT_S, Operator, Terminal
 from harness.live.records import EpisodeLive
+from harness.model import MAX_REPLY_BYTES, structured_counts, structured_report
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
@@ -184,8 +185,15 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--max-tokens", type=int, default=1024)
-    g.add_argument("--model-timeout", type=float, default=120.0)
+    g.add_argument("--model-timeout", type=float, default=120.0, metavar="S",
+                   help="longest time for one attempt of a call, whole: connecting, the headers and the entire "
+                        "reply together (a reply that trickles in is cut here); then it is retried")
     g.add_argument("--model-retries", type=int, default=4)
+    g.add_argument("--model-deadline", type=float, default=None, metavar="S",
+                   help="longest time for one call, its retries and their waits included (default: no bound but "
+                        "the attempts' own); past it the agent's step is an error")
+    g.add_argument("--model-max-reply-bytes", type=int, default=MAX_REPLY_BYTES, metavar="N",
+                   help=f"a reply body longer than this is cut there and recorded as truncated (default {MAX_REPLY_BYTES})")
     g.add_argument("--model-max-wait", type=float, default=300.0, metavar="S",
                    help="longest Retry-After wait honoured (s); a server asking for more fails the call")
     g.add_argument("--model-concurrency", type=int, default=8)
@@ -199,8 +207,15 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                         f"without it, {key_rule_text()}")
     j.add_argument("--judge-temperature", type=float, default=0.0)
     j.add_argument("--judge-max-tokens", type=int, default=1024)
-    j.add_argument("--judge-timeout", type=float, default=120.0)
+    j.add_argument("--judge-timeout", type=float, default=120.0, metavar="S",
+                   help="longest time for one attempt of a judge or monitor call, whole (connect, headers and body)")
     j.add_argument("--judge-retries", type=int, default=4)
+    j.add_argument("--judge-deadline", type=float, default=None, metavar="S",
+                   help="longest time for one judge or monitor call, retries included (a monitor's own timeout_s "
+                        "bounds its checks too)")
+    j.add_argument("--judge-max-reply-bytes", type=int, default=MAX_REPLY_BYTES, metavar="N",
+                   help="a judge's reply body longer than this is cut, and a cut verdict is an error, never read "
+                        f"(default {MAX_REPLY_BYTES})")
     j.add_argument("--judge-max-wait", type=float, default=300.0, metavar="S",
                    help="longest Retry-After wait honoured for judge calls (s)")
     j.add_argument("--judge-concurrency", type=int, default=16)
@@ -211,20 +226,28 @@ def model_configs(args: argparse.Namespace) -> dict[str, Any]:
     from harness.model import ModelConfig
 
     agent = judge = None
-    if getattr(args, "model_base_url", None) or getattr(args, "model_name", None):
-        if not (args.model_base_url and args.model_name):
-            raise RunError("--model-base-url and --model go together")
-        agent = ModelConfig(base_url=args.model_base_url, model=args.model_name, api_key_env=args.model_api_key_env,
-                            temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                            timeout_s=args.model_timeout, max_retries=args.model_retries,
-                            max_wait_s=args.model_max_wait, concurrency=args.model_concurrency, seed=args.model_seed)
-    if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
-        if not (args.judge_base_url and args.judge_model):
-            raise RunError("--judge-base-url and --judge-model go together")
-        judge = ModelConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
-                            temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
-                            timeout_s=args.judge_timeout, max_retries=args.judge_retries,
-                            max_wait_s=args.judge_max_wait, concurrency=args.judge_concurrency)
+    try:
+        if getattr(args, "model_base_url", None) or getattr(args, "model_name", None):
+            if not (args.model_base_url and args.model_name):
+                raise RunError("--model-base-url and --model go together")
+            agent = ModelConfig(base_url=args.model_base_url, model=args.model_name,
+                                api_key_env=args.model_api_key_env, temperature=args.temperature, top_p=args.top_p,
+                                max_tokens=args.max_tokens, timeout_s=args.model_timeout,
+                                max_retries=args.model_retries, max_wait_s=args.model_max_wait,
+                                concurrency=args.model_concurrency, seed=args.model_seed,
+                                deadline_s=getattr(args, "model_deadline", None),
+                                max_reply_bytes=getattr(args, "model_max_reply_bytes", MAX_REPLY_BYTES))
+        if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
+            if not (args.judge_base_url and args.judge_model):
+                raise RunError("--judge-base-url and --judge-model go together")
+            judge = ModelConfig(base_url=args.judge_base_url, model=args.judge_model,
+                                api_key_env=args.judge_api_key_env, temperature=args.judge_temperature,
+                                max_tokens=args.judge_max_tokens, timeout_s=args.judge_timeout,
+                                max_retries=args.judge_retries, max_wait_s=args.judge_max_wait,
+                                concurrency=args.judge_concurrency, deadline_s=getattr(args, "judge_deadline", None),
+                                max_reply_bytes=getattr(args, "judge_max_reply_bytes", MAX_REPLY_BYTES))
+    except ValueError as e:  # a timeout or byte limit out of range: named by the config
+        raise RunError(f"{e} (--model-timeout/--model-deadline/--model-max-reply-bytes, or their --judge- twins)") from None
     return {"agent": agent, "judge": judge}
 
 
@@ -522,6 +545,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         terminal = plugins.operator.terminal if plugins.operator is not None else None
+        modes_before = structured_counts()
         with _PreparedDevices(args, devices, writer, farm), watching(args):
             _choose_frames(farm.frame_choices() if farm is not None else {d.serial: d.frame_choice for d in devices},
                            writer, args.quiet)
@@ -535,22 +559,44 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 progress = None if args.quiet else describe_progress()
                 report = run_stations(runnable, stations, writer, suite_cfg, progress=progress, stop=stop,
                                       joining=joining)
+        # what structured output each endpoint and model used (the calls of this process: a farm
+        # node's judges are not seen here), added to what earlier invocations of the run used
+        ended = {"structured_output": merge_structured(writer.manifest.get("structured_output"),
+                                                       structured_report(since=modes_before))}
+        if report.abandoned:
+            ended["abandoned_stations"] = report.abandoned
         if report.error:
             try:  # best effort: the disk may be the thing that failed
                 writer.update_manifest(last_wall_s=report.wall_s, interrupted=True, error=report.error,
-                                       not_run=report.not_run, dead_devices=report.dead_devices)
+                                       not_run=report.not_run, dead_devices=report.dead_devices, **ended)
             except (OSError, RecordError):
                 pass
             raise RunError(f"the run stopped: {report.error}; {len(report.not_run)} task(s) not finished; "
                            f"fix the cause and continue with --resume --out {args.out}")
         writer.update_manifest(last_wall_s=report.wall_s, interrupted=report.interrupted,
-                               not_run=report.not_run, dead_devices=report.dead_devices)
+                               not_run=report.not_run, dead_devices=report.dead_devices, **ended)
         return report
     finally:
         writer.close()
         release_all(locks)
         if farm is not None:
             farm.close()
+
+
+def merge_structured(old: Any, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of :func:`harness.model.structured_report`, one per endpoint and model: the calls
+    of each mode added up, the refusals kept (an earlier invocation's entry that is not a list of
+    such entries is dropped)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in [*(old if isinstance(old, list) else []), *new]:
+        if not isinstance(e, dict) or not isinstance(e.get("used"), dict):
+            continue
+        row = rows.setdefault((str(e.get("base_url")), str(e.get("model"))),
+                              {"base_url": e.get("base_url"), "model": e.get("model"), "used": {}, "refused": {}})
+        for mode, n in e["used"].items():
+            row["used"][mode] = row["used"].get(mode, 0) + (n if isinstance(n, int) else 0)
+        row["refused"].update(e.get("refused") if isinstance(e.get("refused"), dict) else {})
+    return list(rows.values())
 
 
 def unavailable_tasks(tasks: list[Any], devices: list[Any]) -> dict[str, str]:

@@ -2,7 +2,9 @@
 record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent error or infra error.
 
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
-halts before the action unless that monitor says ``on_error=allow``. A gate in ``ask`` mode whose
+halts before the action unless that monitor says ``on_error=allow``; every model call the check
+makes ends by that deadline too (harness.model_transport.deadline), so a check that failed closed
+holds no endpoint slot or connection after it. A gate in ``ask`` mode whose
 verdict would halt asks the ``operator`` first (:class:`harness.episode.Operator`): allowed, the action runs;
 denied, or unanswered in time, it halts as a gate halts; with no operator it halts. A gate in
 ``reflect`` mode whose verdict would halt tells the agent why instead (:class:`harness.episode.
@@ -13,6 +15,13 @@ asks the operator), and a check that failed is never reflected on. An async
 check of step k is waited for before the action of step k+1 runs (one step of lag, never more). Every step record
 says whether its action ran (``executed``); ``steps`` counts those that did. At the end every
 judge finishes at once.
+
+A run being stopped (``should_stop``: Ctrl-C) abandons the episode at the next point where the
+phone would be touched: before an action runs, after an agent or check that failed while the
+model calls were being cut (harness.model.stop_calls), and after judges that failed meanwhile. An
+abandoned episode is not recorded as finished, halted or failed: it is redone on ``--resume``.
+Monitors' checks and judges' ``finish`` run on daemon threads (harness.daemon_pool), so one that
+never returns is left behind, never joined.
 
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
 ``harness.episode``; it knows no particular agent, judge, device kind, operator or live view.
@@ -31,13 +40,15 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness import model_transport
 from harness.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
+from harness.daemon_pool import DaemonPool
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
 from harness.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
                              HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
                              OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
                              Status, StepEvent, StepObserver, nobody_to_ask)
-from harness.records import EpisodeWriter, StepRecord, now_iso
+from harness.records import EpisodeWriter, StepRecord, kept_thought, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
 from harness.usage import Meter
@@ -88,17 +99,17 @@ class _Checks:
     def __init__(self, monitors: list[Monitor]):
         self.gates = [m for m in monitors if m.mode in GATE_MODES]
         self.background = [m for m in monitors if m.mode not in GATE_MODES]
-        self.pool = cf.ThreadPoolExecutor(max_workers=max(2, 2 * len(monitors)), thread_name_prefix="monitor") \
-            if monitors else None
+        self.pool = DaemonPool(max(2, 2 * len(monitors)), thread_name_prefix="monitor") if monitors else None
         self.pending: list[tuple[int, Monitor, cf.Future, float]] = []
         self.made = self.flagged = self.failed = self.ran_unchecked = 0
 
     def _submit(self, m: Monitor, step: ProposedStep) -> tuple[cf.Future, float]:
         assert self.pool is not None
-        return self.pool.submit(m.check, step), time.monotonic()
+        started = time.monotonic()
+        return self.pool.submit(_check_by, m, step, started + _timeout(m)), started
 
     def _result(self, m: Monitor, fut: cf.Future, started: float) -> MonitorVerdict:
-        timeout = getattr(m, "timeout_s", None) or MONITOR_TIMEOUT_S
+        timeout = _timeout(m)
         try:
             v = fut.result(timeout=max(0.0, started + timeout - time.monotonic()))
         except cf.TimeoutError:
@@ -234,6 +245,14 @@ class HandOvers:
     def summary(self) -> dict[str, Any]:
         return {"count": len(self.done), "operator_steps": len(self.indexes),
                 "wait_s": round(sum(h.get("wait_s") or 0.0 for h in self.done), 3)}
+def _timeout(m: Monitor) -> float:
+    return getattr(m, "timeout_s", None) or MONITOR_TIMEOUT_S
+
+
+def _check_by(m: Monitor, step: ProposedStep, deadline: float) -> MonitorVerdict:
+    """``m.check(step)`` with every model call it makes ending by ``deadline`` (the monitor's own)."""
+    with model_transport.deadline(deadline):
+        return m.check(step)
 
 
 def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[StepObserver, Any]]:
@@ -248,7 +267,8 @@ def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[Ste
             except Exception as e:
                 out.append((o, e))
         return out
-    with cf.ThreadPoolExecutor(max_workers=len(observers), thread_name_prefix="finish") as pool:
+    pool = DaemonPool(len(observers), thread_name_prefix="finish")
+    try:
         futures = [(o, pool.submit(o.finish, end)) for o in observers]
         results = []
         for o, f in futures:
@@ -257,6 +277,8 @@ def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[Ste
             except Exception as e:
                 results.append((o, e))
         return results
+    finally:
+        pool.shutdown(wait=False)
 
 
 def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter, *,
@@ -410,6 +432,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             except InfraError:
                 raise
             except Exception as e:
+                if should_stop():  # its model call was cut because the run is stopping: not the agent's error
+                    abandoned = True
+                    raise Interrupted() from None
                 log.debug("agent error: %s", traceback.format_exc())
                 out.status, out.error = "agent_error", f"step {i}: {type(e).__name__}: {e}"
                 status = "agent_error"
@@ -432,7 +457,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 except ActionError as e:
                     invalid = f"action failed on the device: {e}"
             checking = halt is None and proposed is not None and bool(checks.gates)
-            live.update(state="checking" if checking else "halted" if halt else "running", thought=proposal.thought,
+            live.update(state="checking" if checking else "halted" if halt else "running",
+                        thought=kept_thought(proposal.thought, proposal.raw_output)[0],
                         action=action_to_json(action) if action is not None else None, invalid=invalid,
                         action_text=action.describe() if action is not None else None)
             t0 = time.monotonic()
@@ -449,6 +475,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             timings["monitors"] = time.monotonic() - t0 - step_wait[0]
             if step_wait[0]:
                 timings["operator"] = step_wait[0]
+            if should_stop():  # stopping: nothing more reaches the phone, and a check cut meanwhile decides nothing
+                abandoned = True
+                raise Interrupted()
             after_shot: bytes | None = None
             after_path: str | None = None
             executed = False
@@ -492,13 +521,15 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     log.debug("agent reflect failed: %s", traceback.format_exc())
                     reflect_error = f"step {i}: the agent could not take the feedback: {type(e).__name__}: {e}"
                     reflection = {"feedback": None, "error": reflect_error, **feedback}
+            thought, thought_note = kept_thought(proposal.thought, proposal.raw_output)
+            extras = {**(proposal.extras or {}), **({"thought_cut": thought_note} if thought_note else {})}
             record = StepRecord(
                 index=i, action=action_to_json(action) if action is not None else None, executed=executed,
-                invalid=invalid, raw_output=proposal.raw_output, thought=proposal.thought, screen_before=before_path,
+                invalid=invalid, raw_output=proposal.raw_output, thought=thought, screen_before=before_path,
                 screen_after=after_path, timings={k: round(v, 6) for k, v in timings.items()},
                 monitor=(halt[1].to_json() | {"halted_step": halt[0]}) if halt else monitor_json,
                 handover=handovers.question(i, action) if executed and isinstance(action, NeedsUser) else None,
-                reflection=reflection, extras=proposal.extras or None)
+                reflection=reflection, extras=extras or None)
             if checks.pending:
                 held.append(record)  # written with its verdict at the next boundary
             else:
@@ -506,7 +537,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             out.proposed_steps = i  # the trajectory's length (operator steps included once they come)
             event = StepEvent(index=i, action=action, raw_output=proposal.raw_output, invalid=invalid,
                               screenshot_before=shot, screenshot_after=after_shot, screen_before_path=before_path,
-                              screen_after_path=after_path, thought=proposal.thought, monitor=record.monitor,
+                              screen_after_path=after_path, thought=thought, monitor=record.monitor,
                               executed=executed)
             for o in observers:
                 o.on_step(event)
@@ -595,6 +626,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             for name, (verdict, details) in res.items():
                 out.verdicts[name] = verdict
                 out.judge_details[name] = details
+        if should_stop() and "judge_error" in out.verdicts.values():
+            live.clear()  # a judge failed while the run was stopping (its calls cut): judged again on --resume
+            raise Interrupted()
     live.clear()
     out.usage = episode_meter.to_json()
     out.ended_at = now_iso()

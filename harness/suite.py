@@ -1,6 +1,12 @@
 """Many episodes: a pool of stations (a device each, one episode at a time), resume, retries of
 infrastructure failures on a healthy station, Ctrl-C that leaves a resumable run, live progress.
 
+When the run stops (Ctrl-C, SIGTERM, a fault outside any episode) every model call in flight is cut
+(harness.model.stop_calls) and the stations get ``STOP_GRACE_S`` to leave their episodes at the
+next safe point (harness.runner: before anything more reaches a phone); a station still busy then
+(a device command that hangs) is abandoned, not joined: its thread is a daemon, its episode
+unrecorded and redone on ``--resume``, and the run goes on to put the phones back.
+
 A station is a device of this host (:class:`LocalStation`) or a device on a node of a Ray farm
 (``harness.farm``); the queue, retries and records are the same for both.
 """
@@ -16,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
+from harness import model
 from harness.device.base import Device
 from harness.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter
@@ -66,6 +73,7 @@ class SuiteReport:
     wall_s: float = 0.0
     error: str | None = None                              # a fault outside any episode stopped the run
     usage: dict[str, Any] | None = None                   # model usage of the episodes run now, by role
+    abandoned: list[str] = field(default_factory=list)    # stations still busy STOP_GRACE_S after the stop
 
 
 class Job:
@@ -265,7 +273,7 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
     for s in stations:
         launch(s)
     try:
-        while any(t.is_alive() for t in threads):
+        while any(t.is_alive() for t in threads) and not stop.is_set():
             for s in (joining() if joining is not None and not stop.is_set() else []):
                 with lock:
                     alive.add(s.name)
@@ -276,16 +284,30 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
                 t.join(timeout=0.2)
     except KeyboardInterrupt:
         stop.set()
-        report.interrupted = True
-        for t in threads:
-            t.join(timeout=30)
     if stop.is_set():
         report.interrupted = True
+        report.abandoned = _wind_down(threads)
     recorded = {r.task_id for r in report.results} | set(report.skipped)
     report.not_run = [t.id for t in tasks if t.id not in recorded]
     report.wall_s = round(time.monotonic() - started, 3)
     report.usage = meter.to_json()
     return report
+
+
+STOP_GRACE_S = 5.0  # s the stations get, once the run stops, to leave their episodes
+
+
+def _wind_down(threads: list[threading.Thread]) -> list[str]:
+    """The run is stopping: cut every model call (no station waits on one), give the stations
+    STOP_GRACE_S to end, and return the names of those still busy (abandoned: daemon threads)."""
+    with model.calls_stopped():
+        end = time.monotonic() + STOP_GRACE_S
+        try:
+            for t in threads:
+                t.join(max(0.0, end - time.monotonic()))
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting now
+            pass
+    return [t.name.removeprefix("station-") for t in threads if t.is_alive()]
 
 
 class StepProgress:

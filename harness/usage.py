@@ -57,8 +57,10 @@ class Meter:
             return p
 
     def record(self, role: str, usage: Mapping[str, Any] | None, latency_s: float = 0.0, *,
-               failed: bool = False) -> None:
-        """One call of ``role``: its usage (``prompt_tokens``...; missing keys count 0)."""
+               failed: bool = False, structured: str | None = None) -> None:
+        """One call of ``role``: its usage (``prompt_tokens``...; missing keys count 0), and, for a
+        call that asked for a JSON schema, the structured-output mode it used (``structured``:
+        ``{mode: calls}`` in the role's row)."""
         with self._lock:
             row = self._roles.setdefault(role, _empty())
             row["calls"] += 1
@@ -68,8 +70,11 @@ class Meter:
             if not (usage or {}).get("total_tokens"):  # servers that give only the two parts
                 row["total_tokens"] = max(row["total_tokens"], row["prompt_tokens"] + row["completion_tokens"])
             row["model_s"] += float(latency_s)
+            if structured is not None:
+                modes = row.setdefault("structured", {})
+                modes[structured] = modes.get(structured, 0) + 1
         if self.parent is not None:
-            self.parent.record(role, usage, latency_s, failed=failed)
+            self.parent.record(role, usage, latency_s, failed=failed, structured=structured)
 
     def add(self, recorded: Mapping[str, Any] | None) -> None:
         """Add the calls of a recorded :meth:`to_json` (an episode metered in another process, e.g.
@@ -84,6 +89,10 @@ class Meter:
                 for k in ("calls", "failed", *TOKEN_KEYS):
                     row[k] += int(_number(part.get(k, 0)))
                 row["model_s"] += _number(part.get("model_s", 0.0))
+                if isinstance(part.get("structured"), Mapping):
+                    modes = row.setdefault("structured", {})
+                    for mode, n in part["structured"].items():
+                        modes[str(mode)] = modes.get(str(mode), 0) + int(_number(n))
         if self.parent is not None:
             self.parent.add(recorded)
 
@@ -100,7 +109,9 @@ class Meter:
         """``{"prompt_tokens", "completion_tokens", "total_tokens", "calls", "failed", "by_role":
         {role: {...}}}``: the sums first (what cost summaries read), then the parts."""
         with self._lock:
-            roles = {k: {**v, "model_s": round(v["model_s"], 4)} for k, v in sorted(self._roles.items())}
+            roles = {k: {**v, "model_s": round(v["model_s"], 4),
+                         **({"structured": dict(v["structured"])} if "structured" in v else {})}
+                     for k, v in sorted(self._roles.items())}
         out: dict[str, Any] = {k: sum(r[k] for r in roles.values()) for k in TOKEN_KEYS}
         out["calls"] = sum(r["calls"] for r in roles.values())
         out["failed"] = sum(r["failed"] for r in roles.values())

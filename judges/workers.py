@@ -6,6 +6,7 @@ An offline pass instead gives every judge of every worker one shared pool sized 
 (``EpisodeContext.workers``): a pool per judge per episode, with up to 2K episodes open at once, was
 hundreds of threads, each with its stack and malloc arena, and the memory of ``harness judge`` grew
 with them (issue 18). With a shared pool, the end of an episode cancels what it left queued there.
+The threads are daemons (harness.daemon_pool): one stuck in a call never holds the process at exit.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import concurrent.futures as cf
 import threading
 from typing import Any, Callable
 
+from harness.daemon_pool import DaemonPool
+
 
 class EpisodeWorkers:
     def __init__(self, workers: int, name: str):
         self.workers = max(1, workers)
         self.name = name
-        self._pool: cf.ThreadPoolExecutor | None = None
+        self._pool: DaemonPool | None = None
         self._shared: Any = None  # the episode's executor, when it brought one
         self._futures: list[cf.Future] = []
         self._lock = threading.Lock()
@@ -37,7 +40,7 @@ class EpisodeWorkers:
                 self._futures.append(fut)
                 return fut
             if self._pool is None:
-                self._pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name)
+                self._pool = DaemonPool(self.workers, thread_name_prefix=self.name)
                 self.pools_made += 1
             return self._pool.submit(fn, *args)
 

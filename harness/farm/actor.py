@@ -26,6 +26,7 @@ import ray
 
 from harness.device.phone_lock import hold
 from harness.device.prepare import DeviceSession, Journal, RestoreReport, restore
+from harness.model import allow_calls, stop_calls
 from harness.records import RunWriter
 from harness.records.layout import is_side_file
 from harness.runner import Interrupted
@@ -133,6 +134,7 @@ class DeviceActor:
 
     def halt(self) -> None:
         self._stop.set()
+        stop_calls("the run is stopping (the driver halted this phone's episode)")  # this actor's calls only
 
     def reconnect(self, timeout: float) -> bool:
         return self.device.reconnect(timeout)
@@ -143,6 +145,7 @@ class DeviceActor:
         (records on its disk, the agent's construction) is raised, and reaches the driver."""
         with self._busy:
             self._stop.clear()
+            allow_calls()  # a halt cut the last episode's calls; this one's may go out
             yield {"kind": "started", "pid": os.getpid()}
             tmp = Path(tempfile.mkdtemp(prefix="crate-farm-"))
             writer = RunWriter(tmp / "run", fsync=False)  # a scratch copy: the driver's is the record

@@ -270,33 +270,44 @@ class Operator:
                 "deadline_at": _iso_after(self.timeout_s), "channels": self.channels, "decision": None}
         if live is not None:
             live.update(state="asking", ask=info)
-        thread = None
-        if self.terminal is not None:
-            thread = threading.Thread(target=self.terminal.ask, args=(ticket,), name=f"ask-{ask_id}", daemon=True)
-            thread.start()
-        record: dict[str, Any] | None = None
-        try:
-            while record is None:
-                left = max(0.0, ticket.deadline - time.monotonic())
-                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, left))
-                if record is not None:
-                    break
-                if should_stop():
-                    return None
-                if time.monotonic() >= ticket.deadline:
-                    record = ticket.offer("deny", "timeout")
-        finally:
-            if record is not None:
-                ticket.settle(record)
-            ticket.done.set()
-            if thread is not None:
-                thread.join(timeout=2.0)
+        record = self._answer(ticket, self.terminal.ask if self.terminal is not None else None, "deny", should_stop)
+        if record is None:
+            return None
         decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
                             record.get("at") or now_iso())
         if live is not None:
             live.update(state="running" if decision.allowed else "halted", ask={**info, "decision": decision.to_json()})
         return decision
 
+
+    @staticmethod
+    def _answer(ticket: _Ticket, terminal: Callable[[_Ticket], None] | None, refusal: str,
+                should_stop: Callable[[], bool]) -> dict[str, Any] | None:
+        """The answer that stands to ``ticket``'s question: the terminal's (asked on a thread of its
+        own), the page's or another process's (a decision record), or ``refusal`` by timeout at the
+        deadline; None when the run is stopping meanwhile."""
+        thread = None
+        if terminal is not None:
+            thread = threading.Thread(target=terminal, args=(ticket,), name=f"ask-{ticket.ask_id}", daemon=True)
+            thread.start()
+        record: dict[str, Any] | None = None
+        try:
+            while record is None:
+                left = max(0.0, ticket.deadline - time.monotonic())
+                record = ticket.standing or wait_decision(ticket.question.episode_dir, ticket.ask_id, min(POLL_S, left))
+                if record is not None:
+                    break
+                if should_stop():
+                    return None
+                if time.monotonic() >= ticket.deadline:
+                    record = ticket.offer(refusal, "timeout")
+        finally:
+            if record is not None:
+                ticket.settle(record)
+            ticket.done.set()
+            if thread is not None:
+                thread.join(timeout=2.0)
+        return record
 
     def hand_over(self, q: Question, device: Any, live: LiveRecorder | None,
                   on_step: Callable[[OperatorStep], None],
@@ -340,30 +351,14 @@ class Operator:
             info["unread"] = unread
         if live is not None:
             live.update(state="handed_over", ask=dict(info))
-        thread = None
-        if self.terminal is not None:
-            thread = threading.Thread(target=self.terminal.hand_over, args=(ticket,), name=f"handover-{ask_id}",
-                                      daemon=True)
-            thread.start()
-        record: dict[str, Any] | None = None
         try:
-            while record is None:
-                left = max(0.0, ticket.deadline - time.monotonic())
-                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, left))
-                if record is not None:
-                    break
-                if should_stop():
-                    return None
-                if time.monotonic() >= ticket.deadline:
-                    record = ticket.offer("give_up", "timeout")
+            record = self._answer(ticket, self.terminal.hand_over if self.terminal is not None else None, "give_up",
+                                  should_stop)
         finally:
-            if record is not None:
-                ticket.settle(record)
-            ticket.done.set()
-            if thread is not None:
-                thread.join(timeout=2.0)
             if touches is not None:
                 touches.stop()  # the steps still being read are recorded before the agent goes on
+        if record is None:
+            return None
         decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
                             record.get("at") or now_iso(),
                             note=f"the person's touches were not recorded: {unread}" if unread else None)

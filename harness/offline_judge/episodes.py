@@ -24,11 +24,19 @@ from harness.usage import Meter
 
 def line_usage(meter: Meter) -> dict[str, Any]:
     """A judgement line's (and a pass's) ``usage``: successful calls, failed calls, tokens and model
-    seconds, from the meter every judge call of the episode (or the pass) reported to."""
+    seconds, from the meter every judge call of the episode (or the pass) reported to; and
+    ``structured``, what structured output those calls used (``{mode: calls}``; absent with none)."""
     u = meter.to_json()
-    return {"calls": u["calls"] - u["failed"], "failed_calls": u["failed"], "prompt_tokens": u["prompt_tokens"],
-            "completion_tokens": u["completion_tokens"], "total_tokens": u["total_tokens"],
-            "model_s": round(sum(r["model_s"] for r in u["by_role"].values()), 4)}
+    out = {"calls": u["calls"] - u["failed"], "failed_calls": u["failed"], "prompt_tokens": u["prompt_tokens"],
+           "completion_tokens": u["completion_tokens"], "total_tokens": u["total_tokens"],
+           "model_s": round(sum(r["model_s"] for r in u["by_role"].values()), 4)}
+    structured: dict[str, int] = {}  # what structured output the judges' calls used: {mode: calls}
+    for row in u["by_role"].values():
+        for mode, n in (row.get("structured") or {}).items():
+            structured[mode] = structured.get(mode, 0) + n
+    if structured:
+        out["structured"] = structured
+    return out
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:

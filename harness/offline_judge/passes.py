@@ -3,7 +3,6 @@ calls in flight, progress, and the pass's report (also written into each set's m
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import dataclasses
 import importlib
@@ -16,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from harness.daemon_pool import DaemonPool
+from harness.model import allow_calls, stop_calls, structured_counts, structured_report
 from harness.offline_judge.episodes import Job, JudgeSlot, judge_episode, line_usage
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import TRIM_EVERY, give_back_free_memory
@@ -174,6 +175,7 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
     report = OfflineReport(set_id=set_id, runs=[str(t.run_dir) for t in targets], concurrency=concurrency,
                            episodes_in_flight=in_flight, warnings=list(read.warnings))
     started = now_iso()
+    modes_before = structured_counts()
     t_start = time.monotonic() - read.read_s
     sets: list[JudgementSet] = []
     jobs: list[Job] = []
@@ -209,8 +211,7 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
         # slot anyway, so K threads plus a margin (for image work) keep K in flight, however many
         # episodes are open (a pool per judge per worker was hundreds of threads, and the memory
         # of the pass grew with them)
-        calls = cf.ThreadPoolExecutor(max_workers=concurrency + max(2, concurrency // 4),
-                                      thread_name_prefix="judge-calls")
+        calls = DaemonPool(concurrency + max(2, concurrency // 4), thread_name_prefix="judge-calls")
 
         def worker() -> None:
             slot = JudgeSlot(setup.build, fresh=fresh_judges)
@@ -297,11 +298,13 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
             except KeyboardInterrupt:
                 stop.set()
                 report.interrupted = True
+                stop_calls()  # the calls in flight are cut (their episodes are judged on the next pass), not waited for
             if stop.is_set():
                 report.interrupted = True
             report.workers = len(threads)
         report.usage = line_usage(total)
     finally:
+        allow_calls()
         report.wall_s = round(time.monotonic() - t_start, 4)
         for js in sets:
             with contextlib.suppress(Exception):
@@ -310,7 +313,9 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
                     passes.append({"started_at": started, "ended_at": now_iso(), "judged": js.appended,
                                    "already_judged": report.already_judged, "usage": report.usage,
                                    "wall_s": report.wall_s, "concurrency": concurrency, "model": model_json,
-                                   "interrupted": report.interrupted})
+                                   "interrupted": report.interrupted,
+                                   # what structured output each endpoint and model used in this pass
+                                   "structured_output": structured_report(since=modes_before)})
                     js.write_manifest({**js.manifest, "passes": passes[-50:]})
             js.close()
     return report

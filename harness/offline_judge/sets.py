@@ -29,6 +29,7 @@ _SET_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+@=-]{0,127}")
 # ModelConfig / judge-spec keys that do not change what a judge answers: they may differ between
 # the passes of one judgement set (another port, more concurrency, a cache file elsewhere)
 _NEUTRAL_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "max_wait_s",
+                           "deadline_s", "max_reply_bytes",
                            "concurrency", "cache", "cache_path", "cache_file", "evidence_cache", "cache_dir"})
 
 

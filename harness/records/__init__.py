@@ -39,8 +39,8 @@ from harness.records.layout import (EPISODES_DIR, INCOMING_PREFIX, LOCK_FILE, MA
 from harness.records.readers import (ResultList, StepStream, iter_steps, list_episodes, read_manifest, read_results,
                                      read_summary)
 from harness.records.redaction import REDACTED, is_secret_key, redact
-from harness.records.schema import (EpisodeResult, Halt, RECORDS_VERSION, STATUSES, Status, StepRecord, UNSCORED_STATUSES,
-                                    now_iso)
+from harness.records.schema import (THOUGHT_CHARS, EpisodeResult, Halt, RECORDS_VERSION, STATUSES, Status, StepRecord,
+                                    UNSCORED_STATUSES, kept_thought, now_iso)
 from harness.records.writers import EpisodeWriter, RunWriter
 
 __all__ = [
@@ -60,6 +60,8 @@ __all__ = [
     "Status",
     "Halt",
     "EpisodeResult",
+    "THOUGHT_CHARS",
+    "kept_thought",
     "StepRecord",
     "RunWriter",
     "EpisodeWriter",

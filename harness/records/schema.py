@@ -152,4 +152,20 @@ class StepRecord(BaseModel):
         return self.action is not None and self.invalid is None and not (self.monitor or {}).get("halt")
 
 
+# A step's thought is a part of its raw output (the reply it was read from); a longer one is kept
+# as its first THOUGHT_CHARS characters, the whole being in raw_output, so a reply is stored once
+# (a 50 MB reply was stored twice, as raw_output and as thought: issue 28)
+THOUGHT_CHARS = 4000
+
+
+def kept_thought(thought: str | None, raw_output: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    """The thought a step record keeps, and the note a cut one gets in the step's ``extras``
+    (``thought_cut``: ``{"chars": its length, "kept": THOUGHT_CHARS, "whole_in": "raw_output"}``,
+    ``whole_in`` None when the thought is not a part of the raw output as it is)."""
+    if thought is None or len(thought) <= THOUGHT_CHARS:
+        return thought, None
+    whole_in = "raw_output" if raw_output and thought in raw_output else None
+    return thought[:THOUGHT_CHARS], {"chars": len(thought), "kept": THOUGHT_CHARS, "whole_in": whole_in}
+
+
 M = TypeVar("M", bound=BaseModel)

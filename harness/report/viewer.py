@@ -327,6 +327,26 @@ class _Ctx:
         return make_thumb(src, dst, self.out)
 
 
+# The most of one step's raw output or thought a page shows; the whole text stays in
+# trajectory.jsonl (a 50 MB reply made 101 MB of pages at 663 MB RSS: issue 28)
+SHOWN_CHARS = 20_000
+
+
+def _cut_text(text: str | None) -> str | None:
+    if text is None or len(text) <= SHOWN_CHARS:
+        return text
+    return (f"{text[:SHOWN_CHARS]}\n[... {len(text) - SHOWN_CHARS:,} more characters not shown here: the whole text "
+            "is in the episode's trajectory.jsonl]")
+
+
+def _shown(step: Any) -> Any:
+    """``step`` with its raw output and thought cut to what a page shows."""
+    raw, thought = _cut_text(step.raw_output), _cut_text(step.thought)
+    if raw is step.raw_output and thought is step.thought:
+        return step
+    return step.model_copy(update={"raw_output": raw, "thought": thought})
+
+
 def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                   judged: Any = None) -> tuple[str, dict[str, Any]]:
     """``judged`` (a :class:`harness.report.tables.Judged`): the live and offline verdicts and
@@ -362,7 +382,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         if ep_dir is not None:
             stream = iter_steps(ep_dir)
             for s in stream:
-                steps.append(s)
+                steps.append(_shown(s))  # long texts cut as they are read: the page and the memory stay small
             ctx.warnings.extend(stream.warnings)
     except RecordError as e:
         ctx.warnings.append(str(e))
@@ -513,6 +533,11 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
             body.append("".join(f'<div class="kv"><b>milestone</b> <span class="yes">{esc(t)}</span></div>' for t in ms_at[s.index]))
         if s.index in unsafe:
             body.append(f'<div class="kv"><b>unsafe</b> <span class="no">flagged by {esc(", ".join(unsafe[s.index]))}</span></div>')
+        cut_by = (s.extras or {}).get("truncated_by")
+        if cut_by:
+            why = ("it passed the client's byte limit (--model-max-reply-bytes) and was cut there"
+                   if cut_by == "max_reply_bytes" else "the server stopped at max_tokens")
+            body.append(f'<div class="kv"><b>reply cut</b> <span class="err">{esc(why)}</span></div>')
         if s.raw_output:
             body.append(f"<details><summary>raw output</summary><pre>{esc(s.raw_output)}</pre></details>")
         if s.timings:

@@ -353,6 +353,25 @@ def test_cli_parse_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     assert "expected a JSON string" in out[4]["error"]
 
 
+def test_a_value_an_action_refuses_is_a_parse_error_not_a_crash(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """An answer over MAX_TEXT is the model's mistake: read_reply (what every agent parses through)
+    and `harness agents parse` give the ParseError naming the field, as for any unusable output (a
+    pydantic ValidationError ended the episode with 'step N: ValidationError')."""
+    from agents.parsing import read_reply
+    from harness.actions import MAX_TEXT
+
+    long = "a" * (MAX_TEXT + 1)
+    parsed, err = read_reply(lambda t: uitars.parse_detailed(t, (1080, 2400)), f"Action: finished(content='{long}')")
+    assert parsed is None and isinstance(err, ParseError)
+    assert str(err) == f"answer: text: String should have at most {MAX_TEXT} characters"
+    parsed, err = read_reply(lambda t: uitars.parse_detailed(t, (1080, 2400)), "Action: finished(content='ok')")
+    assert err is None and parsed.actions[0].text == "ok"
+    line = json.dumps(f"Action: finished(content='{long}')")
+    rc, out, _ = _cli(["agents", "parse", "--agent", "uitars", "--size", "1080x2400"], line + "\n", monkeypatch, capsys)
+    assert rc == 0 and out == [{"error": f"answer: text: String should have at most {MAX_TEXT} characters"}]
+
+
 def test_cli_parse_options_details_and_hierarchy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     q3 = json.dumps('<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [500, 500]}}</tool_call>')

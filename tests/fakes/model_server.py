@@ -5,11 +5,21 @@ returning a :class:`Reply`) or a list of replies served in order, and reads back
 received, with its headers (to check prompts, images, sampling, and where keys go). Replies can be
 delayed, be HTTP errors with Retry-After, malformed bodies, empty or huge content, cut off at
 max_tokens (``finish_reason``), carry OpenAI ``tool_calls``, or be a dropped connection.
+
+Hostile endpoints, as the issue-28 probes met them: a reply that trickles (``trickle_s``: the headers
+at once, then the body one byte every ``trickle_s`` seconds, as long as the client reads), one that
+never sends its headers (``silent=True``: the connection stays open and quiet until the client
+leaves or the server closes), a huge one (``Reply(content="x" * 50_000_000)``), and a server that
+refuses ``response_format`` for some models only (:func:`refusing_structured_output`). The server
+notes when each trickle sent its first byte (``trickle_started``, ``time.monotonic()`` values), and
+``bytes_sent`` counts every body byte it wrote, so a test can prove a client stopped reading.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +41,8 @@ class Reply:
     finish_reason: str = "stop"       # "length": cut off at max_tokens
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI message.tool_calls: [{"name", "arguments"}]
     hold_s: float = 30.0                 # ... or once this long has passed
+    trickle_s: float = 0.0               # send the headers, then the body one byte every this many seconds
+    silent: bool = False                 # never send the headers: keep the connection open and quiet
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -45,6 +57,9 @@ class ScriptedModelServer:
         self.lock = threading.Lock()
         self.active = 0
         self.max_active = 0
+        self.trickle_started: list[float] = []
+        self.bytes_sent = 0
+        self.closing = threading.Event()  # set on exit: quiet and trickling replies end
         self.set(responder or (lambda req: Reply("ok")))
         server = self
 
@@ -55,6 +70,12 @@ class ScriptedModelServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (ConnectionResetError, BrokenPipeError):  # a client that gave up and reset
+                    pass
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
@@ -91,6 +112,12 @@ class ScriptedModelServer:
                     self.close_connection = True
                     self.connection.close()
                     return
+                if reply.silent:  # the client waits for headers that never come
+                    while not server.closing.wait(0.1):
+                        if _peer_gone(self.connection):
+                            break
+                    self.close_connection = True
+                    return
                 if reply.raw_body is not None:
                     self._send(reply.status, reply.raw_body, reply.headers)
                     return
@@ -113,7 +140,11 @@ class ScriptedModelServer:
                        "created": int(time.time()), "model": req.get("model", server.model),
                        "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
                        "usage": usage}
-                self._send(200, json.dumps(out).encode(), reply.headers)
+                body = json.dumps(out).encode()
+                if reply.trickle_s:
+                    self._trickle(body, reply.trickle_s, reply.headers)
+                    return
+                self._send(200, body, reply.headers)
 
             def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
@@ -122,7 +153,37 @@ class ScriptedModelServer:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client stopped reading (a byte limit) and closed
+                    self.close_connection = True
+                    return
+                with server.lock:
+                    server.bytes_sent += len(body)
+
+            def _trickle(self, body: bytes, every_s: float, headers: dict[str, str]) -> None:
+                """The headers now (the whole body's length announced), then a byte at a time."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    self.wfile.flush()
+                    for i in range(len(body)):
+                        if i == 0:
+                            with server.lock:
+                                server.trickle_started.append(time.monotonic())
+                        elif server.closing.wait(every_s):
+                            return
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                        with server.lock:
+                            server.bytes_sent += 1
+                except OSError:  # the client gave up and closed the connection
+                    return
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
@@ -155,6 +216,7 @@ class ScriptedModelServer:
         from harness.model import forget_endpoint
 
         url = self.base_url
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
         # the port is free again and another test's server may get it: what this process learned
@@ -181,3 +243,25 @@ def request_images(req: dict[str, Any]) -> list[str]:
         if isinstance(c, list):
             out.extend(p["image_url"]["url"] for p in c if p.get("type") == "image_url")
     return out
+
+
+def _peer_gone(conn: socket.socket) -> bool:
+    """The client closed its end (readable with nothing to read)."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+def refusing_structured_output(refusing: set[str], reply: Callable[[dict[str, Any]], Reply]) -> Responder:
+    """A server that refuses ``response_format`` (HTTP 400 naming it, as vLLM and OpenAI-compatible
+    proxies word it) for the models in ``refusing`` and answers ``reply(req)`` otherwise: for any
+    model without it, and for the other models with it."""
+
+    def responder(req: dict[str, Any]) -> Reply:
+        if req.get("model") in refusing and ("response_format" in req or "guided_json" in req):
+            return Reply(status=400, error=f"model {req.get('model')} does not support response_format json_schema")
+        return reply(req)
+
+    return responder

@@ -107,6 +107,15 @@ def harness_popen(args: list[str], adb_port: int, env: dict[str, str] | None = N
                             text=True)
 
 
+def run_cli(args: list[str], capsys: Any) -> tuple[int, str, str]:
+    """``harness ARGS`` in this process (seconds faster than a subprocess): exit code, stdout, stderr."""
+    from harness.cli import main
+
+    rc = main(args)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
 def harness_run(args: list[str], adb_port: int, timeout: float = 180, env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess:
     p = harness_popen(args, adb_port, env)

@@ -215,9 +215,9 @@ def test_keys_handed_to_a_process_stay_out_of_its_environment(monkeypatch) -> No
     import subprocess
     import sys
 
-    from harness import model
+    from harness import model, model_keys
 
-    monkeypatch.setattr(model, "_PROVIDED_KEYS", {})
+    monkeypatch.setattr(model_keys, "_PROVIDED_KEYS", {})  # where key_for reads them
     monkeypatch.setenv("FARM_KEY_VAR", "the node's own, not sent")
     model.provide_keys({"FARM_KEY_VAR": OFFLINE_KEY, "OPENAI_API_KEY": AGENT_KEY})
     assert model.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="FARM_KEY_VAR")).key \
