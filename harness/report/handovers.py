@@ -42,3 +42,17 @@ def columns(groups: list[dict[str, Any]]) -> list[tuple[str, Callable[[dict[str,
 
 
 CSV_KEYS = ("needs_user", "handovers", "handed_back", "operator_steps", "handover_wait_s", "assisted")
+
+
+def summary_line(rows: Iterable[Any]) -> str | None:
+    """The run summary's hand-over line over result lines (``EpisodeResult``), or None without any."""
+    rows = list(rows)
+    handed = [h for r in rows for h in episode_handovers(r.model_extra or {})]
+    needs_user = sum(1 for r in rows if r.status == "needs_user")
+    if not (handed or needs_user):
+        return None
+    taken = [h for h in handed if h.get("outcome") != "nobody"]
+    return (f"hand-overs: {len(handed)} ({sum(1 for h in handed if h.get('outcome') == 'handed_back')} handed back, "
+            f"{sum(len(h.get('operator_steps') or []) for h in handed)} steps by a person, waited "
+            f"{sum(float(h.get('wait_s') or 0) for h in taken):.1f} s); needs_user: {needs_user} episode(s), "
+            "never counted as a success")
