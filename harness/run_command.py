@@ -27,6 +27,8 @@ from harness.run_operator import (OperatorSetupError, ask_operator, asks_operato
                                   operator_arguments)
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
+from harness.usage import role_tokens_sum
+from harness.verdicts import judge_errors
 
 
 class RunError(Exception):
@@ -772,23 +774,6 @@ def _change_what(c: dict[str, Any]) -> str:
     from harness.device.prepare import Change
 
     return Change.from_json(c).describe()
-
-
-def role_tokens_sum(usages: list[dict[str, Any]], roles: tuple[str, ...] | None, exclude: tuple[str, ...]) -> int:
-    from harness.usage import role_tokens
-
-    return sum(role_tokens(u, roles, exclude=exclude) or 0 for u in usages)
-
-
-def judge_errors(rows: list[Any]) -> list[tuple[str, str, str]]:
-    """(task, judge, reason) of every judge_error verdict, the reason as the judge gave it."""
-    out = []
-    for r in rows:
-        for judge, v in sorted(r.verdicts.items()):
-            if v == "judge_error":
-                d = (r.judge_details or {}).get(judge) or {}
-                out.append((r.task_id, judge, str(d.get("error") or "no reason recorded")[:200]))
-    return out
 
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT

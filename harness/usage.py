@@ -136,3 +136,8 @@ def role_tokens(usage: Any, roles: tuple[str, ...] | None = None, *, exclude: tu
             v = row.get("total_tokens", 0)
             total += int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
     return total
+
+
+def role_tokens_sum(usages: list[dict[str, Any]], roles: tuple[str, ...] | None, exclude: tuple[str, ...]) -> int:
+    """:func:`role_tokens` summed over many usages (a run's episodes), a missing one counting 0."""
+    return sum(role_tokens(u, roles, exclude=exclude) or 0 for u in usages)

@@ -173,3 +173,15 @@ def read_sources(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] |
         if missing:
             raise VerdictsError(f"no judgement set named {', '.join(missing)} in the given runs")
     return out
+
+
+def judge_errors(rows: list[Any]) -> list[tuple[str, str, str]]:
+    """(task, judge, reason) of every judge_error verdict in ``rows`` (a run's results), the reason
+    as the judge gave it (cut at 200 characters)."""
+    out = []
+    for r in rows:
+        for judge, v in sorted(r.verdicts.items()):
+            if v == "judge_error":
+                d = (r.judge_details or {}).get(judge) or {}
+                out.append((r.task_id, judge, str(d.get("error") or "no reason recorded")[:200]))
+    return out
