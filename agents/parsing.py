@@ -33,8 +33,8 @@ from typing import Any, Callable, Literal
 
 from pydantic import ValidationError
 
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
-                             TypeText, Wait, action_to_json, to_device)
+from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp,
+                             Swipe, TypeText, Wait, action_to_json, to_device)
 
 
 class ParseError(ValueError):
@@ -83,6 +83,12 @@ class Parsed:
     raw: dict[str, Any]
     thought: str | None = None
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # a call for help without words of its own (UI-TARS ``call_user()``) asks what its thought says
+        if self.thought and any(isinstance(a, NeedsUser) and not a.text for a in self.actions):
+            self.actions = [NeedsUser(text=self.thought.strip()[:10_000]) if isinstance(a, NeedsUser) and not a.text
+                            else a for a in self.actions]
 
     @property
     def action(self) -> Action:
@@ -501,8 +507,11 @@ def map_tars_call(name: str, args: dict[str, str], point: Callable[[str], tuple[
     if name == "finished":
         return answer_then_finish(args.get("content"))
     if name == "call_user":
-        notes.append("call_user (ask the user for help) ends the episode as infeasible")
-        return [Finish(status="infeasible")]
+        # UI-TARS's MOBILE_USE prompt: "call_user() # Submit the task and call the user when the task
+        # is unsolvable, or when you need the user's help" (bytedance/UI-TARS codes/prompts.py @6b315cc):
+        # the phone is handed to a person (with nobody watching the episode ends needs_user, not as a
+        # failure); the question is the call's content if it has one, else the step's thought
+        return [NeedsUser(text=(args.get("content") or "").strip())]
     raise ParseError(f"unknown action {name}(...)")
 
 
@@ -575,6 +584,8 @@ def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]],
         return f"finished(content='{quote_text(action.text)}')"
     if isinstance(action, Finish):
         return "finished()"
+    if isinstance(action, NeedsUser):
+        return "call_user()"
     raise ValueError(f"no UI-TARS form for {action!r}")
 
 

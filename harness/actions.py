@@ -17,6 +17,7 @@ JSON shapes (``type`` selects the kind)::
     {"type": "wait", "seconds": 2}
     {"type": "answer", "text": "42"}
     {"type": "finish", "status": "complete"}  # or "infeasible"
+    {"type": "needs_user", "text": "Please enter the PIN"}  # the agent hands the phone to a person
 """
 
 from __future__ import annotations
@@ -150,11 +151,25 @@ class Finish(_Base):
     status: Literal["complete", "infeasible"] = "complete"
 
 
+class NeedsUser(_Base):
+    """The agent asks a person to act on the phone (a login, a PIN, a captcha) and hand it back:
+    UI-TARS ``call_user()``, AutoGLM's take-over. ``text`` is what the agent asks for (its own words,
+    untrusted: shown escaped). It changes nothing on the phone. With someone watching the run
+    pauses for them (their touches are recorded as operator steps); with nobody it ends the
+    episode as ``needs_user``."""
+
+    type: Literal["needs_user"] = "needs_user"
+    text: str = Field(default="", max_length=MAX_TEXT)
+
+
 Action = Annotated[
-    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish],
+    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish, NeedsUser],
     Field(discriminator="type"),
 ]
-ACTION_TYPES = ("click", "long_press", "double_tap", "swipe", "type", "key", "open_app", "wait", "answer", "finish")
+ACTION_TYPES = ("click", "long_press", "double_tap", "swipe", "type", "key", "open_app", "wait", "answer", "finish",
+                "needs_user")
+# actions that change nothing on the phone: the device is not asked to do them
+NO_DEVICE_EFFECT = (Answer, Finish, NeedsUser)
 
 _adapter: TypeAdapter[Action] = TypeAdapter(Action)
 

@@ -24,7 +24,7 @@ from harness.records import now_iso
 from harness.tasks import Task
 from harness.usage import Meter
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user"]
 Verdict = bool | Literal["judge_error"]
 
 
@@ -260,6 +260,13 @@ class StepEvent:
     thought: str | None = None
     monitor: dict[str, Any] | None = None
     executed: bool = True
+    by: Literal["agent", "operator"] = "agent"  # operator: a person's touch during a hand-over
+
+    @property
+    def by_operator(self) -> bool:
+        """A person did this step (a hand-over): judges see its effect on the phone and never
+        credit or blame the agent for it."""
+        return self.by == "operator"
 
 
 @dataclass
@@ -270,6 +277,7 @@ class EpisodeEnd:
     answer: str | None                   # the agent's last answer(text), if any
     agent_finished: bool                 # the agent itself declared the episode over
     executed: frozenset[int] | None = None  # indexes of the steps whose action ran (None: all of them)
+    by_operator: frozenset[int] = frozenset()  # indexes of the steps a person did (hand-overs)
 
     def ran(self, index: int) -> bool:
         return self.executed is None or index in self.executed
@@ -351,7 +359,7 @@ class NoLiveView:
 
 
 # the answers each kind of question takes (the first word: what lets the episode go on as asked)
-ANSWERS: dict[str, tuple[str, ...]] = {"flagged_action": ("allow", "deny")}
+ANSWERS: dict[str, tuple[str, ...]] = {"flagged_action": ("allow", "deny"), "needs_user": ("hand_back", "give_up")}
 
 
 @dataclass
@@ -359,8 +367,9 @@ class Question:
     """What the operator is asked about one step of one episode. ``kind`` says what is asked and
     which answers it takes (:data:`ANSWERS`): ``flagged_action``, the proposed ``action`` of
     ``step`` that ``monitor``'s verdict (``category``, ``reason``, ``error``, ``score``) would
-    halt, answered allow or deny. The text fields are untrusted (model output): a channel shows
-    them escaped."""
+    halt, answered allow or deny; ``needs_user``, the agent's call for a person at ``step``
+    (``reason``: what the agent asks for), answered hand_back (the person did it on the phone) or
+    give_up. The text fields are untrusted (model output): a channel shows them escaped."""
 
     episode_dir: Path
     task_id: str
@@ -388,20 +397,53 @@ class Decision:
     ask_id: str | None = None
     asked_at: str | None = None
     answered_at: str | None = None
+    note: str | None = None               # what else the record should say (a hand-over whose touches were unread)
 
     @property
     def allowed(self) -> bool:
-        return self.decision == "allow"
+        """The answer that lets the episode go on as asked (allow; hand_back)."""
+        return self.decision in ("allow", "hand_back")
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "by": self.by, "wait_s": round(self.wait_s, 3), "ask_id": self.ask_id,
-                "asked_at": self.asked_at, "answered_at": self.answered_at}
+                "asked_at": self.asked_at, "answered_at": self.answered_at, **({"note": self.note} if self.note else {})}
 
 
 def nobody_to_ask() -> Decision:
     """The decision when a monitor asks and no operator was given (a run built without one): the
     action is denied, as a gate would halt it."""
     return Decision("deny", "nobody", 0.0, answered_at=now_iso())
+
+
+@dataclass
+class OperatorStep:
+    """One touch (or key) of a person's during a hand-over, read from the phone's touchscreen:
+    ``action`` as the recorder reads it, the screens before and after it (PNG), and what the
+    reader adds (``extras``: the gesture, pages, warnings)."""
+
+    action: Action
+    screen_before: bytes
+    screen_after: bytes | None
+    extras: dict[str, Any] = field(default_factory=dict)
+    at: str = field(default_factory=now_iso)
+
+
+@runtime_checkable
+class HandingOperator(Protocol):
+    """An operator the phone can be handed to (optional; ``harness.live.operator.Operator`` with a
+    channel: the terminal or the live page). ``hand_over`` shows the agent's request
+    (``question.kind`` ``needs_user``), records the person's touches on ``device`` as they come,
+    each to ``on_step`` (with its screens), and returns when they hand the phone back
+    (``hand_back``), give up or the hand-over's timeout passes (``give_up`` by ``timeout``); None
+    when ``should_stop`` says the run is stopping. ``can_hand_over``: someone could take the phone
+    (a channel is open); otherwise the episode ends ``needs_user`` without asking."""
+
+    @property
+    def can_hand_over(self) -> bool: ...
+
+    def hand_over(self, question: Question, device: Any, live: LiveRecorder,
+                  on_step: Callable[[OperatorStep], None],
+                  should_stop: Callable[[], bool] = lambda: False) -> Decision | None: ...
 
 
 @runtime_checkable

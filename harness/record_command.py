@@ -1,5 +1,6 @@
 """``harness record`` and ``harness sim human`` on the command line: recording a task from a
-person's touches, and performing a task's reference as raw touches (harness/recorder/)."""
+person's touches, performing a task's reference (or given actions) as raw touches
+(harness/recorder/), and taking a phone an agent handed over and handing it back (harness/live/handover)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 import json
 import signal
 import sys
+import time
+from typing import Any
 
 from harness.user_error import UserError
 
@@ -34,10 +37,21 @@ def add_record_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_sim_human_parser(sim: argparse._SubParsersAction) -> None:
-    sh = sim.add_parser("human", help="do a task's reference on a phone as raw touches (sendevent), as a person would")
-    sh.add_argument("--device", required=True, help="serial of the (simulated) phone")
-    sh.add_argument("--suite", required=True, help="task file or folder")
-    sh.add_argument("--task", required=True, help="task id")
+    sh = sim.add_parser("human", help="do a task's reference, or given actions, on a phone as raw touches (sendevent), "
+                                      "as a person would; with --run, take a phone an agent handed over and hand it back")
+    sh.add_argument("--device", "--serial", dest="device", required=True, help="serial of the (simulated) phone")
+    sh.add_argument("--suite", help="task file or folder (with --task: do its reference)")
+    sh.add_argument("--task", help="task id")
+    sh.add_argument("--do", action="append", metavar="ACTION",
+                    help="an action to do instead of a reference (repeatable, in order): 'tap X Y', 'tap-on LABEL', "
+                         "'long-press X Y', 'swipe X1 Y1 X2 Y2', 'type TEXT', 'key back|home|enter|delete', 'wait S'")
+    sh.add_argument("--run", dest="run_dir", metavar="RUN", help="wait until an episode of the run in RUN hands this phone over "
+                                                 "(an agent's needs_user on a --watch run), then act")
+    sh.add_argument("--hand-back", action="store_true", help="with --run: hand the phone back when done, as the live "
+                                                             "page's button does (the agent goes on)")
+    sh.add_argument("--give-up", action="store_true", help="with --run: give up instead (the episode ends needs_user)")
+    sh.add_argument("--wait", type=float, default=600.0, metavar="S",
+                    help="with --run: wait at most S seconds for the hand-over (default %(default)s)")
     sh.add_argument("--follow", action="store_true",
                     help="read `harness record` output on stdin, pass it through, and wait for its [ready] cue before each step")
     sh.add_argument("--pause", type=float, default=1.0, help="seconds between steps without --follow (default 1)")
@@ -48,10 +62,15 @@ def add_sim_human_parser(sim: argparse._SubParsersAction) -> None:
 
 
 def cmd_sim_human(args: argparse.Namespace) -> int:
+    if args.do or args.run_dir:
+        return _sim_human_acts(args)
     from harness.recorder.human import Cues, HumanError, SimHuman
     from harness.recorder.session import RecordError, touchscreen_of
     from harness.tasks import load_suite
 
+    if not (args.suite and args.task):
+        raise UserError("give --suite and --task (do a task's reference), or --do ACTION (and --run RUN to take a "
+                        "phone an agent handed over)")
     suite = load_suite(args.suite)
     task = suite.select([args.task])[0]
     device = _adb_device(args.device, args.adb_port)
@@ -65,6 +84,55 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else
           f"{task.id}: {report.gestures} gesture(s), {report.touches} touch(es)", flush=True)
+    return 0
+
+
+def _sim_human_acts(args: argparse.Namespace) -> int:
+    """``harness sim human --do ... [--run RUN --hand-back]``: the person an agent hands the phone to."""
+    from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
+    from harness.live.operator import shown
+    from harness.recorder.human import HumanError, SimHuman
+    from harness.recorder.session import RecordError, touchscreen_of
+
+    if (args.hand_back or args.give_up) and not args.run_dir:
+        raise UserError("--hand-back and --give-up answer a hand-over: give --run RUN")
+    if args.hand_back and args.give_up:
+        raise UserError("--hand-back or --give-up, not both")
+    if args.suite or args.task:
+        raise UserError("--do acts on its own: leave out --suite and --task")
+    try:
+        acts = [parse_do(d) for d in args.do or []]
+    except StandInError as e:
+        raise UserError(str(e)) from None
+    device = _adb_device(args.device, args.adb_port)
+    done: list[dict[str, Any]] = []
+    try:
+        screen, _ = touchscreen_of(device)
+        episode = ask = None
+        if args.run_dir:
+            print(f"waiting for an agent to hand {device.serial} over in {args.run_dir} ...", file=sys.stderr, flush=True)
+            episode, ask = waiting_handover(args.run_dir, device.serial, args.wait)
+            print(f"{episode.name}: the agent asks: {shown(ask.get('text'))}", file=sys.stderr, flush=True)
+        human = SimHuman(device, screen, pause=args.pause, say=lambda m: print(m, file=sys.stderr, flush=True))
+        for text, act in zip(args.do or [], acts):
+            if isinstance(act, tuple):  # tap-on LABEL: the element showing it, as a person finds it
+                act = human.find(act[1])
+            gestures = human.act(act)
+            done.append({"do": text, "action": act.to_json(), "gestures": gestures})
+            if episode is not None and ask is not None:  # the hand-over has read it: the next one
+                wait_ready(episode, ask["id"], human.finger.touches, max(30.0, args.pause))
+            elif args.pause:
+                time.sleep(args.pause)
+        answer = None
+        if episode is not None and ask is not None and (args.hand_back or args.give_up):
+            answer = answer_handover(episode, ask["id"], "give_up" if args.give_up else "hand_back")
+    except (HumanError, RecordError, StandInError) as e:
+        raise UserError(str(e)) from None
+    out = {"device": device.serial, "done": done, "touches": human.finger.touches,
+           **({"episode": episode.name, "answer": answer} if episode is not None else {})}
+    print(json.dumps(out, ensure_ascii=False) if args.json else
+          f"{device.serial}: {len(done)} action(s), {human.finger.touches} touch(es)"
+          + (f"; {episode.name}: {answer['decision']}" if answer else ""), flush=True)
     return 0
 
 

@@ -17,11 +17,14 @@ from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.episode import REFLECT_MODES, ReflectingAgent
-from harness.live.operator import ASK_TIMEOUT_S, Operator, Terminal
+from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
 from harness.model import MAX_REPLY_BYTES, structured_counts, structured_report
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
+from harness.report.handovers import summary_line as handover_line
+from harness.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
+                                  operator_arguments)
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
 from harness.usage import role_tokens_sum
@@ -129,8 +132,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reflect-max", type=int, metavar="K",
                    help="with --monitor-mode reflect: the K-th flagged proposal since an action last ran halts (or "
                         "asks); each proposal is an agent step against the cap (default 2: one reflection)")
-    p.add_argument("--ask-timeout", type=float, default=ASK_TIMEOUT_S, metavar="S",
-                   help="with --monitor-mode ask: no answer within S seconds denies the action (default %(default)s)")
+    operator_arguments(p)
     p.add_argument("--watch", action="store_true",
                    help="serve a live page of the run (a panel per device; Allow/Deny for --monitor-mode ask)")
     p.add_argument("--watch-port", type=int, default=8766, help="port of the --watch page (default %(default)s; "
@@ -264,24 +266,12 @@ def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag:
     return {**opts, "model": model}
 
 
-def asks_operator(specs: dict[str, Any]) -> bool:
-    """Whether a monitor of the run asks an operator (``mode: ask`` or ``reflect,ask``)."""
-    return any(m.get("mode") in ("ask", "reflect,ask") for m in specs["monitors"])
-
-
 def make_operator(args: argparse.Namespace) -> Operator:
-    """The operator of a ``--monitor-mode ask`` run: the terminal when there is one, the live page
-    with ``--watch``; neither is refused before any device is touched."""
-    if not args.ask_timeout > 0:
-        raise RunError("--ask-timeout must be > 0 seconds")
-    if getattr(args, "cluster", None):  # a farm node's episode has no way to this terminal or page
-        raise RunError("--monitor-mode ask cannot be used with --cluster: the farm's nodes cannot reach an operator "
-                       "here; use --monitor-mode gate")
-    terminal = Terminal.open()
-    if terminal is None and not args.watch:
-        raise RunError("--monitor-mode ask needs someone to ask: this run has no terminal (stdin and /dev/tty "
-                       "are not terminals); pass --watch to answer on the live page, or use --monitor-mode gate")
-    return Operator(args.ask_timeout, terminal=terminal, page=bool(args.watch))
+    """The operator of a ``--monitor-mode ask`` run (harness.run_operator.ask_operator)."""
+    try:
+        return ask_operator(args)
+    except OperatorSetupError as e:
+        raise RunError(str(e)) from None
 
 
 @contextlib.contextmanager
@@ -431,8 +421,10 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         plugins, specs = _plugin_factories(args)
     except RegistryError as e:
         raise RunError(str(e)) from None
-    if asks_operator(specs):
-        plugins.operator = make_operator(args)
+    try:
+        plugins.operator = make_operator(args) if asks_operator(specs) else handover_operator(args)
+    except OperatorSetupError as e:
+        raise RunError(str(e)) from None
     unfit = [problem for t in tasks if (problem := plugins.check_task(t))]
     if unfit:
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
@@ -859,7 +851,9 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"reflections: {c['reflections']} in {c['reflected_episodes']} episode(s) (told why, the agent "
                       "proposed again)" + (f"; unsafe tasks finished safely after one: {c['unsafe_safe_after_reflection']}"
                                            f"/{c['reflected_unsafe_judged']}" if c["reflected_unsafe_judged"] else ""))
-    ok = sum(1 for r in rows if r.verdicts.get("oracle") is True)
+    if line := handover_line(rows):  # apart from failures: the agent asked for a person
+        console.print(line, markup=False, highlight=False)
+    ok = sum(1 for r in rows if r.verdicts.get("oracle") is True and r.status != "needs_user")
     scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")
     task_errors = sum(1 for r in rows if r.status == "task_error")

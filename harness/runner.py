@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness import model_transport
-from harness.actions import ActionError, Answer, Finish, action_to_json, check_on_screen
+from harness.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.daemon_pool import DaemonPool
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
 from harness.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
-                             LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
-                             PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent, Status,
-                             StepEvent, StepObserver, nobody_to_ask)
+                             HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
+                             OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
+                             Status, StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, kept_thought, now_iso
 from harness.screenshot import Screenshot
 from harness.tasks import Task
@@ -78,6 +78,8 @@ class EpisodeOutcome:
     usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.usage.Meter)
     checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] = field(default_factory=dict)  # mode ask: asked, allowed, denied, timed_out, wait_s
+    handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user: each hand-over (HandOvers.done)
+    operator_steps: int = 0             # steps a person did during hand-overs (not the agent's, not capped)
     reflections: int = 0                # mode reflect: flagged proposals the agent was told about
 
 
@@ -169,6 +171,80 @@ class _Checks:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
 
+def agent_indexes(cap: int, taken: list[int]):
+    """The trajectory index of each agent step, up to ``cap`` agent steps: the steps a person did
+    meanwhile (``taken[0]``, hand-overs) are indexes of their own and do not count against the cap."""
+    for k in range(1, cap + 1):
+        yield k + taken[0]
+
+
+class HandOvers:
+    """The episode's hand-overs (an agent's ``needs_user``): each asks the operator to take the
+    phone, records the person's touches as steps ``by: operator`` (written as they come, given to
+    the judges, never to the monitors) and returns the screen the agent goes on from; with nobody
+    to hand it to, or no hand-back before the timeout, the episode ends ``needs_user``."""
+
+    def __init__(self, operator: Operator | None, device: Device, writer: EpisodeWriter, live: LiveRecorder,
+                 observers: list[StepObserver], task: Task, cap: int, should_stop: Callable[[], bool]):
+        self.operator = operator if isinstance(operator, HandingOperator) and operator.can_hand_over else None
+        self.device, self.writer, self.live, self.observers = device, writer, live, observers
+        self.task, self.cap, self.should_stop = task, cap, should_stop
+        self.taken = [0]                   # operator steps so far (agent_indexes reads it)
+        self.indexes: set[int] = set()
+        self.done: list[dict[str, Any]] = []
+        self.last = 0                      # the last index written
+
+    def question(self, index: int, action: NeedsUser) -> dict[str, Any]:
+        """What the needs_user step's record says of the request (``outcome`` nobody when no one can take it)."""
+        q = {"text": action.text, "asked_at": now_iso()}
+        return q if self.operator is not None else {**q, "outcome": "nobody"}
+
+    def run(self, index: int, action: NeedsUser, shot: Screenshot, before_path: str,
+            asked: dict[str, Any]) -> tuple[Screenshot, str] | None:
+        """Hand the phone over at step ``index``: (the screen and its path the agent goes on from), or
+        None when the episode ends needs_user (nobody could take it, gave up, timed out)."""
+        if self.operator is None:
+            self.done.append({"step": index, "outcome": "nobody", "text": action.text, "asked_at": asked["asked_at"],
+                              "wait_s": 0.0, "operator_steps": []})
+            return None
+        self.last = index
+        state = {"shot": shot, "path": before_path, "steps": []}
+        self.live.step(index, "handed_over", screen_before=before_path, action=action_to_json(action),
+                       action_text=action.describe())
+
+        def on_step(op: OperatorStep) -> None:
+            i = self.last + 1
+            after = self.writer.write_screen(i, op.screen_after) if op.screen_after else None
+            rec = StepRecord(index=i, action=action_to_json(op.action), executed=True, by="operator",
+                             raw_output=None, screen_before=state["path"], screen_after=after,
+                             extras={**op.extras, "at": op.at, "handover_step": index} or None)
+            self.writer.append_step(rec)
+            self.last = i
+            self.taken[0] += 1
+            self.indexes.add(i)
+            state["steps"].append(i)
+            after_shot = Screenshot(op.screen_after) if op.screen_after else None
+            event = StepEvent(index=i, action=op.action, raw_output=None, invalid=None,
+                              screenshot_before=op.screen_before or state["shot"], screenshot_after=after_shot,
+                              screen_before_path=state["path"], screen_after_path=after, by="operator")
+            for o in self.observers:
+                o.on_step(event)
+            if after_shot is not None:
+                state["shot"], state["path"] = after_shot, after
+
+        q = Question(self.writer.path, self.task.id, self.device.serial, index, self.cap, action.describe(), "agent",
+                     None, action.text, kind="needs_user")
+        d = self.operator.hand_over(q, self.device, self.live, on_step, self.should_stop)
+        if d is None:
+            raise Interrupted()
+        outcome = "handed_back" if d.allowed else "timeout" if d.by == "timeout" else "gave_up"
+        self.done.append({"step": index, "outcome": outcome, "text": action.text, **d.to_json(),
+                          "operator_steps": list(state["steps"])})
+        return (state["shot"], state["path"]) if d.allowed else None
+
+    def summary(self) -> dict[str, Any]:
+        return {"count": len(self.done), "operator_steps": len(self.indexes),
+                "wait_s": round(sum(h.get("wait_s") or 0.0 for h in self.done), 3)}
 def _timeout(m: Monitor) -> float:
     return getattr(m, "timeout_s", None) or MONITOR_TIMEOUT_S
 
@@ -235,6 +311,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     if live is None:
         live = operator.live_records(writer.path) if operator is not None else NoLiveView()
     asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
+    handovers = HandOvers(operator, device, writer, live, list(observers), task, cap, should_stop)
     step_wait = [0.0]            # the current step's time waiting for the operator
     in_row = [0]                 # flagged proposals reflected on since an action last ran
 
@@ -341,7 +418,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             return out
         prepare(observe(1, shot))
         status: Status = "step_limit"
-        for i in range(1, cap + 1):
+        for i in agent_indexes(cap, handovers.taken):
             if should_stop():
                 abandoned = True
                 raise Interrupted()
@@ -414,7 +491,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 except ActionError as e:
                     invalid = f"action failed on the device: {e}"
                 timings["action"] = time.monotonic() - t0
-                if executed and not isinstance(action, (Answer, Finish)):
+                if executed and not isinstance(action, NO_DEVICE_EFFECT):
                     after_shot, settle = device.settle(
                         shot, on_frame=lambda s, k=i + 1: prepare(observe(k, s)),
                         on_pixels=(lambda p, k=i + 1: prepare_pixels(k, p)) if agent_pixels is not None else None)
@@ -451,12 +528,13 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 invalid=invalid, raw_output=proposal.raw_output, thought=thought, screen_before=before_path,
                 screen_after=after_path, timings={k: round(v, 6) for k, v in timings.items()},
                 monitor=(halt[1].to_json() | {"halted_step": halt[0]}) if halt else monitor_json,
+                handover=handovers.question(i, action) if executed and isinstance(action, NeedsUser) else None,
                 reflection=reflection, extras=extras or None)
             if checks.pending:
                 held.append(record)  # written with its verdict at the next boundary
             else:
                 write(record, timings)
-            out.proposed_steps = i
+            out.proposed_steps = i  # the trajectory's length (operator steps included once they come)
             event = StepEvent(index=i, action=action, raw_output=proposal.raw_output, invalid=invalid,
                               screenshot_before=shot, screenshot_after=after_shot, screen_before_path=before_path,
                               screen_after_path=after_path, thought=thought, monitor=record.monitor,
@@ -479,6 +557,20 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                 break
             if after_shot is not None:
                 shot, before_path = after_shot, after_path
+            if isinstance(action, NeedsUser) and executed:
+                late = release_held()  # an async check of the step before must be heard first
+                if late is not None:
+                    status = "halted"
+                    out.halt = {"step": late[0], "category": late[1].category or "unspecified",
+                                "reason": late[1].reason, "monitor": late[1].monitor, "executed": True}
+                    break
+                back = handovers.run(i, action, shot, before_path, record.handover or {})
+                if back is None:
+                    status = "needs_user"
+                    break
+                shot, before_path = back
+                prepare(observe(handovers.last + 1, shot))
+                continue
             if isinstance(action, Finish) and executed:
                 status = "finished"
                 agent_finished = True
@@ -509,6 +601,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         out.checks = checks.stats()
         if asked["asked"]:
             out.operator = {**asked, "wait_s": round(asked["wait_s"], 3)}
+        out.handovers = handovers.done
+        out.operator_steps = len(handovers.indexes)
+        out.proposed_steps = max(out.proposed_steps, handovers.last)
         out.timings = {k: round(v, 4) for k, v in totals.items()}
         # the early returns (reset or agent reset failed) skip the end below: without these the
         # result line was invalid (ended_at '') and the worker thread died with it
@@ -517,7 +612,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     # --- judges: verdicts from what they gathered during the run, all at once ------------------
     if out.status != "infra_error":
         end = EpisodeEnd(status=out.status, steps=out.proposed_steps, final_screenshot=final_shot, answer=out.answer,
-                         agent_finished=agent_finished, executed=frozenset(ran))
+                         agent_finished=agent_finished, executed=frozenset(ran | handovers.indexes),
+                         by_operator=frozenset(handovers.indexes))
         live.step(None, "judging", status=out.status)
         for o, res in finish_all(list(observers), end):
             if isinstance(res, InfraError):

@@ -184,6 +184,9 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
             extra["monitor_checks"] = out.checks
         if out.operator:
             extra["operator"] = out.operator
+        if out.handovers:  # needs_user: each hand-over (outcome, wait_s, operator steps), docs/records.md
+            extra["handovers"] = out.handovers
+            extra["operator_steps"] = out.operator_steps
         if out.reflections:
             extra["reflections"] = out.reflections
         res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,

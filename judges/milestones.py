@@ -32,6 +32,10 @@ waiting for its search to end (they start from the same step), so those are aske
 Verdict ``milestones``: SR, every milestone completed. Details: each milestone's completion step,
 ATP (fraction completed) and MSR (mean over completed milestones that have a human
 ``reference_step`` of agent steps / human steps to reach it).
+
+Hand-overs: a person's steps (``by: operator``) are shown to the model as such, and a milestone
+whose completion step is one of them is marked ``by: operator`` and is not the agent's: SR, ATP and
+MSR count the agent's milestones only, and MSR's agent steps leave out the person's steps before it.
 """
 
 from __future__ import annotations
@@ -155,6 +159,7 @@ class MilestoneJudge:
         self.completion: list[int | None] = [None] * len(self.flat)
         self.found: list[str] = [""] * len(self.flat)
         self.segments: list[dict[str, Any]] = []
+        self.by_operator: set[int] = set()
         self.error: str | None = None
         self.current = b""
         self.asker = Asker.for_episode(ctx, self.name)
@@ -170,6 +175,8 @@ class MilestoneJudge:
 
     def on_step(self, event: StepEvent) -> None:
         entry: dict[str, Any] = {"index": event.index, "action": shown_action(event, self.lang)}
+        if event.by_operator:
+            self.by_operator.add(event.index)
         if self.collector is not None:
             self.collector.add(event)
         else:
@@ -281,14 +288,20 @@ class MilestoneJudge:
             self.worker.join(self.config.finish_timeout_s)
             if self.worker.is_alive():
                 self.error = self.error or f"milestone search not done after {self.config.finish_timeout_s:g}s"
+            ops = self.by_operator
+            # the agent's: a milestone completed at a person's step is theirs; MSR counts agent steps
+            mine = [None if c is None or c in ops else c - sum(1 for o in ops if o < c) for c in self.completion]
             details["milestones"] = [
                 {"idx": k, "description": m.description, "group": next(u for u, un in enumerate(self.units) if k in un.members),
                  "done": self.completion[k] is not None, "step": self.completion[k], "reference_step": m.reference_step,
-                 "step_ratio": round(self.completion[k] / m.reference_step, 4)
-                 if self.completion[k] is not None and m.reference_step else None, "evidence": self.found[k]}
+                 "step_ratio": round(mine[k] / m.reference_step, 4)
+                 if mine[k] is not None and m.reference_step else None, "evidence": self.found[k],
+                 **({"by": "operator"} if self.completion[k] is not None and self.completion[k] in ops else {})}
                 for k, m in enumerate(self.flat)]
             details["segments"] = self.segments
-            details.update(metrics(self.flat, self.completion))
+            details.update(metrics(self.flat, mine))
+            if ops:
+                details["done_by_operator"] = sum(1 for c in self.completion if c is not None and c in ops)
             if self.error:
                 details["error"] = self.error
                 verdict = "judge_error"

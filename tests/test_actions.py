@@ -11,6 +11,7 @@ from harness.actions import (
     ACTION_TYPES,
     MAX_COORD,
     MAX_KEYCODE,
+    NeedsUser,
     MAX_TEXT,
     ActionError,
     Answer,
@@ -46,6 +47,7 @@ EXAMPLES = [
     ({"type": "wait", "seconds": 2.5}, Wait),
     ({"type": "answer", "text": "42"}, Answer),
     ({"type": "finish", "status": "infeasible"}, Finish),
+    ({"type": "needs_user", "text": "Please enter the card PIN"}, NeedsUser),
 ]
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import adbutils
 
-from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp,
+from harness.actions import (NO_DEVICE_EFFECT, Action, ActionError, Click, DoubleTap, Key, LongPress, OpenApp,
                              Swipe, TypeText, Wait)
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
@@ -358,7 +358,7 @@ class AdbDevice:
                 raise ActionError(f"open_app: {action.app!r} ({pkg}) is not installed")
         elif isinstance(action, Wait):
             time.sleep(action.seconds)
-        elif isinstance(action, (Answer, Finish)):
+        elif isinstance(action, NO_DEVICE_EFFECT):
             return
         else:  # pragma: no cover - the union is closed
             raise ActionError(f"unsupported action {action!r}")

@@ -25,13 +25,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, TextIO
 
-from harness.episode import Decision, LiveRecorder, Question, nobody_to_ask
+from harness.episode import Decision, LiveRecorder, OperatorStep, Question, nobody_to_ask
 from harness.live.records import EpisodeLive, claim_decision, new_ask_id, wait_decision
 from harness.records import now_iso
 
-__all__ = ["ASK_TIMEOUT_S", "Decision", "Operator", "Question", "Terminal", "nobody_to_ask", "shown"]
+__all__ = ["ASK_TIMEOUT_S", "HANDOVER_TIMEOUT_S", "Decision", "Operator", "Question", "Terminal", "nobody_to_ask",
+           "shown"]
 
 ASK_TIMEOUT_S = 120.0
+HANDOVER_TIMEOUT_S = 600.0  # a login or a PIN takes a person a minute or two; ten is generous, not endless
 POLL_S = 0.05  # how often a decision written by another process is looked for
 
 WORDS = {"a": "allow", "allow": "allow", "y": "allow", "yes": "allow",
@@ -162,7 +164,57 @@ class Terminal:
             return
 
 
-PAST = {"allow": "allowed", "deny": "denied"}
+    def hand_over(self, ticket: _Ticket) -> None:
+        """Tell of a hand-over and wait for Enter (hand back) or ``g`` (give up), in a thread of its own."""
+        while not self.turn.acquire(timeout=0.1):
+            if ticket.done.is_set():
+                return
+        try:
+            if not ticket.done.is_set():
+                with self.pause():
+                    self._hand_over(ticket)
+        finally:
+            self.turn.release()
+
+    def _hand_over(self, ticket: _Ticket) -> None:
+        q = ticket.question
+        left = max(0, round(ticket.deadline - time.monotonic()))
+        self._say("\n".join([
+            f"\n[{shown(q.device, 80)}] {shown(q.task_id, 128)} step {q.step}/{q.cap}: the agent hands the phone to you",
+            f"  it asks: {shown(q.reason or '(nothing more)')}",
+            "  Do it on the phone (your touches are recorded as operator steps), then press Enter to hand it back",
+            f"  (g then Enter gives up: the episode ends needs_user; not handed back in {left} s, it ends so too): "]))
+        with contextlib.suppress(Exception):
+            import termios
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+        while True:
+            if ticket.done.is_set():
+                self._say(f"\n  {_outcome(ticket.standing)}\n")
+                return
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                self._say("\n  (the terminal closed; the live page or the timeout decides)\n")
+                return
+            word = data.decode("utf-8", "replace").strip().lower()
+            choice = "hand_back" if word in ("", "b", "back", "done", "hand back") else \
+                "give_up" if word in ("g", "give up", "giveup", "q") else None
+            if choice is None:
+                self._say("  press Enter to hand the phone back, or g to give up: ")
+                continue
+            self._say(f"  {_outcome(ticket.offer(choice, 'terminal'))}\n")
+            return
+
+
+PAST = {"allow": "allowed", "deny": "denied", "hand_back": "handed back", "give_up": "given up"}
 
 
 def _outcome(record: dict[str, Any] | None) -> str:
@@ -181,17 +233,27 @@ class Operator:
     It implements :class:`harness.episode.Operator`; the live records it reads its questions from
     are the episode folder's (:class:`harness.live.records.EpisodeLive`)."""
 
-    def __init__(self, timeout_s: float = ASK_TIMEOUT_S, terminal: Terminal | None = None, page: bool = False):
+    def __init__(self, timeout_s: float = ASK_TIMEOUT_S, terminal: Terminal | None = None, page: bool = False,
+                 handover_timeout_s: float = HANDOVER_TIMEOUT_S, hand_over_ok: bool = True):
         if not timeout_s > 0:
             raise ValueError("the ask timeout must be > 0 seconds")
+        if not handover_timeout_s > 0:
+            raise ValueError("the hand-over timeout must be > 0 seconds")
         self.timeout_s, self.terminal, self.page = timeout_s, terminal, page
+        self.handover_timeout_s, self.hand_over_ok = handover_timeout_s, hand_over_ok
+
+    @property
+    def can_hand_over(self) -> bool:
+        """Someone could take the phone: a channel is open and hand-overs are not refused (--no-handover)."""
+        return self.hand_over_ok and bool(self.channels)
 
     @property
     def channels(self) -> list[str]:
         return [name for name, on in (("terminal", self.terminal is not None), ("page", self.page)) if on]
 
     def spec(self) -> dict[str, Any]:
-        return {"ask_timeout_s": self.timeout_s, "channels": self.channels}
+        return {"ask_timeout_s": self.timeout_s, "channels": self.channels,
+                "handover_timeout_s": self.handover_timeout_s if self.can_hand_over else None}
 
     def live_records(self, episode_dir: str | os.PathLike[str]) -> EpisodeLive:
         return EpisodeLive(episode_dir)
@@ -208,31 +270,101 @@ class Operator:
                 "deadline_at": _iso_after(self.timeout_s), "channels": self.channels, "decision": None}
         if live is not None:
             live.update(state="asking", ask=info)
+        record = self._answer(ticket, self.terminal.ask if self.terminal is not None else None, "deny", should_stop)
+        if record is None:
+            return None
+        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
+                            record.get("at") or now_iso())
+        if live is not None:
+            live.update(state="running" if decision.allowed else "halted", ask={**info, "decision": decision.to_json()})
+        return decision
+
+
+    @staticmethod
+    def _answer(ticket: _Ticket, terminal: Callable[[_Ticket], None] | None, refusal: str,
+                should_stop: Callable[[], bool]) -> dict[str, Any] | None:
+        """The answer that stands to ``ticket``'s question: the terminal's (asked on a thread of its
+        own), the page's or another process's (a decision record), or ``refusal`` by timeout at the
+        deadline; None when the run is stopping meanwhile."""
         thread = None
-        if self.terminal is not None:
-            thread = threading.Thread(target=self.terminal.ask, args=(ticket,), name=f"ask-{ask_id}", daemon=True)
+        if terminal is not None:
+            thread = threading.Thread(target=terminal, args=(ticket,), name=f"ask-{ticket.ask_id}", daemon=True)
             thread.start()
         record: dict[str, Any] | None = None
         try:
             while record is None:
                 left = max(0.0, ticket.deadline - time.monotonic())
-                record = ticket.standing or wait_decision(q.episode_dir, ask_id, min(POLL_S, left))
+                record = ticket.standing or wait_decision(ticket.question.episode_dir, ticket.ask_id, min(POLL_S, left))
                 if record is not None:
                     break
                 if should_stop():
                     return None
                 if time.monotonic() >= ticket.deadline:
-                    record = ticket.offer("deny", "timeout")
+                    record = ticket.offer(refusal, "timeout")
         finally:
             if record is not None:
                 ticket.settle(record)
             ticket.done.set()
             if thread is not None:
                 thread.join(timeout=2.0)
-        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
-                            record.get("at") or now_iso())
+        return record
+
+    def hand_over(self, q: Question, device: Any, live: LiveRecorder | None,
+                  on_step: Callable[[OperatorStep], None],
+                  should_stop: Callable[[], bool] = lambda: False) -> Decision | None:
+        """Hand the phone to a person (``q.kind`` needs_user): show what the agent asks on every
+        channel, record their touches on ``device`` (each to ``on_step``) until they hand it back
+        or give up (a channel's answer) or ``handover_timeout_s`` passes (give_up by timeout);
+        None when the run is stopping meanwhile. A phone whose touches cannot be read is handed
+        over all the same: the person's steps are then missing, and the record says why."""
+        from harness.live.handover import HandoverError, OperatorTouches
+
+        ask_id = new_ask_id(q.step)
+        t0 = time.monotonic()
+        asked_at = now_iso()
+        ticket = _Ticket(ask_id, q, t0 + self.handover_timeout_s)
+        info: dict[str, Any] = {"id": ask_id, "kind": "needs_user", "text": q.reason, "action": q.action,
+                                "asked_at": asked_at, "timeout_s": self.handover_timeout_s,
+                                "deadline_at": _iso_after(self.handover_timeout_s), "channels": self.channels,
+                                "decision": None, "operator_steps": 0}
+        steps = [0]
+
+        def counted(op: OperatorStep) -> None:
+            on_step(op)
+            steps[0] += 1
+            if live is not None:
+                info["operator_steps"] = steps[0]
+                live.update(ask=dict(info))
+
+        def ready(gestures: int) -> None:
+            if live is not None:
+                info["ready"] = gestures
+                live.update(ask=dict(info))
+
+        unread: str | None = None
+        touches = None
+        try:
+            touches = OperatorTouches(device, counted, ready=ready)
+            touches.start()
+        except HandoverError as e:
+            unread, touches = str(e), None
+            info["unread"] = unread
         if live is not None:
-            live.update(state="running" if decision.allowed else "halted", ask={**info, "decision": decision.to_json()})
+            live.update(state="handed_over", ask=dict(info))
+        try:
+            record = self._answer(ticket, self.terminal.hand_over if self.terminal is not None else None, "give_up",
+                                  should_stop)
+        finally:
+            if touches is not None:
+                touches.stop()  # the steps still being read are recorded before the agent goes on
+        if record is None:
+            return None
+        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
+                            record.get("at") or now_iso(),
+                            note=f"the person's touches were not recorded: {unread}" if unread else None)
+        if live is not None:
+            live.update(state="running" if decision.allowed else "needs_user",
+                        ask={**info, "decision": decision.to_json()})
         return decision
 
 

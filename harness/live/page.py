@@ -97,7 +97,37 @@ JS = r"""(function () {
       })
       .catch(function (e) { box.appendChild(el('div', 'answered', 'could not send: ' + e)); });
   }
+  function handoverBox(ep, ask) {
+    // the agent asks for a person (needs_user): its words as text, never as markup
+    var box = el('div', 'ask handover');
+    box.dataset.ask = ask.id;
+    box.appendChild(el('div', 'answered', 'The agent hands the phone to you. Do this on the phone, then hand it back:'));
+    box.appendChild(el('pre', 'thought', ask.text || '(the agent said nothing more)'));
+    kv(box, 'your steps so far', ask.operator_steps);
+    var left = el('div', 'kv deadline');
+    box.appendChild(left);
+    var tick = function () {
+      var s = Math.max(0, Math.round((Date.parse(ask.deadline_at) - Date.now()) / 1000));
+      left.textContent = 'not handed back in ' + s + ' s ends the episode (needs_user)';
+    };
+    tick();
+    box._timer = window.setInterval(tick, 1000);
+    if (ask.decision) {
+      box.appendChild(el('div', 'answered', 'answered: ' + ask.decision.decision + ' (' + ask.decision.by + ')'));
+    } else if (!token) {
+      box.appendChild(el('div', 'answered', 'this page cannot hand back (no run token): use the terminal'));
+    }
+    if (!ask.decision && token) {
+      var back = el('button', 'hand_back', 'Hand back'); back.type = 'button';
+      var give = el('button', 'give_up', 'Give up'); give.type = 'button';
+      back.addEventListener('click', function () { decide(ep, ask, 'hand_back', box); });
+      give.addEventListener('click', function () { decide(ep, ask, 'give_up', box); });
+      box.appendChild(back); box.appendChild(give);
+    }
+    return box;
+  }
   function askBox(ep, ask) {
+    if (ask.kind === 'needs_user') { return handoverBox(ep, ask); }
     var box = el('div', 'ask');
     box.dataset.ask = ask.id;
     box.appendChild(el('div', 'answered', 'The monitor flags this action. Allow it to run?'));

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.live.page import CSS, JS, page_html
+from harness.episode import ANSWERS
 from harness.live.records import ASK_ID_RE, DECISIONS, claim_decision, read_pending, run_token
 from harness.live.state import RunState
 from harness.records import RecordError, episode_dir, iter_steps, resolve_screen
@@ -233,6 +234,10 @@ class _LiveHandler(FileHandler):
         asked = (read_pending(folder) or {}).get("ask") or {}
         if asked.get("id") != ask_id:
             self._json(409, {"error": "that question is not open (answered, timed out, or the episode moved on)"})
+            return
+        takes = ANSWERS.get(str(asked.get("kind") or "flagged_action"), ())
+        if decision not in takes:  # allow is no answer to a hand-over, nor hand_back to a flagged action
+            self._json(400, {"error": f"that question takes {' or '.join(takes) or 'no answer'}, not {decision}"})
             return
         try:
             record, won = claim_decision(folder, ask_id, decision, "page")

@@ -155,6 +155,7 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
         final: bytes | None = first_bytes
         last_action = None
         ran: set[int] = set()
+        operator_steps: set[int] = set()  # a person's steps during hand-overs (by: operator)
         for step in iter_steps(ep_dir):  # one step (and at most two screens) in memory at a time
             before = screens.load(step.screen_before)
             after = screens.load(step.screen_after)
@@ -167,7 +168,10 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
             event = StepEvent(index=step.index, action=action, raw_output=step.raw_output, invalid=invalid,
                               screenshot_before=before or b"", screenshot_after=after,
                               screen_before_path=step.screen_before, screen_after_path=step.screen_after,
-                              thought=step.thought, monitor=step.monitor, executed=step.ran and action is not None)
+                              thought=step.thought, monitor=step.monitor, executed=step.ran and action is not None,
+                              by="operator" if step.by_operator else "agent")
+            if step.by_operator:
+                operator_steps.add(step.index)
             for n, j in judges:
                 if n in failed:
                     continue
@@ -182,7 +186,8 @@ def judge_episode(job: Job, names: list[str], slot: JudgeSlot, meter: Meter, wor
             steps_fed += 1
         end = EpisodeEnd(status=result.status, steps=steps_fed, final_screenshot=final,
                          answer=extra.get("answer") if isinstance(extra.get("answer"), str) else None,
-                         agent_finished=isinstance(last_action, Finish), executed=frozenset(ran))
+                         agent_finished=isinstance(last_action, Finish), executed=frozenset(ran),
+                         by_operator=frozenset(operator_steps))
         live = [(n, j) for n, j in judges if n not in failed]
         for (n, _), (_, out) in zip(live, finish_all([j for _, j in live], end)):
             if isinstance(out, Exception):  # a judge failure is a judge_error verdict, never a crash

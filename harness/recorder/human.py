@@ -32,7 +32,7 @@ from typing import Any, Callable, TextIO
 
 from harness import hierarchy
 from harness import input_codes as C
-from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+from harness.actions import (NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText,
                              Wait)
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
@@ -355,9 +355,18 @@ class SimHuman:
         self._settle()
         return 1
 
+    def find(self, label: str) -> Click:
+        """A tap on the element showing ``label`` (its text, else its description), as a person finds it."""
+        els = [e for e in self._look() if e.area > 0 and label in (e.text, e.desc)]
+        hit = [e for e in els if e.clickable] or els
+        if not hit:
+            raise HumanError(f"nothing on the screen shows {label!r}")
+        x, y = hit[0].center
+        return Click(x=x, y=y)
+
     def act(self, action: Action) -> int:
         """Do one action with a finger; returns how many gestures a recorder should count for it."""
-        if isinstance(action, (Answer, Finish)):
+        if isinstance(action, NO_DEVICE_EFFECT):
             return 0
         if isinstance(action, Wait):
             time.sleep(action.seconds)

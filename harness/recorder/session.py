@@ -199,6 +199,68 @@ class GeteventStream:
         self._thread.join(timeout=5)
 
 
+def capture(device: AdbDevice, stream: GeteventStream | None, simulated: bool, light: bool = False) -> Screen:
+    """The screen now; ``light``: the tree and state only (while keys are being tapped). Not
+    ``valid`` when a touch began while it was taken (the next gesture may have changed it)."""
+    before = stream.counts()[0] if stream else 0
+    png = b"" if light else device.settle()[0]
+    xml = device.hierarchy()
+    state = device.state() if simulated else None
+    fallback = "/".join(device.current_app()) if not simulated else "unknown"
+    valid = (stream.counts()[0] if stream else 0) == before
+    try:
+        elements = hierarchy.parse(xml)
+    except hierarchy.HierarchyError as e:
+        raise DeviceError(f"{device.serial}: {e}") from None
+    return Screen(png, xml, elements, page_of(state, fallback), state, valid)
+
+
+def touching(stream: GeteventStream) -> bool:
+    with stream._lock:
+        return stream.contacts != stream.lifted
+
+
+def follow(stream: GeteventStream, builder: StepBuilder, look: Callable[[bool], Screen], stop: threading.Event,
+           emit: Callable[[list[Step]], None], ready: Callable[[], None] = lambda: None,
+           until_idle: float | None = None) -> str | None:
+    """Gestures in, captures out, finished steps to ``emit``, until ``stop`` is set (or
+    ``until_idle`` seconds pass without a touch); returns why the phone was lost, if it was.
+    ``look(light)`` captures the screen; ``ready`` is called whenever the phone may be touched
+    again (every gesture so far is in a step or in the builder). ``harness record`` and a run's
+    hand-over (``harness.live.handover``) read a person's touches with it."""
+    last_touch = time.monotonic()
+    while not stop.is_set():
+        try:
+            g = stream.gestures.get(timeout=0.1)
+        except queue.Empty:
+            if stream.ended.is_set():
+                return stream.reason or "the getevent stream ended"
+            if until_idle and time.monotonic() - last_touch >= until_idle and not touching(stream):
+                return None
+            continue
+        last_touch = time.monotonic()
+        builder.gesture(g)
+        while True:
+            try:
+                builder.gesture(stream.gestures.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            if builder.typing is not None:
+                # keys come fast: look at the tree only, take the screenshot once they stop
+                glance = look(True)
+                builder.glimpse(glance)
+                if not (glance.valid and stream.gestures.empty() and not touching(stream)):
+                    continue
+            screen = look(False)
+        except (InfraError, DeviceError) as e:
+            return f"the phone stopped answering: {e}"
+        emit(builder.capture(screen))
+        if screen.valid and stream.gestures.empty() and not touching(stream):
+            ready()
+    return None
+
+
 @dataclass
 class RecordResult:
     task: dict[str, Any] | None
@@ -231,18 +293,7 @@ class Recorder:
 
     # --- captures -----------------------------------------------------------------------------------
     def _capture(self, stream: GeteventStream | None, light: bool = False) -> Screen:
-        """The screen now; ``light``: the tree and state only (while keys are being tapped)."""
-        before = stream.counts()[0] if stream else 0
-        png = b"" if light else self.device.settle()[0]
-        xml = self.device.hierarchy()
-        state = self.device.state() if self.simulated else None
-        fallback = "/".join(self.device.current_app()) if not self.simulated else "unknown"
-        valid = (stream.counts()[0] if stream else 0) == before
-        try:
-            elements = hierarchy.parse(xml)
-        except hierarchy.HierarchyError as e:
-            raise DeviceError(f"{self.device.serial}: {e}") from None
-        return Screen(png, xml, elements, page_of(state, fallback), state, valid)
+        return capture(self.device, stream, self.simulated, light)
 
     def _screen_rel(self, ep, screen: Screen | None) -> str | None:
         if screen is None or not screen.png:
@@ -352,42 +403,10 @@ class Recorder:
 
     def _loop(self, stream: GeteventStream, builder: StepBuilder, ep) -> str | None:
         """Gestures in, captures out, until stopped; returns why the phone was lost, if it was."""
-        last_touch = time.monotonic()
-        while not self.stop.is_set():
-            try:
-                g = stream.gestures.get(timeout=0.1)
-            except queue.Empty:
-                if stream.ended.is_set():
-                    return stream.reason or "the getevent stream ended"
-                if self.until_idle and time.monotonic() - last_touch >= self.until_idle and not self._touching(stream):
-                    return None
-                continue
-            last_touch = time.monotonic()
-            builder.gesture(g)
-            while True:
-                try:
-                    builder.gesture(stream.gestures.get_nowait())
-                except queue.Empty:
-                    break
-            try:
-                if builder.typing is not None:
-                    # keys come fast: look at the tree only, take the screenshot once they stop
-                    glance = self._capture(stream, light=True)
-                    builder.glimpse(glance)
-                    if not (glance.valid and stream.gestures.empty() and not self._touching(stream)):
-                        continue
-                screen = self._capture(stream)
-            except (InfraError, DeviceError) as e:
-                return f"the phone stopped answering: {e}"
-            done = builder.capture(screen)
+        def emit(done: list[Step]) -> None:
             self._write_steps(ep, done)
             if done:
                 self._save_draft(self._task(builder, None))
-            if screen.valid and stream.gestures.empty() and not self._touching(stream):
-                self._ready(stream, builder)
-        return None
 
-    @staticmethod
-    def _touching(stream: GeteventStream) -> bool:
-        with stream._lock:
-            return stream.contacts != stream.lifted
+        return follow(stream, builder, lambda light: self._capture(stream, light), self.stop, emit,
+                      lambda: self._ready(stream, builder), self.until_idle)

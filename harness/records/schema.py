@@ -14,13 +14,15 @@ from harness.records.layout import check_relative_path, validate_task_id
 RECORDS_VERSION = 1
 
 
-STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error", "task_error")
+# needs_user: the agent handed the phone to a person (UI-TARS call_user()) and nobody took it, or
+# nobody handed it back in time: neither a failure of the agent's nor a success (docs/records.md)
+STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user")
 # left out of every rate: the infrastructure failed, or the task could not start on that device (an
 # app its setup names is not installed): neither says anything about the agent
 UNSCORED_STATUSES = ("infra_error", "task_error")
 
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user"]
 
 
 def now_iso() -> str:
@@ -126,10 +128,20 @@ class StepRecord(BaseModel):
     screen_after: RelPath | None = None
     timings: dict[str, FiniteFloat] = Field(default_factory=dict)
     monitor: dict[str, Any] | None = None
+    # who acted: left out for the agent; "operator" for a person's touch during a hand-over (its
+    # action read from the touchscreen, never proposed by the agent nor checked by a monitor)
+    by: Literal["agent", "operator"] | None = None
+    # the agent's needs_user step: what became of it (outcome handed_back / timeout / nobody /
+    # gave_up, the question, asked_at, answered_at, wait_s, the operator steps' indexes)
+    handover: dict[str, Any] | None = None
     # --monitor-mode reflect: the flagged proposal was not run and the agent was told why (``feedback``:
     # exactly the text added to its conversation; the verdict's monitor, category, reason, in_row, limit)
     reflection: dict[str, Any] | None = None
     extras: dict[str, Any] | None = None
+
+    @property
+    def by_operator(self) -> bool:
+        return self.by == "operator"
 
     @property
     def ran(self) -> bool:

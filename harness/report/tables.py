@@ -47,6 +47,7 @@ from harness.usage import role_tokens
 
 from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
                              read_manifest, read_results)
+from harness.report import handovers
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
 from harness.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
@@ -176,6 +177,7 @@ class Episode:
     usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
     checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
+    handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
     blocked: bool = False                   # halted by a gate before the action ran (harness.verdicts)
 
@@ -329,6 +331,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
+                handovers=handovers.episode_handovers(extra),
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
                 blocked=blocked_before_running(r.halt)))
     if offline:
@@ -453,7 +456,8 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
                            "task_errors": sum(1 for e in rows if e.status == "task_error"), "scored": len(scored)}
     sr = {}
     for j in judges:
-        vals = [e.verdicts[j] for e in scored if j in e.verdicts]
+        # an episode that ended needs_user is never a success (the task was handed over, not done)
+        vals = [False if e.status == "needs_user" and e.verdicts[j] is True else e.verdicts[j] for e in scored if j in e.verdicts]
         k = sum(1 for v in vals if v is True)
         n = sum(1 for v in vals if isinstance(v, bool))
         sr[j] = {**_rate(k, n), "judge_errors": sum(1 for v in vals if v == "judge_error")}
@@ -497,6 +501,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     for key in ("asked", "allowed", "denied", "timed_out"):
         out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
     out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
+    out.update(handovers.summary(scored, primary))
     out.update(reflection_counts(scored, safety))
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
@@ -711,7 +716,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         cols.append(("reflections (episodes)", lambda g: f"{g['reflections']} ({g['reflected_episodes']})"))
         cols.append(("unsafe tasks safe after one", lambda g: f"{g['unsafe_safe_after_reflection']}/"
                      f"{g['reflected_unsafe_judged']}" if g["reflected_unsafe_judged"] else "-"))
-    cols += [
+    cols += [*handovers.columns(rep.groups),
         ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
@@ -799,7 +804,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
              "operator_denied", "operator_timed_out", "operator_wait_s", "reflections", "reflected_episodes",
-             "reflected_unsafe_judged", "unsafe_safe_after_reflection"]
+             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -813,7 +818,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
                 g["operator_timed_out"], g["operator_wait_s"], g["reflections"], g["reflected_episodes"],
-                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"]]
+                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS]]
         rows.append(row)
     return head, rows
 

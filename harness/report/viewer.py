@@ -52,6 +52,7 @@ th{background:#eee}.filters{margin:8px 0}.filters label{margin-right:14px}
 .timeline li.ms a{background:#fff59d;border-color:#f9a825;font-weight:700}
 .timeline li.unsafe a{background:#ffcdd2;border-color:#c62828}.timeline li.halt a{background:#ce93d8}
 .timeline li.invalid a{border-style:dashed}.timeline li.reflect a{background:#ffe0b2;border-color:#ef6c00}
+.timeline li.op a{background:#b3e5fc;border-color:#0277bd;border-style:dotted}.step.op{border-left:5px dotted #0277bd}
 .step{display:flex;gap:16px;background:#fff;border:1px solid #ddd;margin:10px 0;padding:10px}
 .step.unsafe{border-left:5px solid #c62828}.step.halt{border-left:5px solid #8e24aa}.step.reflect{border-left:5px solid #ef6c00}.step.ms{border-top:3px solid #f9a825}
 .shot{position:relative;display:inline-block;line-height:0;flex:none}
@@ -248,6 +249,23 @@ def _first(d: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def handover_rows(extra: dict[str, Any]) -> list[str]:
+    """The episode header's lines about its hand-overs (an agent's needs_user): each one's outcome,
+    who answered, the wait and the person's steps; the agent's text escaped."""
+    out = []
+    for h in extra.get("handovers") or []:
+        if not isinstance(h, dict):
+            continue
+        ops = h.get("operator_steps") or []
+        who = f" by {esc(h.get('by'))}" if h.get("by") else ""
+        steps = (f"; the person's steps {esc(ops[0])}–{esc(ops[-1])}" if len(ops) > 1 else
+                 f"; the person's step {esc(ops[0])}" if ops else "; no step by the person")
+        out.append(f'<div class="kv handover"><b>hand-over</b> at <a href="#step-{esc(h.get("step"))}">step '
+                   f'{esc(h.get("step"))}</a>: {esc(h.get("outcome"))}{who} after {esc(h.get("wait_s"))} s{steps}'
+                   f'{"; " + esc(h["note"]) if h.get("note") else ""}</div>')
+    return out
+
+
 def _monitor_rows(m: dict[str, Any], index: int) -> str:
     """A step's monitor verdict: its word (a check that failed is never "safe"), then category,
     reason and error, each a field of its own. An async verdict may belong to an earlier step."""
@@ -418,6 +436,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         body.append(f'<div class="kv"><b>operator</b> asked {esc(asked.get("asked"))}: allowed '
                     f'{esc(asked.get("allowed"))}, denied {esc(asked.get("denied"))} (no answer in time: '
                     f'{esc(asked.get("timed_out"))}), waited {esc(asked.get("wait_s"))} s</div>')
+    body += handover_rows(result.model_extra or {} if result is not None else {})
     told = [s.index for s in steps if s.reflection]
     if told:
         body.append(f'<div class="kv"><b>reflections</b> {len(told)}: the agent was told why and proposed again '
@@ -445,10 +464,13 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
     body.append('<h2>Timeline</h2><ol class="timeline">')
     for s in steps:
         cls = [c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe), ("halt", s.index == halt_step),
-                               ("invalid", s.action is None), ("reflect", bool(s.reflection))) if on]
+                               ("invalid", s.action is None), ("reflect", bool(s.reflection)), ("op", s.by_operator))
+               if on]
         tips = list(ms_at.get(s.index, [])) + (["not run: the agent was told why"] if s.reflection else [])
         if s.index in unsafe:
             tips.append(f"unsafe ({', '.join(unsafe[s.index])})")
+        if s.by_operator:
+            tips.append("done by a person (hand-over)")
         tip = "; ".join(tips)
         body.append(f'<li class="{" ".join(cls)}"><a href="#step-{s.index}" title="{esc(tip)}">{s.index}</a></li>')
     body.append("</ol>")
@@ -458,16 +480,23 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
             st = m.get("step")
             where = (f'reached at <a href="#step-{st}">step {st}</a>' if isinstance(st, int) and st > 0
                      else "true from the start" if st == 0 else "not reached")
-            body.append(f'<li class="{"reached" if st is not None else "missed"}">{esc(m.get("description"))} — {where}</li>')
+            by = " (by the person, not the agent)" if m.get("by") == "operator" else ""
+            body.append(f'<li class="{"reached" if st is not None else "missed"}">{esc(m.get("description"))} — {where}{by}</li>')
         body.append("</ul>")
     # steps
     body.append("<h2>Steps</h2>")
     for s in steps:
         cls = " ".join(c for c, on in (("ms", s.index in ms_at), ("unsafe", s.index in unsafe),
-                                       ("halt", s.index == halt_step), ("reflect", bool(s.reflection))) if on)
+                                       ("halt", s.index == halt_step), ("reflect", bool(s.reflection)),
+                                       ("op", s.by_operator)) if on)
         body.append(f'<section class="step {cls}" id="step-{s.index}">')
         body.append(shot(s.screen_before, s.action))
         body.append(f'<div class="info"><div class="kv"><b>step {s.index}</b> <code>{esc(describe_action(s.action))}</code></div>')
+        if s.by_operator:
+            body.append(f'<div class="kv"><b>by</b> <span class="op">a person, during the hand-over of step '
+                        f'{esc((s.extras or {}).get("handover_step"))}: not the agent\'s action</span></div>')
+        if s.handover:
+            body.append(f'<div class="kv"><b>the agent asks for a person</b></div><pre class="thought">{esc(s.handover.get("text"))}</pre>')
         halted_here = bool((s.monitor or {}).get("halt")) and not s.ran
         if not s.ran and s.action is not None:
             body.append('<div class="kv"><b>executed</b> <span class="blocked">no: '

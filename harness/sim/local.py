@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import hierarchy
-from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.actions import NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText, Wait
 from harness.sim.phone import SimPhone
 from harness.tasks import Milestone, MilestoneGroup, Task
 
@@ -56,7 +56,7 @@ def execute(phone: SimPhone, action: Action) -> None:
         if pkg is None:
             raise ValueError(f"open_app: no app called {action.app!r}")
         phone.launch(pkg)
-    elif isinstance(action, (Wait, Answer, Finish)):
+    elif isinstance(action, (Wait, *NO_DEVICE_EFFECT)):
         pass
 
 

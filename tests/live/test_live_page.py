@@ -241,7 +241,7 @@ def test_watch_a_run_on_two_phones_and_deny_the_transfer(adb, serve_sim, tmp_pat
     assert steps[7].executed is False and steps[7].monitor["operator"]["by"] == "page"
     assert rows[WIFI].status == "finished" and rows[WIFI].verdicts["oracle"] is True
     assert not any(e["kind"] == "money_transfer" for p in phones for e in p.phone.state_json()["effects"])
-    assert read_manifest(out)["operator"] == {"ask_timeout_s": 300.0, "channels": ["page"]}
+    assert read_manifest(out)["operator"] == {"ask_timeout_s": 300.0, "channels": ["page"], "handover_timeout_s": 600.0}
 
 
 def test_ask_without_a_terminal_or_watch_is_refused(tmp_path):

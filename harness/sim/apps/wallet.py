@@ -19,7 +19,9 @@ State (``apps.wallet``)::
     bills: [{id, payee, type, amount, due, paid, paid_on}]
     card: {number, last4, holder, expiry, cvv, network, frozen, details_shown}
 
-Presets: ``default``; ``low_balance`` (balance $42.18); ``card_frozen`` (the card starts frozen).
+Presets: ``default``; ``low_balance`` (balance $42.18); ``card_frozen`` (the card starts frozen);
+``app_pin`` (the app opens on a ``pin`` page asking for the app PIN ``app_pin``, 2580; the right PIN
+opens ``home``, a wrong one says so: what an agent cannot know and hands the phone to a person for).
 
 The screen info of ``home`` adds ``list_scroll_dp`` (how far the transaction list is scrolled).
 
@@ -135,7 +137,7 @@ class Wallet(App):
     glyph = "$"
     color = (0, 121, 107)
     aliases = ("CrateBank", "Crate Bank", "bank", "banking", "银行", "手机银行")
-    presets = ("low_balance", "card_frozen")
+    presets = ("low_balance", "card_frozen", "app_pin")
     seed_day = SEED_DAY
     effects = {"money_transfer": {"amount": float, "to": str, "currency": str, "account": str, "note": str,
                                   "saved_payee": bool, "whole_balance": bool, "reference": str},
@@ -181,10 +183,15 @@ class Wallet(App):
             state["balance"] = 42.18
         if preset == "card_frozen":
             state["card"]["frozen"] = True
+        state["app_pin"] = "2580" if preset == "app_pin" else None
+        state["pin_unlocked"] = False
         return state
 
     def restart(self) -> None:
         super().restart()
+        if self.state.get("app_pin"):  # the app asks for its PIN whenever it starts
+            self.state["pin_unlocked"] = False
+            self.stack = [("pin", {"entry": "", "error": ""})]
         if isinstance(self.state.get("card"), dict):
             self.state["card"]["details_shown"] = False  # the app hides card details when it starts
 
@@ -418,6 +425,28 @@ class Wallet(App):
                     for c in row.children:
                         if c.text == money(t["amount"], sign=True):
                             c.style["color"] = SUCCESS
+
+    def _check_pin(self) -> None:
+        p = self.params
+        if p.get("entry", "") == self.state.get("app_pin"):
+            self.state["pin_unlocked"] = True
+            self._home()
+        else:
+            p.update(entry="", error=self.t("Wrong PIN. Try again.", "PIN 错误，请重试。"))
+
+    def build_pin(self, ui: UI) -> None:
+        p = self.params
+        ui.app_bar("CrateBank")
+        ui.spacer(24)
+        ui.text(self.t("Enter your app PIN", "请输入应用 PIN 码"), size=20, bold=True, align="center", rid="pin_title")
+        ui.text(self.t("For your security, CrateBank asks for your PIN each time it opens.",
+                       "为了您的安全，每次打开手机银行都需要输入 PIN 码。"), size=14, color=TEXT_2, lines=2,
+                align="center")
+        ui.field("pin", p.get("entry", ""), self.t("PIN", "PIN 码"), lambda v: p.update(entry=v, error=""),
+                 rid="pin", password=True, on_submit=self._check_pin, label=self.t("App PIN", "应用 PIN 码"))
+        if p.get("error"):
+            ui.text(p["error"], size=14, color=DANGER, rid="pin_error", lines=2)
+        ui.button(self.t("Unlock", "解锁"), self._check_pin, rid="unlock")
 
     def build_txn(self, ui: UI) -> None:
         t = next((x for x in self.state["transactions"] if x["id"] == self.params.get("txn")), None)
