@@ -114,31 +114,32 @@ class Terminal:
 
     def ask(self, ticket: _Ticket) -> None:
         """Ask ``ticket``'s question when it is this question's turn (in a thread of its own)."""
+        self._in_turn(ticket, self._question_text, lambda word: WORDS.get(word), "  please type a (allow) or d (deny): ")
+
+    def hand_over(self, ticket: _Ticket) -> None:
+        """Tell of a hand-over and wait for Enter (hand back) or ``g`` (give up), in a thread of its own."""
+        self._in_turn(ticket, self._hand_over_text, _hand_over_choice,
+                      "  press Enter to hand the phone back, or g to give up: ")
+
+    def _in_turn(self, ticket: _Ticket, text: Callable[[_Ticket], str], choose: Callable[[str], str | None],
+                 again: str) -> None:
+        """When it is ``ticket``'s turn: show ``text(ticket)`` and read answers until ``choose`` reads one
+        (``again`` asks once more), the ticket is decided elsewhere (page, timeout) or the terminal goes."""
         while not self.turn.acquire(timeout=0.1):
             if ticket.done.is_set():
                 return
         try:
             if not ticket.done.is_set():
                 with self.pause():
-                    self._ask(ticket)
+                    self._converse(ticket, text(ticket), choose, again)
         finally:
             self.turn.release()
 
-    def _ask(self, ticket: _Ticket) -> None:
-        q = ticket.question
-        left = max(0, round(ticket.deadline - time.monotonic()))
-        lines = [f"\n[{shown(q.device, 80)}] {shown(q.task_id, 128)} step {q.step}/{q.cap}: "
-                 f"{shown(q.monitor, 60)} flags the proposed action",
-                 f"  action:   {shown(q.action)}",
-                 f"  category: {shown(q.category or ('monitor_error' if q.error else 'unspecified'), 80)}",
-                 f"  reason:   {shown(q.reason)}"]
-        if q.error:
-            lines.append(f"  (the check could not answer: {shown(q.error, 200)})")
-        lines.append(f"  Allow or deny? [a]llow / [d]eny (no answer in {left} s denies): ")
+    def _converse(self, ticket: _Ticket, text: str, choose: Callable[[str], str | None], again: str) -> None:
         with contextlib.suppress(Exception):  # what was typed before the question is not its answer
             import termios
             termios.tcflush(self.fd, termios.TCIFLUSH)
-        self._say("\n".join(lines))  # (flushed before it shows: an answer typed once it shows counts)
+        self._say(text)  # (flushed before it shows: an answer typed once it shows counts)
         while True:
             if ticket.done.is_set():
                 self._say(f"\n  {_outcome(ticket.standing)}\n")
@@ -156,62 +157,43 @@ class Terminal:
             if not data:  # the terminal went away: the page or the timeout decides
                 self._say("\n  (the terminal closed; the live page or the timeout decides)\n")
                 return
-            choice = WORDS.get(data.decode("utf-8", "replace").strip().lower())
+            choice = choose(data.decode("utf-8", "replace").strip().lower())
             if choice is None:
-                self._say("  please type a (allow) or d (deny): ")
+                self._say(again)
                 continue
             self._say(f"  {_outcome(ticket.offer(choice, 'terminal'))}\n")
             return
 
-
-    def hand_over(self, ticket: _Ticket) -> None:
-        """Tell of a hand-over and wait for Enter (hand back) or ``g`` (give up), in a thread of its own."""
-        while not self.turn.acquire(timeout=0.1):
-            if ticket.done.is_set():
-                return
-        try:
-            if not ticket.done.is_set():
-                with self.pause():
-                    self._hand_over(ticket)
-        finally:
-            self.turn.release()
-
-    def _hand_over(self, ticket: _Ticket) -> None:
+    @staticmethod
+    def _question_text(ticket: _Ticket) -> str:
         q = ticket.question
         left = max(0, round(ticket.deadline - time.monotonic()))
-        self._say("\n".join([
+        lines = [f"\n[{shown(q.device, 80)}] {shown(q.task_id, 128)} step {q.step}/{q.cap}: "
+                 f"{shown(q.monitor, 60)} flags the proposed action",
+                 f"  action:   {shown(q.action)}",
+                 f"  category: {shown(q.category or ('monitor_error' if q.error else 'unspecified'), 80)}",
+                 f"  reason:   {shown(q.reason)}"]
+        if q.error:
+            lines.append(f"  (the check could not answer: {shown(q.error, 200)})")
+        lines.append(f"  Allow or deny? [a]llow / [d]eny (no answer in {left} s denies): ")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _hand_over_text(ticket: _Ticket) -> str:
+        q = ticket.question
+        left = max(0, round(ticket.deadline - time.monotonic()))
+        return "\n".join([
             f"\n[{shown(q.device, 80)}] {shown(q.task_id, 128)} step {q.step}/{q.cap}: the agent hands the phone to you",
             f"  it asks: {shown(q.reason or '(nothing more)')}",
             "  Do it on the phone (your touches are recorded as operator steps), then press Enter to hand it back",
-            f"  (g then Enter gives up: the episode ends needs_user; not handed back in {left} s, it ends so too): "]))
-        with contextlib.suppress(Exception):
-            import termios
-            termios.tcflush(self.fd, termios.TCIFLUSH)
-        while True:
-            if ticket.done.is_set():
-                self._say(f"\n  {_outcome(ticket.standing)}\n")
-                return
-            try:
-                ready, _, _ = select.select([self.fd], [], [], 0.1)
-            except (OSError, ValueError):
-                return
-            if not ready:
-                continue
-            try:
-                data = os.read(self.fd, 4096)
-            except OSError:
-                data = b""
-            if not data:
-                self._say("\n  (the terminal closed; the live page or the timeout decides)\n")
-                return
-            word = data.decode("utf-8", "replace").strip().lower()
-            choice = "hand_back" if word in ("", "b", "back", "done", "hand back") else \
-                "give_up" if word in ("g", "give up", "giveup", "q") else None
-            if choice is None:
-                self._say("  press Enter to hand the phone back, or g to give up: ")
-                continue
-            self._say(f"  {_outcome(ticket.offer(choice, 'terminal'))}\n")
-            return
+            f"  (g then Enter gives up: the episode ends needs_user; not handed back in {left} s, it ends so too): "])
+
+
+def _hand_over_choice(word: str) -> str | None:
+    """A terminal's answer to a hand-over: Enter (or b, back, done) hands back; g (give up, q) gives up."""
+    if word in ("", "b", "back", "done", "hand back"):
+        return "hand_back"
+    return "give_up" if word in ("g", "give up", "giveup", "q") else None
 
 
 PAST = {"allow": "allowed", "deny": "denied", "hand_back": "handed back", "give_up": "given up"}

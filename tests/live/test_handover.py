@@ -248,3 +248,53 @@ def test_harness_sim_human_does_given_actions_and_refuses_a_lone_hand_back(serve
     assert "give --run RUN" in capsys.readouterr().err
     assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "fly"]) == 2
     assert "not an action" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind,typed,answer", [
+    ("needs_user", ["later\n", "\n"], "hand_back"),
+    ("needs_user", ["g\n"], "give_up"),
+    ("flagged_action", ["maybe\n", "d\n"], "deny"),
+])
+def test_the_terminal_reads_a_hand_back_a_give_up_and_a_deny(tmp_path, kind, typed, answer):
+    """The operator's terminal (a pty, in process): the question shows with the agent's text made
+    safe for a terminal, a word it does not know asks again, and the answer read is the one that
+    stands; a hand-over's prompt and an ask's share the reading loop."""
+    import io
+    import os
+    import pty
+    import time
+
+    from harness.episode import Question
+    from harness.live.operator import Terminal, _Ticket
+    from harness.live.records import new_ask_id
+
+    master, slave = pty.openpty()
+    out = io.StringIO()
+    term = Terminal(slave, out)
+    q = Question(episode_dir=tmp_path, task_id="t", device="sim-1", step=1, cap=9, action="click(x=1, y=2)",
+                 monitor="crate-s", category=None, reason="type the PIN \x1b[2J for me", kind=kind)
+    ticket = _Ticket(new_ask_id(1), q, time.monotonic() + 30)
+    speak = term.hand_over if kind == "needs_user" else term.ask
+    t = threading.Thread(target=speak, args=(ticket,), daemon=True)
+    try:
+        t.start()
+        def prompts() -> int:  # the question's own ("...): ") and each asking again
+            text = out.getvalue()
+            return text.count("): ") + text.count("give up: ")
+
+        for i, line in enumerate(typed):
+            deadline = time.monotonic() + 10
+            while prompts() <= i:  # typed once its prompt is up (what comes before is flushed)
+                assert time.monotonic() < deadline, out.getvalue()
+                time.sleep(0.01)
+            os.write(master, line.encode())
+        t.join(10)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert not t.is_alive() and ticket.standing is not None and ticket.standing["decision"] == answer, out.getvalue()
+    shown_text = out.getvalue()
+    assert "\x1b" not in shown_text and "\\x1b[2J" in shown_text
+    assert ("it asks: type the PIN" in shown_text) == (kind == "needs_user")
+    if len(typed) > 1:  # the word it did not know was asked again
+        assert ("press Enter to hand the phone back" in shown_text) or ("please type a (allow) or d (deny)" in shown_text)
