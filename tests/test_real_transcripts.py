@@ -37,7 +37,7 @@ from harness import hierarchy
 from harness.device.adb import AdbDevice, parse_screen_state
 from harness.device.base import DeviceError, InfraError
 from harness.recorder.evdev import (Axis, EvdevError, InputDeviceInfo, KeyPress, Touch, Touchscreen, classify)
-from harness.recorder.session import GeteventStream, RecordError, Recorder, density_of, touchscreen_of
+from harness.recorder.session import GeteventStream, RecordError, density_of, touching, touchscreen_of
 from harness import input_codes as C
 
 if __package__ in (None, ""):  # run as a script
@@ -204,7 +204,7 @@ def _summary(stream: GeteventStream, density: int) -> str:
         parts.append(f"first: {classify(t, slop, LONG_PRESS_MS)} at {t.points[0]} {t.duration_ms} ms"
                      + (f", {t.contacts} fingers" if t.contacts > 1 else ""))
     held = stream.reader.touch
-    parts.append(f"still down: {held.contacts} finger(s) at {held.points[0]}" if Recorder._touching(stream) and held
+    parts.append(f"still down: {held.contacts} finger(s) at {held.points[0]}" if touching(stream) and held
                  else "nothing left down")
     return "; ".join(parts)
 

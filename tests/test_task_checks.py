@@ -120,7 +120,7 @@ def test_the_simulated_suite_passes_every_static_check():
     ({"answer": "HomeNet"},
      "task 'wifi_off': reference: an information query's reference gives its answer (an answer step before finish)"),
     ({"setup__sim__preset": "wifi-off"},
-     "task 'wifi_off': setup.sim.preset: unknown preset 'wifi-off' (did you mean 'wifi_off'?) (presets: default, "
+     "task 'wifi_off': setup.sim.preset: unknown preset 'wifi-off' (did you mean 'wifi_off'?) (presets: default, app_pin, "
      "card_frozen, cart_filled, contacts_empty, empty, empty_history, low_balance, messages_empty, night, wifi_off)"),
     ({"setup__sim__state": {"settings": {"wfi": False}}},
      "task 'wifi_off': setup.sim.state.settings.wfi: apps.settings has no field 'wfi' (did you mean 'wifi'?); "
