@@ -97,6 +97,22 @@ JS = r"""(function () {
       })
       .catch(function (e) { box.appendChild(el('div', 'answered', 'could not send: ' + e)); });
   }
+  function countdown(box, ask, say) {  // the seconds left to answer, said by say(s), every second
+    var left = el('div', 'kv deadline');
+    box.appendChild(left);
+    var tick = function () {
+      left.textContent = say(Math.max(0, Math.round((Date.parse(ask.deadline_at) - Date.now()) / 1000)));
+    };
+    tick();
+    box._timer = window.setInterval(tick, 1000);
+  }
+  function answerButtons(box, ep, ask, answers) {  // [[answer, label], ...]: a button each
+    answers.forEach(function (a) {
+      var b = el('button', a[0], a[1]); b.type = 'button';
+      b.addEventListener('click', function () { decide(ep, ask, a[0], box); });
+      box.appendChild(b);
+    });
+  }
   function handoverBox(ep, ask) {
     // the agent asks for a person (needs_user): its words as text, never as markup
     var box = el('div', 'ask handover');
@@ -104,25 +120,14 @@ JS = r"""(function () {
     box.appendChild(el('div', 'answered', 'The agent hands the phone to you. Do this on the phone, then hand it back:'));
     box.appendChild(el('pre', 'thought', ask.text || '(the agent said nothing more)'));
     kv(box, 'your steps so far', ask.operator_steps);
-    var left = el('div', 'kv deadline');
-    box.appendChild(left);
-    var tick = function () {
-      var s = Math.max(0, Math.round((Date.parse(ask.deadline_at) - Date.now()) / 1000));
-      left.textContent = 'not handed back in ' + s + ' s ends the episode (needs_user)';
-    };
-    tick();
-    box._timer = window.setInterval(tick, 1000);
+    countdown(box, ask, function (s) { return 'not handed back in ' + s + ' s ends the episode (needs_user)'; });
     if (ask.decision) {
       box.appendChild(el('div', 'answered', 'answered: ' + ask.decision.decision + ' (' + ask.decision.by + ')'));
     } else if (!token) {
       box.appendChild(el('div', 'answered', 'this page cannot hand back (no run token): use the terminal'));
     }
     if (!ask.decision && token) {
-      var back = el('button', 'hand_back', 'Hand back'); back.type = 'button';
-      var give = el('button', 'give_up', 'Give up'); give.type = 'button';
-      back.addEventListener('click', function () { decide(ep, ask, 'hand_back', box); });
-      give.addEventListener('click', function () { decide(ep, ask, 'give_up', box); });
-      box.appendChild(back); box.appendChild(give);
+      answerButtons(box, ep, ask, [['hand_back', 'Hand back'], ['give_up', 'Give up']]);
     }
     return box;
   }
@@ -136,14 +141,7 @@ JS = r"""(function () {
     kv(box, 'category', ask.category || (ask.error ? 'monitor_error' : 'unspecified'));
     kv(box, 'reason', ask.reason);
     kv(box, 'error', ask.error);
-    var left = el('div', 'kv deadline');
-    box.appendChild(left);
-    var tick = function () {
-      var s = Math.max(0, Math.round((Date.parse(ask.deadline_at) - Date.now()) / 1000));
-      left.textContent = 'no answer in ' + s + ' s denies';
-    };
-    tick();
-    box._timer = window.setInterval(tick, 1000);
+    countdown(box, ask, function (s) { return 'no answer in ' + s + ' s denies'; });
     if (ask.decision) {
       box.appendChild(el('div', 'answered', 'answered: ' + ask.decision.decision + ' (' + ask.decision.by + ')'));
     } else if (!token) {
@@ -152,11 +150,7 @@ JS = r"""(function () {
       box.appendChild(el('div', 'kv', 'also asked on: ' + ask.channels.join(', ')));
     }
     if (!ask.decision && token) {
-      var allow = el('button', 'allow', 'Allow'); allow.type = 'button';
-      var deny = el('button', 'deny', 'Deny'); deny.type = 'button';
-      allow.addEventListener('click', function () { decide(ep, ask, 'allow', box); });
-      deny.addEventListener('click', function () { decide(ep, ask, 'deny', box); });
-      box.appendChild(allow); box.appendChild(deny);
+      answerButtons(box, ep, ask, [['allow', 'Allow'], ['deny', 'Deny']]);
     }
     return box;
   }
