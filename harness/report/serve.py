@@ -146,8 +146,11 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
             target = resolve_request_path(self.root, self.path, self.run)
         except UnicodeDecodeError:
             target = None
-        if target is None and self.thumbnails is not None and self.thumbnails.ensure(self.path):
-            target = resolve_request_path(self.root, self.path, self.run)  # a thumbnail made on this request
+        if target is None and self.thumbnails is not None:
+            # a thumbnail made on this request, or waited for; or made by the background thread
+            # between the first look and this one (ensure then finds it neither to make nor making)
+            self.thumbnails.ensure(self.path)
+            target = resolve_request_path(self.root, self.path, self.run)
         if target is None:
             self.send_error(404, "not found")
             return
