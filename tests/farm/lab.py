@@ -126,6 +126,14 @@ class FarmLab:
         self._logs.append(f)
         return f
 
+    def log_tail(self, name: str, chars: int = 4000) -> str:
+        """The end of a node's log (``ray-hostC``), for a failure message."""
+        for f in self._logs:
+            f.flush()
+        path = self.workdir / f"{name}.log"
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        return f"\n--- {path} (end) ---\n{text[-chars:]}"
+
     def start_head(self, phones: int = 0, env: dict[str, str] | None = None) -> "FarmLab":
         """The head node (GCS), itself a host with ``phones`` phones when asked."""
         host = self._host("head", phones)

@@ -19,7 +19,18 @@ from tests.farm.lab import in_own_netns, netns_problem
 pytestmark = [pytest.mark.slow, pytest.mark.farm]
 
 
-@pytest.mark.timeout(1800)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
+def failure_digest(out: str) -> str:
+    """What a failed inner run says, short enough to survive a CI log's cuts: the end of its output,
+    then (last, where a cut log still shows it) where the failed scenario was, its traceback up to
+    what it captured, and the FAILED lines. A timeout's dump of every thread (the model servers' idle
+    ones, Ray's state dumps) used to push the scenario's own line out of the log."""
+    where = re.search(r"=+ FAILURES =+\n(.*?)(?=\n-+ Captured |\n\++ Timeout \++|\Z)", out, re.S)
+    failed = [line for line in out.splitlines() if line.lstrip().startswith(("FAILED ", "ERROR "))]
+    return "\n".join([out[-8000:], "--- where the scenario failed ---", where.group(1)[-6000:] if where else "(no FAILURES section)",
+                      *failed])
+
+
+@pytest.mark.timeout(2700)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
 def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
     if importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed (pip install 'crate-harness[farm]'; scripts/test installs it)")
@@ -28,9 +39,9 @@ def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace
         pytest.skip(f"no network namespace of our own can be made here: {problem}")
     p = in_own_netns([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-v", "-rA", "--durations=0",
                       "-o", "python_files=scenario_*.py", f"--basetemp={tmp_path / 'inner'}",
-                      str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=1500)
+                      str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=2400)
     out = p.stdout + p.stderr
-    assert p.returncode == 0, out[-20000:]
+    assert p.returncode == 0, failure_digest(out)
     print(out[out.find("slowest durations"):][:4000])  # where the scenarios' time goes (shown with -rA)
     summary = out.strip().splitlines()[-1]
     passed = re.search(r"(\d+) passed", summary)
