@@ -173,14 +173,12 @@ def _parsers():
 def test_model_output_parsers_refuse_hostile_text_cleanly(agent):
     """Every registered agent family's parser turns hostile model text into ParseError (an invalid
     step) or into actions that lie on the screen; nothing else escapes (it would end the episode as
-    agent_error, or worse)."""
-    import time
-
+    agent_error, or worse). How each parser's time grows with such text (a megabyte of it) is
+    measured by scripts/bench_replies, not clocked here."""
     from agents.parsing import PARSERS, ParseError
 
     assert agent in PARSERS, f"agent family {agent!r} registers no output parser"
     for text in HOSTILE_OUTPUTS:
-        t0 = time.monotonic()
         try:
             parsed = PARSERS[agent].parse(text, (1080, 2400))
         except ParseError:
@@ -188,7 +186,6 @@ def test_model_output_parsers_refuse_hostile_text_cleanly(agent):
         else:
             for a in parsed.actions:
                 check_on_screen(a, 1080, 2400)
-        assert time.monotonic() - t0 < 5, (agent, text[:40])
 
 
 def test_off_screen_actions_never_reach_the_device(says_phone):

@@ -140,22 +140,22 @@ def test_an_empty_reply_is_empty_text_and_no_json(reply):
         parse_json_reply(r.text)
 
 
-def test_a_1mb_reply_is_handled_quickly():
+def test_a_1mb_reply_is_read_and_megabytes_of_junk_are_refused():
+    """A megabyte of reasoning before the JSON comes through the client whole and is read; a
+    megabyte with no JSON, or of nested braces, unclosed strings and fences, is refused as a
+    ReplyError, nothing else. How the time grows with the text (8x the text, 8x the time; a scan
+    that rescans from every brace would take 64x) is measured by scripts/bench_replies, not clocked
+    here."""
     answer = '{"success": true, "reason": "done"}'
     big = "Let me think. " * (MB // 14) + "```json\n" + answer + "\n```"
     with ScriptedModelServer([Reply(big)]) as s:
-        t0 = time.monotonic()
         r = _chat(_cfg(s.base_url))
         got = parse_json_reply(r.text, required=("success",))
-        elapsed = time.monotonic() - t0
-    assert len(r.text) > MB and got == {"success": True, "reason": "done"} and elapsed < 5
-    # a megabyte with no JSON at all, or of nested braces, fails fast too (no quadratic scan)
+    assert len(r.text) > MB and got == {"success": True, "reason": "done"}
     for junk in ("x" * MB, "{" * MB, "```" * (MB // 3), '{"a": "' + "\\" * MB, "[" * 100_000 + "]" * 100_000,
                  '{"a": ' * 100_000 + "1" + "}" * 100_000):
-        t0 = time.monotonic()
         with pytest.raises(ReplyError):
             parse_json_reply(junk, required=("success",))
-        assert time.monotonic() - t0 < 5, junk[:10]
 
 
 # --- end to end: a model-backed agent whose endpoint is down for the whole run ------------------------
