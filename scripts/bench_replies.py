@@ -70,9 +70,10 @@ def best_of(read: Callable[[str], object], text: str, repeat: int) -> float:
 
 def measure(label: str, read: Callable[[str], object], shape: str, make: Callable[[int], str], n: int,
             repeat: int) -> dict:
-    small, big = best_of(read, make(n), repeat), best_of(read, make(8 * n), repeat)
+    small_text, big_text = make(n), make(8 * n)
+    small, big = best_of(read, small_text, repeat), best_of(read, big_text, repeat)
     ratio = big / max(small, 1e-6)
-    return {"reader": label, "shape": shape, "small_chars": len(make(n)), "big_chars": len(make(8 * n)),
+    return {"reader": label, "shape": shape, "small_chars": len(small_text), "big_chars": len(big_text),
             "small_s": round(small, 5), "big_s": round(big, 5), "ratio": round(ratio, 2)}
 
 

@@ -114,7 +114,7 @@ class Terminal:
 
     def ask(self, ticket: _Ticket) -> None:
         """Ask ``ticket``'s question when it is this question's turn (in a thread of its own)."""
-        self._in_turn(ticket, self._question_text, lambda word: WORDS.get(word), "  please type a (allow) or d (deny): ")
+        self._in_turn(ticket, self._question_text, WORDS.get, "  please type a (allow) or d (deny): ")
 
     def hand_over(self, ticket: _Ticket) -> None:
         """Tell of a hand-over and wait for Enter (hand back) or ``g`` (give up), in a thread of its own."""
