@@ -52,9 +52,10 @@ from harness.screenshot import image_of
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, feedback_text, image_record, language_name
-from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
-                            direction_of, finger_swipe, json_spans, key_action, loads_lenient, parse_call,
-                            read_reply, register_parser, type_text)
+from agents.gestures import content_direction, direction_of, finger_swipe
+from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, device_point, json_spans, key_action,
+                            loads_lenient, read_reply, register_parser, type_text)
+from agents.tars_calls import parse_call
 from agents.prompts import load_prompt
 
 # --- elements and Set-of-Mark ----------------------------------------------------------------------

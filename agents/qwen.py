@@ -50,8 +50,9 @@ from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
-from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
-                            json_spans, key_action, loads_lenient, read_reply, register_parser, type_action)
+from agents.gestures import direction_of, finger_swipe
+from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, json_spans, key_action,
+                            loads_lenient, read_reply, register_parser, type_action)
 from agents.prompts import load_prompt, sha12
 
 # smart_resize factor: Qwen2.5-VL's 14-pixel patches merged 2x2, Qwen3-VL's 16-pixel patches merged 2x2

@@ -59,8 +59,8 @@ from harness.model import ModelConfig, encode_image, user_message
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, language_name, send_size
-from agents.parsing import (ParseError, Parsed, TarsNotation, device_point, first_tars_call, map_tars_call,
-                            numbers_in, point_of, quote_text, register_parser, tars_call, _fmt)
+from agents.parsing import ParseError, Parsed, _fmt, device_point, numbers_in, point_of, register_parser
+from agents.tars_calls import TarsNotation, first_tars_call, map_tars_call, quote_text, tars_call
 from agents.prompts import Prompt, identity
 
 FACTOR = 28

@@ -32,8 +32,8 @@ from harness.model import ImagePolicy, ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
-from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, point_of,
-                            register_parser, tars_call)
+from agents.parsing import ParseError, Parsed, device_point, point_of, register_parser
+from agents.tars_calls import first_tars_call, map_tars_call, tars_call
 from agents.prompts import load_prompt
 
 KNOWN = {"click", "long_press", "type", "scroll", "drag", "open_app", "press_back", "press_home", "wait",
