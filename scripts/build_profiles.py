@@ -307,13 +307,16 @@ def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
         f'Display {main} (HWC display 0): port=129 pnpId=SEC displayName="Built-in Screen"\n'
         f'Display {cover} (HWC display 1): port=130 pnpId=SEC displayName="Built-in Screen"\n'.encode(),
         "derived: two physical displays in SurfaceFlinger's format (the ids are made up: the excerpt has none)")
+    # Android 12's DisplayInfo.toString prints a stray quote after the id (`displayId 0", displayGroupId`:
+    # AOSP core/java/android/view/DisplayInfo.java appends "\", displayGroupId "), as 12 and 13 phones show
     b.answers["dumpsys display"] = ("".join(
-        f'  Display {n}:\n    mDisplayId={n}\n    mBaseDisplayInfo=DisplayInfo{{"Built-in Screen", displayId {n}, '
-        f'displayGroupId {n}, FLAG_SECURE, real {w}, rotation 0, density {d}, state ON, type INTERNAL, '
-        f'uniqueId "local:{sf}"}}\n' for n, sf, w, d in ((0, main, "1080 x 2640", 420), (1, cover, "260 x 512", 240)))
+        f'  Display {n}:\n    mDisplayId={n}\n    mBaseDisplayInfo=DisplayInfo{{"Built-in Screen", displayId {n}", '
+        f'displayGroupId {n}, FLAG_SECURE, real {w}, rotation 0, state ON, type INTERNAL, '
+        f'uniqueId "local:{sf}", density {d}}}\n' for n, sf, w, d in ((0, main, "1080 x 2640", 420),
+                                                                     (1, cover, "260 x 512", 240)))
         .join(["DISPLAY MANAGER (dumpsys display)\n\nLogical Displays: size=2\n", ""]).encode(),
-        "derived: the logical displays 0 (main) and 1 (cover) tied to the SurfaceFlinger ids, in Android 14's layout "
-        "(only the lines the harness reads)")
+        "derived: the logical displays 0 (main) and 1 (cover) tied to the SurfaceFlinger ids, in Android 12's layout "
+        "(DisplayInfo.toString's stray quote after the id; only the lines the harness reads)")
     head = MULTI_DISPLAY_WARNING.encode()
     b.answers["screencap -p"] = (head, "derived: adbutils issue 133's warning, whole as AOSP screencap.cpp writes it")
     b.answers["screencap"] = (head, "derived: the same warning (screencap writes it for raw frames too)")

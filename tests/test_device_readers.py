@@ -13,10 +13,11 @@ import pytest
 from PIL import Image
 
 from harness import input_codes as C
-from harness.device import focus
+from harness.device import focus, screencap
 from harness.device.base import DeviceError, InfraError
 from harness.device.prepare import PrepareConfig, prepare
-from harness.recorder.evdev import GestureReader, KeyPress, Touch, Touchscreen, find_touchscreen, parse_devices, parse_event_line
+from harness.recorder.evdev import (EvdevError, GestureReader, KeyPress, Touch, Touchscreen, find_touchscreen, parse_devices,
+                                    parse_event_line, unopened_nodes)
 from tests.test_real_transcripts import phone
 
 LINE = "jp.naver.line.android/jp.naver.line.android.activity.main.MainActivity"
@@ -224,6 +225,62 @@ def test_a_phone_with_two_displays_is_captured_on_the_focused_one():
     assert dev.screenshot() == _png((9, 9, 9)) and dev.screencap_noise == ""
     raw = next(s for s in dev.frame_sources() if s.name == "raw")
     assert raw.command() == f"screencap -d {inner}"
+
+
+# How each Android release prints a logical display's id in ``dumpsys display`` (AOSP
+# core/java/android/view/DisplayInfo.java toString): 14 and later ``displayId 1, displayGroupId``;
+# 12 and 13 a stray quote after the id, ``displayId 1", displayGroupId`` (the form issue 38 quotes from
+# an Android 13 tablet: ``DisplayInfo{"Built-in Screen", displayId 0", displayGroupId 0, FLAG_SECURE, ...``);
+# 11 and earlier the name's closing quote there, ``{"Cover, displayId 1", uniqueId``
+DISPLAY_INFO_FORMS = {
+    "android14": '{{"{name}", displayId {n}, displayGroupId {n}, real 4 x 2, uniqueId "local:{sf}"}}',
+    "android12-13": '{{"{name}", displayId {n}", displayGroupId {n}, FLAG_SECURE, real 4 x 2, uniqueId "local:{sf}"}}',
+    "android11": '{{"{name}, displayId {n}", uniqueId "local:{sf}", app 4 x 2, real 4 x 2}}',
+}
+
+
+@pytest.mark.parametrize("form", sorted(DISPLAY_INFO_FORMS))
+def test_the_focused_display_is_read_in_every_releases_display_info_form(form: str):
+    """The cover display (1) has the focus and SurfaceFlinger lists it second: an id read as none
+    would capture the first listed, the wrong screen."""
+    inner, cover = "4619827259835644672", "4619827551948147201"
+    info = DISPLAY_INFO_FORMS[form]
+    dump = "".join(f"    mBaseDisplayInfo=DisplayInfo{info.format(name=name, n=n, sf=sf)}\n"
+                   for name, n, sf in (("Built-in Screen", 0, inner), ("Cover", 1, cover)))
+    assert screencap.physical_display(dump, 1) == cover and screencap.physical_display(dump, 0) == inner
+    dev = phone({
+        "dumpsys SurfaceFlinger --display-id":
+            f'Display {inner} (HWC display 0): port=0 pnpId=GGL displayName="inner"\n'
+            f'Display {cover} (HWC display 1): port=1 pnpId=GGL displayName="cover"\n',
+        "dumpsys window windows": "  mTopFocusedDisplayId=1\n",
+        "dumpsys display": dump,
+    }, {"screencap -p": _png((1, 1, 1)), f"screencap -p -d {cover}": _png((7, 7, 7))})
+    assert dev.screencap_display() == cover
+
+
+def test_getevent_without_permission_is_named_so_with_what_to_do():
+    """``getevent -lp`` run by a shell user outside the ``input`` group prints getevent.c's "could not
+    open %s, %s" for every node and lists none (an ``adb shell`` pty ends the lines in CRLF): that
+    is a permission problem, not a phone without a touchscreen."""
+    from harness.recorder.session import RecordError, touchscreen_of
+    from tests.test_real_transcripts import phone as transcript_phone
+
+    denied = "".join(f"could not open /dev/input/event{n}, Permission denied\r\n" for n in range(6))
+    dev = transcript_phone({"getevent -lp": denied, "wm size": "Physical size: 1080x2400"})
+    with pytest.raises(RecordError, match=r"could not open 6 input device\(s\) \(/dev/input/event0, "
+                                          r"/dev/input/event1, /dev/input/event2, /dev/input/event3 and 2 more\): "
+                                          r"Permission denied\. The adb shell may not read .* `adb root`") as err:
+        touchscreen_of(dev)
+    assert "lists no touchscreen" not in str(err.value)
+    # some nodes readable (keys), the screen's not: the readable ones are named, and the advice stays
+    keys = ("add device 1: /dev/input/event0\n  name:     \"gpio-keys\"\n  events:\n"
+            "    KEY (0001): KEY_VOLUMEDOWN        KEY_VOLUMEUP         KEY_POWER\n  input props:\n    <none>\n")
+    with pytest.raises(EvdevError, match=r"could not open 1 input device\(s\) \(/dev/input/event3\): Permission "
+                                         r"denied; it could read only .*gpio-keys.*no touchscreen among them\. The adb"):
+        find_touchscreen(parse_devices(keys), unopened_nodes(keys + "could not open /dev/input/event3, Permission denied\n"))
+    # a listing without a touchscreen and without refusals is still that
+    with pytest.raises(EvdevError, match="getevent lists no touchscreen"):
+        find_touchscreen(parse_devices(keys), unopened_nodes(keys))
 
 
 def test_no_image_is_an_error_never_a_corrupt_image():

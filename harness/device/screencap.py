@@ -21,6 +21,10 @@ inner screen is ``4619827259835644672``). ``dumpsys SurfaceFlinger --display-id`
 line: ``Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName="EMU_display_0"``.
 ``dumpsys display`` ties them to the window manager's ids: each logical display's
 ``mBaseDisplayInfo=DisplayInfo{..., displayId 0, ... uniqueId "local:4619827259835644672"...}``.
+Android 12 and 13 print a stray quote after the id (``DisplayInfo{"Built-in Screen", displayId 0",
+displayGroupId 0, ...``: AOSP frameworks/base core/java/android/view/DisplayInfo.java ``toString``
+appends ``"\", displayGroupId "``), Android 11 and earlier close the name's quote there
+(``DisplayInfo{"Built-in Screen, displayId 0", uniqueId ...``): the id is read in all three forms.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ MAX_NOISE = 4096  # bytes of text allowed before the image
 MULTIPLE_DISPLAYS = "Multiple displays were found"
 
 _SF_DISPLAY = re.compile(r"^Display (\d+) ", re.M)
-_LOGICAL = re.compile(r'displayId (\d+),.*?uniqueId "local:(\d+)"')
+_LOGICAL = re.compile(r'displayId (\d+)"?,.*?uniqueId "local:(\d+)"')  # 12-13 and <= 11: `displayId 0",`
 
 
 class ScreencapError(ValueError):

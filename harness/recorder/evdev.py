@@ -157,6 +157,22 @@ def _code(ev_type: int, token: str) -> int | None:
         return None
 
 
+# getevent.c's open_device: ``fprintf(stderr, "could not open %s, %s\n", device, strerror(errno))`` for a
+# node it may not read (the shell user outside the ``input`` group: "Permission denied"); the node is
+# then left out of the listing, so a phone that forbids them all lists no device at all
+_UNOPENED = re.compile(r"^could not open (\S+?),\s*(.*?)\s*$")
+
+
+def unopened_nodes(text: str) -> list[tuple[str, str]]:
+    """The input nodes ``getevent`` could not open, with the reason it printed: (path, reason)."""
+    out = []
+    for raw in text.replace("\r", "").split("\n"):
+        m = _UNOPENED.match(raw.strip())
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
 def parse_devices(text: str) -> list[InputDeviceInfo]:
     """The devices of a ``getevent -p`` or ``getevent -lp`` listing, in listing order."""
     devices: list[InputDeviceInfo] = []
@@ -235,11 +251,25 @@ def _rank(order: int, d: InputDeviceInfo) -> tuple:
             any(a.minimum < 0 for a in pos), int(m.group(1)) if m else 0, order)
 
 
-def find_touchscreen(devices: list[InputDeviceInfo]) -> InputDeviceInfo:
+NO_PERMISSION_ADVICE = ("The adb shell may not read this phone's input devices, so the harness cannot read a "
+                        "person's touches on it: run `adb root` first where the build allows it (emulators, userdebug "
+                        "and eng builds), or use a rooted phone whose adbd runs as root")
+
+
+def find_touchscreen(devices: list[InputDeviceInfo], unopened: list[tuple[str, str]] = ()) -> InputDeviceInfo:
     """The touchscreen among ``devices`` (ranked by :func:`_rank`); EvdevError, naming what was
-    found, when there is none."""
+    found, when there is none. ``unopened``: the nodes getevent could not open
+    (:func:`unopened_nodes`); when permission was refused, the error says so and what to do: the
+    touchscreen may be one of them."""
     screens = [(i, d) for i, d in enumerate(devices) if d.is_touchscreen]
     if not screens:
+        denied = [path for path, why in unopened if "permission denied" in why.lower()]
+        if denied:
+            shown = ", ".join(denied[:4]) + (f" and {len(denied) - 4} more" if len(denied) > 4 else "")
+            opened = (f"; it could read only {', '.join(d.describe() for d in devices)}, no touchscreen among them"
+                      if devices else "")
+            raise EvdevError(f"getevent could not open {len(denied)} input device(s) ({shown}): Permission denied"
+                             f"{opened}. {NO_PERMISSION_ADVICE}")
         seen = ", ".join(d.describe() for d in devices) or "none"
         raise EvdevError(f"getevent lists no touchscreen (a device with ABS_MT_POSITION_X/Y or BTN_TOUCH with ABS_X/Y); "
                          f"input devices: {seen}")

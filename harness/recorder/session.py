@@ -37,7 +37,7 @@ from harness.device import getevent, wm
 from harness.device.getevent import GETEVENT_LISTING
 from harness.device.base import DeviceError, InfraError
 from harness.recorder.evdev import (EvdevError, Gesture, GestureReader, Touch, Touchscreen, find_touchscreen,
-                                    parse_devices, parse_event_line)
+                                    parse_devices, parse_event_line, unopened_nodes)
 from harness.recorder.steps import Screen, Step, StepBuilder
 from harness.recorder.task_build import TaskSpec, build_task, page_of
 from harness.recorder.task_file import task_yaml, write_task
@@ -58,7 +58,7 @@ def touchscreen_of(device: AdbDevice) -> tuple[Touchscreen, int]:
     listing = device.shell(list(GETEVENT_LISTING))
     devices = parse_devices(listing)
     try:
-        dev = find_touchscreen(devices)
+        dev = find_touchscreen(devices, unopened_nodes(listing))
     except EvdevError as e:
         raise RecordError(f"{device.serial}: {e}") from None
     return Touchscreen.of(dev, device.screen_size()), len(devices)
