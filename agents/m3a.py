@@ -349,6 +349,13 @@ def parse_detailed(text: str, screen_size: tuple[int, int], elements: list[Eleme
             acts = [Finish(status="infeasible")]
         else:
             raise ParseError(f"status: goal_status must be complete or infeasible, got {obj.get('goal_status')!r}")
+    elif kind == "dismiss":
+        # in neither action set: AndroidWorld's JSONAction refuses it ("Invalid action type", env/json_action.py
+        # _ACTION_TYPES @21c0bc0) and AndroidControl's README lists click, long_press, scroll, open_app, type,
+        # input_text, navigate_home, navigate_back, wait (google-research android_control/README.md @0ced6d0);
+        # which button closes a dialog is the model's to say, so it is not guessed (Back could leave the app)
+        raise ParseError("dismiss is not an action of AndroidWorld or AndroidControl (close a dialog by clicking "
+                         "its button, or navigate_back)")
     else:
         raise ParseError(f"unknown action_type {obj.get('action_type')!r}")
     return Parsed(actions=acts, raw=raw, thought=thought, notes=notes)

@@ -105,12 +105,7 @@ _FULLWIDTH_LABEL = re.compile(r"\b(Action|Thought|Reason|Reflection|Summary|Acti
 _TIGHT_LABEL = re.compile(r"\b(Action|Thought|Reason):(?=\S)")
 
 
-def clean_text(text: Any) -> tuple[str, list[str]]:
-    """Remove what servers and models add around an answer; return the text and what was done."""
-    if not isinstance(text, str):
-        raise ParseError(f"the output is not text (got {type(text).__name__})")
-    notes: list[str] = []
-    t = text.replace("\r\n", "\n")
+def _drop_think(t: str, notes: list[str]) -> str:
     if _THINK.search(t):
         t = _THINK.sub("", t)
         notes.append("removed a <think> block")
@@ -120,6 +115,18 @@ def clean_text(text: Any) -> tuple[str, list[str]]:
     if "<think>" in t:
         t = t.replace("<think>", "")
         notes.append("unwrapped an unclosed <think>")
+    return t
+
+
+def clean_text(text: Any, keep_think: bool = False) -> tuple[str, list[str]]:
+    """Remove what servers and models add around an answer; return the text and what was done.
+    ``keep_think``: leave ``<think>`` blocks in place (AutoGLM writes its thought there)."""
+    if not isinstance(text, str):
+        raise ParseError(f"the output is not text (got {type(text).__name__})")
+    notes: list[str] = []
+    t = text.replace("\r\n", "\n")
+    if not keep_think:
+        t = _drop_think(t, notes)
     tokens = sorted(set(_SPECIAL.findall(t)))
     if tokens:
         t = _SPECIAL.sub("", t)

@@ -50,9 +50,8 @@ from harness.model import ModelConfig, encode_image
 from harness.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
-from agents.gestures import direction_of, finger_swipe
-from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, json_spans, key_action,
-                            loads_lenient, read_reply, register_parser, type_action)
+from agents.mobile_use import read_call
+from agents.parsing import ParseError, Parsed, clean_text, read_reply, register_parser
 from agents.prompts import load_prompt, sha12
 
 # smart_resize factor: Qwen2.5-VL's 14-pixel patches merged 2x2, Qwen3-VL's 16-pixel patches merged 2x2
@@ -66,8 +65,6 @@ ACTIONS = {"2.5": ("key", "click", "long_press", "swipe", "type", "system_button
 SERVER_RESIZE = {"2.5": ServerResize(28, 3136, 12845056, "Qwen2.5-VL processor: factor 28, 3136 to 12845056 pixels"),
                  "3": ServerResize(32, 65536, 16777216, "Qwen3-VL processor: factor 32, 65536 to 16777216 pixels")}
 _TAG_OPEN = "<tool_call>"
-_TAG_CLOSE = "</tool_call>"
-_BUTTONS = {"back": "back", "home": "home", "menu": "menu", "enter": "enter"}
 
 
 def pixel_limits(version: str, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
@@ -97,156 +94,16 @@ def _space(version: str, grid: int) -> CoordSpace:
     raise ParseError(f"grid must be 999 or 1000, got {grid!r}")
 
 
-def _calls(text: str, notes: list[str]) -> tuple[list[dict[str, Any]], int]:
-    """The tool calls in order, and where the first one starts."""
-    blocks: list[tuple[int, str]] = []
-    pos = 0
-    while True:
-        i = text.find(_TAG_OPEN, pos)
-        if i < 0:
-            break
-        start = i + len(_TAG_OPEN)
-        j_close = text.find(_TAG_CLOSE, start)
-        j_next = text.find(_TAG_OPEN, start)
-        if j_close < 0 or (0 <= j_next < j_close):
-            end = j_next if j_next >= 0 else len(text)
-            notes.append("missing </tool_call>")
-        else:
-            end = j_close
-        blocks.append((i, text[start:end]))
-        pos = end
-    first_at = blocks[0][0] if blocks else -1
-    if not blocks:
-        spans = json_spans(text)
-        bare = []
-        for s, e in spans:
-            try:
-                obj = loads_lenient(text[s:e])
-            except ParseError:
-                continue
-            if isinstance(obj, dict) and ("arguments" in obj or "action" in obj):
-                bare.append((s, text[s:e]))
-        if not bare:
-            raise ParseError("no <tool_call> in the output")
-        notes.append("no <tool_call> tags; used a bare JSON call")
-        blocks, first_at = bare, bare[0][0]
-    calls = []
-    for k, (_, body) in enumerate(blocks):
-        spans = json_spans(body)
-        if not spans:
-            if k == 0:
-                raise ParseError(f"the tool call holds no JSON object: {body.strip()[:60]!r}")
-            continue
-        s, e = spans[0]
-        tail = body[e:].strip()
-        if tail and k == 0:
-            notes.append(f"ignored text after the call: {tail[:20]!r}")
-        try:
-            obj = loads_lenient(body[s:e])
-        except ParseError as err:
-            if k == 0:
-                raise ParseError(f"the tool call is not valid JSON: {err}") from None
-            continue
-        if not isinstance(obj, dict):
-            if k == 0:
-                raise ParseError("the tool call is not a JSON object")
-            continue
-        calls.append(obj)
-    return calls, first_at
-
-
 def parse_detailed(text: str, screen_size: tuple[int, int], version: str = "2.5", grid: int = 999,
                    max_pixels: int | None = None, min_pixels: int | None = None) -> Parsed:
     version = str(version)
     if version not in ACTIONS:
         raise ParseError(f"version must be 2.5 or 3, got {version!r}")
-    t, notes = clean_text(text)
-    calls, first_at = _calls(t, notes)
-    thought = t[:first_at].strip() if first_at > 0 else None
-    call = calls[0]
-    if len(calls) > 1:
-        same = all(c == call for c in calls[1:])
-        notes.append(f"took the first of {len(calls)} tool calls" + (" (the others repeat it)" if same else ""))
-    name = call.get("name", "mobile_use")
-    args = call.get("arguments", call if "action" in call else None)
-    if isinstance(args, str):
-        args = loads_lenient(args)
-    if not isinstance(args, dict):
-        raise ParseError(f"the tool call has no arguments object: {json.dumps(call)[:80]}")
-    if name not in ("mobile_use", "computer_use"):
-        raise ParseError(f"unknown function {name!r} (expected mobile_use)")
-    if name != "mobile_use":
-        notes.append(f"function {name!r} instead of mobile_use")
     space = _space(version, int(grid))
     resized = resized_size(screen_size, version, min_pixels, max_pixels) if space is CoordSpace.RESIZED else None
-
-    def pt(key: str) -> tuple[int, int]:
-        if key not in args:
-            raise ParseError(f"{action}: needs {key}")
-        x, y = as_point(args[key], key, notes)
-        return device_point(x, y, space, screen_size, resized, what=key)
-
-    action = str(args.get("action", "")).strip().lower()
-    if action and action not in ACTIONS[version]:
-        notes.append(f"{action!r} is not in Qwen{version}-VL's mobile_use action list; done as asked")
-    acts: list[Action]
-    if action == "click":
-        x, y = pt("coordinate")
-        acts = [Click(x=x, y=y)]
-    elif action == "long_press":
-        x, y = pt("coordinate")
-        acts = [LongPress(x=x, y=y, duration_ms=_ms(args.get("time"), 1000))]
-    elif action in ("double_tap", "double_click"):
-        x, y = pt("coordinate")
-        acts = [DoubleTap(x=x, y=y)]
-    elif action == "swipe":
-        if "coordinate2" in args:
-            acts = [Swipe(start=pt("coordinate"), end=pt("coordinate2"), duration_ms=400)]
-        else:
-            d = direction_of(args.get("direction"), "swipe direction")
-            start = pt("coordinate") if "coordinate" in args else None
-            acts = [finger_swipe(d, screen_size, start=start)]
-    elif action == "type":
-        acts = [type_action(args.get("text"), "type")]
-    elif action == "key":
-        acts = [key_action(args.get("text") or args.get("key"), "key")]
-    elif action == "system_button":
-        b = str(args.get("button", "")).strip().lower()
-        if b not in _BUTTONS:
-            raise ParseError(f"system_button: unknown button {args.get('button')!r} (Back, Home, Menu, Enter)")
-        acts = [key_action(_BUTTONS[b], "system_button")]
-    elif action in ("open", "open_app", "awake"):
-        app = str(args.get("text") or args.get("app_name") or "").strip()
-        if not app:
-            raise ParseError("open: no app name in text")
-        acts = [OpenApp(app=app)]
-    elif action == "wait":
-        acts = [Wait(seconds=min(max(_num(args.get("time"), 2.0), 0.0), 60.0))]
-    elif action == "answer":
-        acts = [Answer(text=str(args.get("text", "")))]
-    elif action == "terminate":
-        status = str(args.get("status", "success")).strip().lower()
-        if status not in ("success", "failure", "fail", "failed"):
-            raise ParseError(f"terminate: status must be success or failure, got {args.get('status')!r}")
-        acts = [Finish(status="complete" if status == "success" else "infeasible")]
-    else:
-        raise ParseError(f"unknown mobile_use action {args.get('action')!r}")
-    raw = {"name": name, "arguments": args, "version": version,
-           "coordinate_space": space.value, **({"resized": list(resized)} if resized else {})}
-    return Parsed(actions=acts, raw=raw, thought=thought or None, notes=notes)
-
-
-def _num(v: Any, default: float) -> float:
-    if v in (None, ""):
-        return default
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise ParseError(f"expected a number of seconds, got {v!r}") from None
-
-
-def _ms(v: Any, default: int) -> int:
-    return int(min(max(_num(v, default / 1000), 0.1), 60.0) * 1000)
+    parsed = read_call(text, screen_size, space, resized, ACTIONS[version], f"Qwen{version}-VL")
+    parsed.raw["version"] = version
+    return parsed
 
 
 _BUTTON_OF_KEY = {"back": "Back", "home": "Home", "enter": "Enter", 82: "Menu"}
@@ -382,13 +239,27 @@ class QwenAgent(ModelAgent):
 
     def __init__(self, config: QwenConfig, name: str = "qwen"):
         super().__init__(config, name)
-        self.system = load_prompt("qwen25_mobile_use" if config.version == "2.5" else "qwen3_mobile_use")
+        self.system = load_prompt("qwen25_mobile_use" if self.version == "2.5" else "qwen3_mobile_use")
         self.user = load_prompt("qwen_user")
         self.progress: list[str] = []
         self.shots: list[bytes] = []
         self.reply = ""  # the model's last reply, as it wrote it
         self.refused: list[tuple[str, str]] = []  # this step's refused replies and what the agent was told
         self.refused_open = False  # reflect() came since the last model step: the next request carries them
+
+    @property
+    def version(self) -> str:
+        """The Qwen-VL version whose sizes, space and history form the agent follows."""
+        return self.config.version
+
+    @property
+    def grid(self) -> int:
+        return self.config.grid
+
+    def parse(self, text: str, screen: tuple[int, int]) -> Parsed:
+        """One reply as unified actions (a family built on the same tool overrides it)."""
+        c = self.config
+        return parse_detailed(text, screen, self.version, self.grid, c.max_pixels, c.min_pixels)
 
     def system_text(self, width: int, height: int) -> str:
         """The system turn stating a ``width`` x ``height`` screen; it ends where the cookbook's does
@@ -400,18 +271,18 @@ class QwenAgent(ModelAgent):
 
     def spec(self) -> dict[str, Any]:
         c = self.config
-        space = "resized (smart_resize, factor 28)" if c.version == "2.5" else f"grid 0-{c.grid}"
-        server = SERVER_RESIZE[c.version]
+        space = "resized (smart_resize, factor 28)" if self.version == "2.5" else f"grid 0-{self.grid}"
+        server = SERVER_RESIZE[self.version]
         return {**self.base_spec(), "prompt": self._prompts(), "coordinate_space": space,
-                "actions": list(ACTIONS[c.version]),
-                "history_form": "mobile_use calls" if c.version == "2.5" else "plain-language Action lines",
+                "actions": list(ACTIONS[self.version]),
+                "history_form": "mobile_use calls" if self.version == "2.5" else "plain-language Action lines",
                 "image_encoding": encoding_note(server, c.send, c.image_format), "server_resize": server.to_json()}
 
     def _sizes(self, screen: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int] | None]:
         """(the smart_resize'd size, the size to encode at: None = as captured)."""
         c = self.config
-        size = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
-        return size, send_size(screen, size, SERVER_RESIZE[c.version], c.send, c.image_format)
+        size = resized_size(screen, self.version, c.min_pixels, c.max_pixels)
+        return size, send_size(screen, size, SERVER_RESIZE[self.version], c.send, c.image_format)
 
     def encodings(self, screen: tuple[int, int]) -> list[tuple[Any, tuple[int, int] | None]]:
         return [(self.policy(), self._sizes(screen)[1])]
@@ -421,10 +292,10 @@ class QwenAgent(ModelAgent):
         writes it, for 3 the call told in plain words; points in the model's space (smart_resize'd
         pixels for 2.5, the grid for 3)."""
         c = self.config
-        space = _space(c.version, c.grid)
-        resized = resized_size(screen, c.version, c.min_pixels, c.max_pixels)
+        space = _space(self.version, self.grid)
+        resized = resized_size(screen, self.version, c.min_pixels, c.max_pixels)
         args = call_arguments(action, lambda x, y: from_device(x, y, space, screen, resized))
-        if c.version == "3":
+        if self.version == "3":
             return history_item(plain_words(args))
         return json.dumps({"name": "mobile_use", "arguments": args}, ensure_ascii=False)
 
@@ -461,7 +332,7 @@ class QwenAgent(ModelAgent):
         """What the next request's progress says of this step, in the version's history form."""
         if parsed is None:
             return f"(output not understood: {str(err)[:80]})"
-        if self.config.version == "3":
+        if self.version == "3":
             said = action_line(clean_text(text)[0])
             return history_item(said or plain_words(parsed.raw["arguments"]))
         return json.dumps({"name": "mobile_use", "arguments": parsed.raw["arguments"]}, ensure_ascii=False)
@@ -470,7 +341,7 @@ class QwenAgent(ModelAgent):
         c = self.config
         trace = StepTrace(prompt=self._prompts())
         size, sent = self._sizes(obs.screen_size)
-        stated = size if c.version == "2.5" else (c.grid, c.grid)
+        stated = size if self.version == "2.5" else (self.grid, self.grid)
         system = self.system_text(*stated)
         progress = progress_text(self.progress)
         user_text = self.user.render(instruction=obs.instruction, progress=progress)
@@ -495,10 +366,9 @@ class QwenAgent(ModelAgent):
         for said, told in self.refused:  # this step's refused proposals and why (reflect)
             messages += [{"role": "assistant", "content": said}, {"role": "user", "content": told}]
         trace.lap("encode")
-        trace.extra.update({"history": c.history, "version": c.version, "resized": list(size)})
+        trace.extra.update({"history": c.history, "version": self.version, "resized": list(size)})
         res = self.chat(messages, trace, "action")
-        parsed, err = read_reply(lambda t: parse_detailed(t, obs.screen_size, c.version, c.grid, c.max_pixels,
-                                                          c.min_pixels), res.text)
+        parsed, err = read_reply(lambda t: self.parse(t, obs.screen_size), res.text)
         self.shots.append(obs.screenshot)
         self.progress.append(self._progress_entry(res.text, parsed, err))
         self.reply = res.text

@@ -37,8 +37,10 @@ Common to all three:
   is the content direction (``down`` shows what is below: the finger moves up); ``drag`` and the
   two-point ``scroll`` are the finger's path; ``finished(content)`` with an answer is an Answer then a
   Finish on the next step.
-- A ``<point>``/``<bbox>`` point under ``uitars`` (1.5) is refused: that notation is Doubao's 0-1000
-  grid, and read as 1.5 pixels it would land in the wrong place (run such a model as ``doubao``).
+- A ``<point>``/``<bbox>`` point, or a ``point=``/``start_point=``/``end_point=`` argument whatever its
+  value, under ``uitars`` (1.5) is refused: that notation is Doubao's 0-1000 grid (the package's
+  prompts; UI-TARS-1.5's own prompt writes ``start_box`` only), and read as 1.5 pixels it would land
+  in the wrong place (run such a model as ``doubao``).
 """
 
 from __future__ import annotations
@@ -200,6 +202,15 @@ def parse_detailed(text: str, screen_size: tuple[int, int], variant: str = "uita
     v = VARIANTS[variant]
     w, h = screen_size
     call, args, thought, notes = first_tars_call(text, KNOWN)
+    doubao_keys = [k for k in ("point", "start_point", "end_point") if k in call.args]
+    if doubao_keys and not v.doubao_points_ok:
+        # point=/start_point=/end_point= are the ui-tars package's *_DOUBAO prompts' names (bytedance/UI-TARS
+        # codes/ui_tars/prompt.py from b4441d9, 2025-05-21), whose points are on the 0-1000 grid; UI-TARS-1.5's
+        # released prompt (codes/prompts.py @6b315cc) has only start_box/end_box, and UI-TARS-desktop reads a
+        # point= output on 0-1000 factors (packages/ui-tars/action-parser/test/actionParser.test.ts)
+        raise ParseError(f"{doubao_keys[0]}=... is Doubao's notation (the ui-tars package's prompts) on the 0-1000 "
+                         f"grid, not {v.release}'s start_box in pixels of the resized screenshot; a model that "
+                         "writes it runs as --agent doubao")
     resized = resized_size(screen_size, min_pixels, max_pixels)
     parts = []
     for k, val in args.items():

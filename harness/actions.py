@@ -18,6 +18,7 @@ JSON shapes (``type`` selects the kind)::
     {"type": "answer", "text": "42"}
     {"type": "finish", "status": "complete"}  # or "infeasible"
     {"type": "needs_user", "text": "Please enter the PIN"}  # the agent hands the phone to a person
+    {"type": "note", "text": "price 12.5"}    # the agent records something; nothing happens on the phone
 """
 
 from __future__ import annotations
@@ -162,14 +163,24 @@ class NeedsUser(_Base):
     text: str = Field(default="", max_length=MAX_TEXT)
 
 
+class Note(_Base):
+    """An action of the agent's own that asks nothing of the phone: AutoGLM's ``Note`` (keep the page's
+    content for later) and ``Call_API`` (summarise it), a tool call to a service this harness does
+    not serve (MAI-UI's MCP tools). ``text`` is what the agent wrote (untrusted: shown escaped). It
+    is recorded as a step and nothing runs on the phone."""
+
+    type: Literal["note"] = "note"
+    text: str = Field(default="", max_length=MAX_TEXT)
+
+
 Action = Annotated[
-    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish, NeedsUser],
+    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish, NeedsUser, Note],
     Field(discriminator="type"),
 ]
 ACTION_TYPES = ("click", "long_press", "double_tap", "swipe", "type", "key", "open_app", "wait", "answer", "finish",
-                "needs_user")
+                "needs_user", "note")
 # actions that change nothing on the phone: the device is not asked to do them
-NO_DEVICE_EFFECT = (Answer, Finish, NeedsUser)
+NO_DEVICE_EFFECT = (Answer, Finish, NeedsUser, Note)
 
 _adapter: TypeAdapter[Action] = TypeAdapter(Action)
 

@@ -73,6 +73,9 @@ class AgentOutput:
     invalid: str | None = None
     thought: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # prompt identity, usage, image sizes
+    # the agent asks first (AutoGLM's sensitive Tap, "message"): its words; the action runs only if the
+    # operator allows it, and the episode halts before it otherwise (nobody to ask: it halts)
+    confirm: str | None = None
 
 
 @runtime_checkable

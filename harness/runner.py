@@ -456,6 +456,15 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     proposed = ProposedStep(i, shot, action, proposal.raw_output, task.instruction, task.language)
                 except ActionError as e:
                     invalid = f"action failed on the device: {e}"
+            confirmed: dict[str, Any] | None = None
+            if halt is None and proposed is not None and proposal.confirm is not None:
+                # the agent itself asks before this action (AutoGLM's sensitive Tap): the operator's
+                # answer decides, as for a monitor in mode ask; nobody to ask halts, as its source stops
+                asked_v = ask(None, proposed, MonitorVerdict(  # type: ignore[arg-type]  (the verdict names its asker)
+                    halt=True, category="sensitive_action", monitor="agent", reason=proposal.confirm[:2000]))
+                confirmed = {"text": proposal.confirm[:2000], **(asked_v.operator or {})}
+                if asked_v.halt:
+                    halt, monitor_json = (i, asked_v), asked_v.to_json()
             checking = halt is None and proposed is not None and bool(checks.gates)
             live.update(state="checking" if checking else "halted" if halt else "running",
                         thought=kept_thought(proposal.thought, proposal.raw_output)[0],
@@ -522,7 +531,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     reflect_error = f"step {i}: the agent could not take the feedback: {type(e).__name__}: {e}"
                     reflection = {"feedback": None, "error": reflect_error, **feedback}
             thought, thought_note = kept_thought(proposal.thought, proposal.raw_output)
-            extras = {**(proposal.extras or {}), **({"thought_cut": thought_note} if thought_note else {})}
+            extras = {**(proposal.extras or {}), **({"thought_cut": thought_note} if thought_note else {}),
+                      **({"confirmed": confirmed} if confirmed else {})}
             record = StepRecord(
                 index=i, action=action_to_json(action) if action is not None else None, executed=executed,
                 invalid=invalid, raw_output=proposal.raw_output, thought=thought, screen_before=before_path,

@@ -12,6 +12,7 @@ from harness.actions import (
     MAX_COORD,
     MAX_KEYCODE,
     NeedsUser,
+    Note,
     MAX_TEXT,
     ActionError,
     Answer,
@@ -48,6 +49,7 @@ EXAMPLES = [
     ({"type": "answer", "text": "42"}, Answer),
     ({"type": "finish", "status": "infeasible"}, Finish),
     ({"type": "needs_user", "text": "Please enter the card PIN"}, NeedsUser),
+    ({"type": "note", "text": "Call_API: sum up the prices noted"}, Note),
 ]
 
 

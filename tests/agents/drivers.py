@@ -84,6 +84,9 @@ PROTOCOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "vlm-pixels": ("vlm", {"coords": "pixels"}),
     "vlm-thousand": ("vlm", {"coords": "thousand"}),
     "m3a": ("m3a", {}),
+    "autoglm": ("autoglm", {}),
+    "gui-owl": ("gui-owl", {}),
+    "mai-ui": ("mai-ui", {}),
 }
 
 # --- facts from the official documents ------------------------------------------------------------
@@ -121,7 +124,14 @@ def _smart_resize_28(w: int, h: int) -> bool:
 # cards' preprocessor_config.json); Doubao's hosted API is assumed to resize alike (the agent sends
 # it the smart_resize'd image, which that resize leaves as it is)
 PROCESSORS = {"uitars": (28, 3136, 12845056), "uitars-v1": (28, 3136, 12845056), "doubao": (28, 3136, 12845056),
-              "qwen2.5": (28, 3136, 12845056), "qwen3": (32, 65536, 16777216), "qwen3-tools": (32, 65536, 16777216)}
+              "qwen2.5": (28, 3136, 12845056), "qwen3": (32, 65536, 16777216), "qwen3-tools": (32, 65536, 16777216),
+              "gui-owl": (28, 3136, 12845056)}  # GUI-Owl-7B/32B: Qwen2.5-VL's processor
+# the new families' facts (X-PLUG/MobileAgent Mobile-Agent-v3 cookbook/utils/mobile_use.py MobileUse's enum;
+# zai-org/Open-AutoGLM config/prompts_zh.py; Tongyi-MAI/MAI-UI src/prompt.py and mai_naivigation_agent.py)
+GUI_OWL_ENUM = ["key", "click", "long_press", "swipe", "type", "system_button", "open", "wait", "terminate"]
+AUTOGLM_GRID = "(999,999)"
+MAI_UI_ACTIONS = ['{"action": "click", "coordinate": [x, y]}', '{"action": "drag", "start_coordinate": [x1, y1], '
+                  '"end_coordinate": [x2, y2]}', '{"action": "terminate", "status": "success or fail"}']
 
 
 def processed_size(protocol: str, w: int, h: int) -> tuple[int, int]:
@@ -236,12 +246,68 @@ class Driver:
                     self.flag("Qwen2.5-VL's history is its earlier mobile_use calls")
                 if version == "3" and (has_json or "Step 1:" not in progress):
                     self.flag("Qwen3-VL's history is plain-language summaries of earlier actions")
+        elif p == "autoglm":
+            self._check_autoglm(msgs)
+        elif p == "gui-owl":
+            self._check_gui_owl(req, msgs)
+        elif p == "mai-ui":
+            self._check_mai_ui(msgs)
         elif p == "m3a":
             parts = msgs[-1]["content"]
             if [x.get("type") for x in parts] != ["text", "image_url", "image_url"]:
                 self.flag("M3A sends its prompt, then the screenshot and the marked screenshot")
             if not M3A_ELEMENT.search(text):
                 self.flag("no element list in M3A's 'UI element N: {...}' form")
+
+    def _check_autoglm(self, msgs: list[dict[str, Any]]) -> None:
+        """agent.py _execute_step: the system prompt; earlier user turns text only (their screenshot
+        removed) and the model's turns as <think>...</think><answer>...</answer>; the current turn
+        the screenshot then the task and screen info (first step) or ** Screen Info ** (later)."""
+        system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
+        if AUTOGLM_GRID not in system or 'do(action="Tap", element=[x,y])' not in system:
+            self.flag("the system prompt does not offer Tap on the (0,0)-(999,999) grid")
+        last = msgs[-1]["content"]
+        if [x.get("type") for x in last] != ["image_url", "text"]:
+            self.flag("the current turn is not the screenshot then its text")
+        head = "** Screen Info **\n\n" if self.k > 0 else ""
+        if not re.match(r'(?s)' + re.escape(head) + r'.*\{"current_app": ".+"\}$', last[-1]["text"]):
+            self.flag(f"the current turn's text is not {head or 'the task + '}screen info")
+        if sum(1 for m in msgs for c in (m["content"] if isinstance(m["content"], list) else [])
+               if c.get("type") == "image_url") != 1:
+            self.flag("earlier turns keep their screenshots (the client removes them)")
+        for m in msgs[1:-1]:
+            if m["role"] == "assistant" and not re.match(r"(?s)<think>.*</think><answer>.*</answer>$", m["content"]):
+                self.flag("an earlier model turn is not <think>...</think><answer>...</answer>")
+
+    def _check_gui_owl(self, req: dict[str, Any], msgs: list[dict[str, Any]]) -> None:
+        system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
+        m = re.search(r"<tools>\n(.*)\n</tools>", system, re.S)
+        tool = json.loads(m.group(1))["function"] if m else {}
+        if tool.get("parameters", {}).get("properties", {}).get("action", {}).get("enum") != GUI_OWL_ENUM:
+            self.flag("the tool is not the cookbook's MobileUse")
+        w, h = self._seen(req)
+        if f"The screen's resolution is {w}x{h}." not in tool.get("description", ""):
+            self.flag(f"the tool does not state the resolution {w}x{h}")
+        user = msgs[1]["content"]
+        text = user[0].get("text", "")
+        if not (text.startswith("The user query: ") and "<thinking></thinking>" in text
+                and "<conclusion></conclusion>" in text and user[-1].get("type") == "image_url"):
+            self.flag("the user turn is not the query, progress and thinking/conclusion instruction, then the screenshot")
+        if self.k > 0 and "Step 1: " not in text:
+            self.flag("no task progress (Step N: conclusion)")
+
+    def _check_mai_ui(self, msgs: list[dict[str, Any]]) -> None:
+        system = msgs[0]["content"][0]["text"] if msgs[0]["role"] == "system" else ""
+        if not all(a in system for a in MAI_UI_ACTIONS) or "<thinking>" not in system:
+            self.flag("the system prompt is not MAI-UI's action space and output format")
+        if not (msgs[1]["role"] == "user" and msgs[1]["content"][0].get("type") == "text"):
+            self.flag("the instruction is not the first user turn")
+        if [c.get("type") for c in msgs[-1]["content"]] != ["image_url"]:
+            self.flag("the last turn is not the current screenshot alone")
+        for m in msgs:
+            if m["role"] == "assistant" and not re.match(r'(?s)<thinking>\n.*\n</thinking>\n<tool_call>\n\{"name":"mobile_use",'
+                                                         r'"arguments":\{.*\}\}\n</tool_call>$', m["content"][0]["text"]):
+                self.flag("an earlier model turn is not mem2response's <thinking>/<tool_call> form")
 
     def _seen(self, req: dict[str, Any]) -> tuple[int, int]:
         """The size of the current screenshot as the model sees it (after its server's processor)."""
@@ -263,13 +329,15 @@ class Driver:
         cx, cy = el.center
         screen = self.phone.size
         p = self.protocol
-        if p in ("uitars", "qwen2.5", "vlm-pixels"):
+        if p in ("uitars", "qwen2.5", "vlm-pixels", "gui-owl"):
             # pixels of the screenshot as the model sees it (the last image of the request)
             x, y = from_device(cx, cy, CoordSpace.RESIZED, screen, self._seen(req))
         elif p in ("uitars-v1", "doubao", "vlm-thousand"):
             x, y = from_device(cx, cy, CoordSpace.THOUSAND, screen)
-        elif p in ("qwen3", "qwen3-tools"):  # the cookbook maps back with point / 999 * size
+        elif p in ("qwen3", "qwen3-tools", "mai-ui"):  # the cookbook maps back with point / 999 * size
             x, y = from_device(cx, cy, CoordSpace.GRID_999, screen)
+        elif p == "autoglm":  # the handler maps x / 1000 * width; the prompt's grid ends at 999
+            x, y = (min(v, 999) for v in from_device(cx, cy, CoordSpace.THOUSAND, screen))
         else:
             raise AssertionError(p)
         return round(x), round(y)
@@ -329,6 +397,32 @@ class Driver:
             # the Qwen3-VL cookbook's printed output: Thought, a quoted Action sentence, then the call
             pre = "" if p == "qwen2.5" else f"Thought: this moves the task on.\nAction: \"I do the {args['action']} step.\"\n"
             return f"{pre}<tool_call>\n{call}\n</tool_call>"
+        if p == "autoglm":
+            # the README's expected output: <think>...</think>, then <answer>do(...) (no closing tag)
+            head = "<think>我看到了需要的界面元素，下一步操作它。</think>\n<answer>"
+            if s.kind == "open":
+                return f'{head}do(action="Launch", app="{s.text}")'
+            if s.kind in ("click", "long_press"):
+                x, y = self._point(s.target or {}, req)
+                name = "Tap" if s.kind == "click" else "Long Press"
+                return f'{head}do(action="{name}", element=[{x},{y}])'
+            if s.kind == "type":
+                return f'{head}do(action="Type", text="{s.text}")'
+            return f'{head}finish(message="{s.text}")</answer>'
+        if p in ("gui-owl", "mai-ui"):
+            if s.kind == "open":
+                args = {"action": "open", "text": s.text}
+            elif s.kind in ("click", "long_press"):
+                args = {"action": s.kind, "coordinate": list(self._point(s.target or {}, req))}
+            elif s.kind == "type":
+                args = {"action": "type", "text": s.text}
+            elif s.kind == "answer":
+                args = {"action": "answer", "text": s.text}
+            else:
+                args = {"action": "terminate", "status": "success"}
+            call = json.dumps({"name": "mobile_use", "arguments": args}, ensure_ascii=False)
+            out = f"<thinking>\nThe next step of the task.\n</thinking>\n<tool_call>\n{call}\n</tool_call>"
+            return out + (f"\n<conclusion>\nI did the {args['action']} step.\n</conclusion>" if p == "gui-owl" else "")
         if p == "m3a":
             if s.kind == "open":
                 a: dict[str, Any] = {"action_type": "open_app", "app_name": s.text}

@@ -38,7 +38,8 @@ SIZES = [(1080, 2400), (1440, 3120), (720, 1600)]
 FAST = {"uitars": {"image_format": "jpeg", "max_pixels": 1_000_000}, "uitars-v1": {"image_format": "jpeg", "max_pixels": 1_000_000},
         "doubao": {"image_format": "jpeg", "max_pixels": 1_000_000},
         "qwen": {"image_format": "jpeg", "max_pixels": 1_000_000}, "vlm": {"max_side": 960},
-        "m3a": {"image_format": "jpeg", "max_side": 960}}
+        "m3a": {"image_format": "jpeg", "max_side": 960}, "autoglm": {"image_format": "jpeg"},
+        "gui-owl": {"image_format": "jpeg", "max_pixels": 1_000_000}, "mai-ui": {"image_format": "jpeg"}}
 
 
 def model(url: str, **kw: Any) -> ModelConfig:

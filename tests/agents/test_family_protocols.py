@@ -77,8 +77,14 @@ def test_a_doubao_point_is_not_read_as_uitars_15_pixels() -> None:
     wrong place. Each variant reads it in its own space, and 1.5 refuses the notation."""
     text = "Thought: tap\nAction: click(point='<point>892 351</point>')"
     assert uitars.parse_output(text, SCREEN, variant="doubao").to_json() == {"type": "click", "x": 963, "y": 842}
-    with pytest.raises(ValueError, match="Doubao's <point>/<bbox> notation.*--agent doubao"):
+    with pytest.raises(ValueError, match="Doubao's notation.*--agent doubao"):
         uitars.parse_output(text, SCREEN, variant="uitars")
+    # the argument's name alone is the notation (bytedance/UI-TARS: only the package's *_DOUBAO prompts,
+    # on 0-1000, write point=; UI-TARS-1.5's prompt writes start_box), whatever brackets its value has
+    with pytest.raises(ValueError, match="point=... is Doubao's notation"):
+        uitars.parse_output("Thought: tap\nAction: click(point='(892,351)')", SCREEN, variant="uitars")
+    with pytest.raises(ValueError, match="start_point=... is Doubao's notation"):
+        uitars.parse_output("Action: drag(start_point='(1,2)', end_point='(3,4)')", SCREEN, variant="uitars")
 
 
 def test_the_v1_scroll_with_two_boxes_is_the_fingers_path() -> None:
