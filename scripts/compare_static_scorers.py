@@ -39,7 +39,8 @@ from harness.report.static_eval import PROFILES, StaticReport, decisions, load_p
 
 SHARED = ROOT.parent / "shared" / "reference"
 DEFAULT_DATASETS = [SHARED / "androidcontrol_test_300.jsonl", SHARED / "androidcontrol_test_rest.jsonl"]
-PUBLISHED = ("androidcontrol", "uis1-pipeline", "infigui-r1", "agentcpm-gui", "os-atlas", "ui-r1", "guiodyssey", "aitw")
+PUBLISHED = ("androidcontrol", "uis1-pipeline", "infigui-r1", "agentcpm-gui", "os-atlas", "ui-r1", "guiodyssey", "aitw",
+             "gui-r1")
 
 
 def build_cases(datasets: list[Path], seed: int, synthetic: int, edges: bool, finish_share: float) -> list[dict]:
@@ -47,7 +48,8 @@ def build_cases(datasets: list[Path], seed: int, synthetic: int, edges: bool, fi
     for path in datasets:
         episodes += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     episodes += static_predictions.synthetic_episodes(seed, synthetic) if synthetic else []
-    cases = static_predictions.cases(episodes, seed, edges=edges, default_size=[1080, 2400], finish_share=finish_share)
+    cases = static_predictions.cases(episodes, seed, edges=edges, default_size=[1080, 2400], finish_share=finish_share,
+                                     invalid_share=static_predictions.INVALID_SHARE)
     for c, ep in zip(cases, episodes):
         c["source"] = ep
     return cases

@@ -16,6 +16,7 @@ repository, each at the commit our profiles cite (harness/report/static/*.py)::
     git clone https://github.com/OS-Copilot/OS-Atlas DIR/OS-Atlas                # bad0840
     git clone https://github.com/lll6gg/UI-R1 DIR/UI-R1                          # 2fe9bf0
     git clone https://github.com/OpenGVLab/GUI-Odyssey DIR/GUI-Odyssey           # fefcbe9
+    git clone https://github.com/ritzz-ai/GUI-R1 DIR/GUI-R1                      # d43eea2
     # google-research is huge: only android_in_the_wild/{action_matching,action_type}.py are needed
     git clone --filter=blob:none --sparse https://github.com/google-research/google-research DIR/google-research
     git -C DIR/google-research sparse-checkout set android_in_the_wild
@@ -32,7 +33,17 @@ The scorers' logic is run unchanged. What each needs around it:
   ``format_converter.py`` for ``decode_action``;
 * scripts that only print totals are run one step at a time and their totals read back:
   OS-Atlas's ``evaluate`` (its loop's counters are read by a trace hook, and its subsplit file is
-  written with the one episode as IDD), UI-R1's ``eval_ac.py`` (run on a one-line file).
+  written with the one episode as IDD), UI-R1's ``eval_ac.py`` (run on a one-line file), GUI-R1's
+  ``eval_omni.evaluate`` (on a one-record file; its ``score_dict`` read by a trace hook), the record
+  made by its inference script's own ``extract_action``, ``extract_coord`` and ``extract_input_text``
+  (their ``def`` only: the script's body starts Ray) from the prediction written as its model answers.
+
+A prediction that is null (a model output that did not parse) goes to each scorer as its own
+pipeline gives it an unreadable output: UI-S1 and InfiGUI-R1 get ``None`` (their function raises: a
+step that raises is wrong), AgentCPM-GUI's evaluator is not asked (no parsed action: wrong), OS-Atlas
+a prediction line without ``actions:`` (its ``evaluate`` reads it as ``invalid action``), UI-R1 a
+response without ``{...}``, GUI-Odyssey an empty action string, AITW an action of no type (code 0,
+an unused value), GUI-R1 an empty answer (no action, no text, the point [0, 0]).
 
 Input (``--cases FILE``): JSONL, one episode per line ``{"episode", "episode_id", "steps":
 [{"action_content", "check_options", "size": [W, H]}], "predictions": {"j": action or null}}``
@@ -67,6 +78,7 @@ COMMITS = {
     "UI-R1": "2fe9bf00c8aae85fcedaf56eb3e2780dbfe8075e",
     "GUI-Odyssey": "fefcbe9d76e2f010c68225ae7f378c4c550a89c1",
     "google-research": "1d49f2c0d5506a6e11115726164d42f6b7b7b95a",   # android_in_the_wild/action_matching.py's last change
+    "GUI-R1": "d43eea2f1c52356077034ff2524642fc05e06c6a",
 }
 FINGER = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 
@@ -95,6 +107,32 @@ def checkout_commits(root: Path) -> dict[str, str]:
             print(f"published_scorers: {name} is at {got}, our profiles follow {want}", file=sys.stderr)
         out[name] = got
     return out
+
+
+def counters_of(func: Callable, name: str, call: Callable[[], Any]) -> dict:
+    """The last value of local ``name`` in ``func`` while ``call()`` runs (a trace hook): the counters
+    of a scorer that only prints its totals. A ``ZeroDivisionError`` in its summary (a lone step leaves
+    other totals at 0) comes after the counters are read and is ignored."""
+    seen: dict[str, Any] = {}
+    code = func.__code__
+
+    def tracer(frame, event, arg):
+        if frame.f_code is code:
+            def local(f, ev, a):
+                if name in f.f_locals:
+                    seen["d"] = dict(f.f_locals[name])
+                return local
+            return local
+        return None
+
+    sys.settrace(tracer)
+    try:
+        call()
+    except ZeroDivisionError:
+        pass
+    finally:
+        sys.settrace(None)
+    return seen["d"]
 
 
 def _stub(name: str, **attrs: Any) -> None:
@@ -336,44 +374,30 @@ class OSAtlas:
         self.mod = _import_from(root / "OS-Atlas" / "eval" / "eval_scripts" / "android_control", "evaluation_unify")
         self.dir = Path(tempfile.mkdtemp())
 
-    def _one(self, gt_s: str, pred_s: str, episode: int) -> list:
+    def _one(self, gt_s: str, pred_s: str | None, episode: int) -> list:
         d = self.dir
         (d / "gt.jsonl").write_text(json.dumps({"image": f"/x/episode_{episode}_screenshot_0.png",
                                                 "conversations": [{}, {"value": "actions:\n" + gt_s}]}) + "\n")
-        (d / "pred.jsonl").write_text(json.dumps({"pred": "actions:\n" + pred_s}) + "\n")
+        # an unparsed output has no "actions:" part: evaluate reads it as "invalid action"
+        (d / "pred.jsonl").write_text(json.dumps({"pred": "" if pred_s is None else "actions:\n" + pred_s}) + "\n")
         (d / "android_control_test_subsplits.json").write_text(json.dumps({"IDD": [episode]}))
-        seen: dict[str, Any] = {}
-        code = self.mod.evaluate.__code__
-
-        def tracer(frame, event, arg):
-            if frame.f_code is code:
-                def local(f, ev, a):
-                    if "step_acc_res_dict" in f.f_locals:
-                        seen["d"] = dict(f.f_locals["step_acc_res_dict"])
-                    return local
-                return local
-            return None
-
         args = argparse.Namespace(prediction_file_path=str(d / "pred.jsonl"), ground_truth_file_path=str(d / "gt.jsonl"),
                                   split="low")
         cwd = os.getcwd()
         os.chdir(d)
-        sys.settrace(tracer)
         try:
-            self.mod.evaluate(args)
-        except ZeroDivisionError:
-            pass  # its summary divides by the other subsplits' (empty) counts: the step's counters are read by then
+            # its summary divides by the other subsplits' (empty) counts: the step's counters are read by then
+            c = counters_of(self.mod.evaluate, "step_acc_res_dict", lambda: self.mod.evaluate(args))
         finally:
-            sys.settrace(None)
             os.chdir(cwd)
-        c = seen["d"]
         return [c.get("type_match", 0) == 1, c.get("full", 0) == 1]
 
     def episode(self, ep: dict) -> list:
         out = []
         for j, s in enumerate(ep["steps"]):
             gt_s = os_atlas_string(s["action_content"], s["size"], s["check_options"])
-            out.append(self._one(gt_s, os_atlas_string(_pred(ep, j), s["size"]), int(ep["episode"])))
+            pred = _pred(ep, j)
+            out.append(self._one(gt_s, None if pred is None else os_atlas_string(pred, s["size"]), int(ep["episode"])))
         return out
 
 
@@ -390,8 +414,11 @@ def ui_r1_ground_truth(step: dict) -> dict | None:
     return raw
 
 
-def ui_r1_answer(pred: dict, size: list) -> str:
-    """UI-R1's answer format ({'action': ..., 'coordinate': [x, y]}, a point on the model's 644x1484 image)."""
+def ui_r1_answer(pred: dict | None, size: list) -> str:
+    """UI-R1's answer format ({'action': ..., 'coordinate': [x, y]}, a point on the model's 644x1484 image);
+    an unparsed output: a response without {...}, which its pattern does not find."""
+    if pred is None:
+        return ""
     k = pred["action"]
     word = {"swipe": "scroll", "type": "input_text", "open": "open_app"}.get(k, k)
     if k == "system_button":
@@ -448,7 +475,9 @@ class Odyssey:
         self.simple_decode = _defs_of(src / "src" / "eval_mm" / "evaluate_GUIOdyssey.py", {"simple_decode"}, {})["simple_decode"]
         self.decode_action = _defs_of(src / "data" / "format_converter.py", {"decode_action"}, {"np": np})["decode_action"]
 
-    def string(self, a: dict, size: list) -> str:
+    def string(self, a: dict | None, size: list) -> str:
+        if a is None:  # an unparsed output: an empty action string (simple_decode reads action "")
+            return ""
         k = a["action"]
 
         def pt(p: list) -> list:
@@ -502,7 +531,9 @@ class AITW:
         self.fn = _import_from(root / "google-research", "android_in_the_wild.action_matching").check_actions_match
         self.other: dict[str, int] = {}
 
-    def code(self, a: dict) -> int:
+    def code(self, a: dict | None) -> int:
+        if a is None:  # an unparsed output: an action of no type (0, an unused value of ActionType)
+            return 0
         k = a["action"]
         if k in ("click", "long_press", "swipe"):
             name = "DUAL_POINT"
@@ -518,9 +549,9 @@ class AITW:
         return self.CODES.get(name) or self.other.setdefault(name, 100 + len(self.other))
 
     @staticmethod
-    def gesture(a: dict, size: list) -> tuple[list, list]:
+    def gesture(a: dict | None, size: list) -> tuple[list, list]:
         w, h = size
-        if "coordinate" not in a:
+        if a is None or "coordinate" not in a:
             return [0.0, 0.0], [0.0, 0.0]
         x, y = float(a["coordinate"][0]) / w, float(a["coordinate"][1]) / h
         if a["action"] != "swipe":
@@ -543,9 +574,125 @@ class AITW:
         return [self.decide(_pred(ep, j), s) for j, s in enumerate(ep["steps"])]
 
 
+# --------------------------------------------------------------------------- GUI-R1
+
+
+def _button_word(button: Any) -> str:
+    b = str(button).lower().strip()
+    return {"back": "press_back", "home": "navigate_home"}.get(b, "press_" + b)
+
+
+def gui_r1_ground_truth(step: dict) -> dict:
+    """The step's record fields as GUI-R1's AndroidControl test file holds them (the fork
+    YangRui2015/GUI-R1 publishes them with its predictions): the target point in screen pixels, the
+    typed text's first word, the scroll word upper-cased."""
+    a, c = step["action_content"], step["check_options"]
+    k = a["action"]
+    rec = {"gt_bbox": [-100, -100], "gt_input_text": "no input text"}
+    if k in ("click", "long_press"):
+        rec.update(gt_action=k, gt_bbox=list(a["coordinate"]))
+    elif k == "swipe":
+        rec.update(gt_action="scroll", gt_input_text=str(c.get("direction") or "").upper())
+    elif k == "type":
+        words = str(a.get("text", "")).split()
+        rec.update(gt_action="type", gt_input_text=words[0] if words else "")
+    elif k == "open":
+        rec.update(gt_action="open_app", gt_input_text=a["text"])
+    elif k == "system_button":
+        rec.update(gt_action=_button_word(a["button"]))
+    else:
+        rec.update(gt_action=k)
+    return rec
+
+
+def gui_r1_answer(pred: dict | None, size: list, image: list) -> str:
+    """The prediction as GUI-R1's model answers ([{'action', 'point', 'input_text'}], a point in its
+    resized image ``image``); "" for an output that did not parse."""
+    if pred is None:
+        return ""
+    k, point, text = pred["action"], [-100, -100], "no input text"
+    word = {"swipe": "scroll", "open": "open_app"}.get(k, k)
+    if k == "system_button":
+        word = _button_word(pred["button"])
+    if k in ("click", "long_press", "double_tap"):
+        x, y = pred["coordinate"]
+        point = [round(x / size[0] * image[0]), round(y / size[1] * image[1])]
+    elif k == "swipe":
+        d = _finger_direction(pred["coordinate"], pred["coordinate2"], size) if "coordinate2" in pred else pred["direction"]
+        text = {"up": "down", "down": "up", "left": "left", "right": "right"}[d]
+    elif k in ("type", "open", "answer"):
+        text = pred["text"]
+    return "<answer>[{'action': '%s', 'point': [%d, %d], 'input_text': '%s'}]</answer>" % (word, point[0], point[1], text)
+
+
+class GUIR1:
+    """``eval_omni.evaluate`` on one record per step, the record's prediction fields made by the
+    inference script's own extract functions from the prediction written as the model answers."""
+
+    GROUNDING = ("click", "long_press", "moveto", "doubleclick", "rightclick")
+    TEXT = ("open_app", "type", "scroll", "select")
+
+    def __init__(self, root: Path):
+        import re
+
+        src = root / "GUI-R1" / "guir1"
+        self.mod = _import_from(src / "eval", "eval_omni")
+        ns = _defs_of(src / "inference" / "inference_vllm_android.py",
+                      {"extract_action", "extract_coord", "extract_input_text"}, {"re": re})
+        self.extract_action, self.extract_coord, self.extract_input_text = (
+            ns["extract_action"], ns["extract_coord"], ns["extract_input_text"])
+        self.dir = Path(tempfile.mkdtemp())
+
+    @staticmethod
+    def image(size: list) -> list:
+        import math
+
+        def by(n: float) -> int:
+            return round(n / 28) * 28
+        h, w = size[1], size[0]   # qwen-vl-utils smart_resize: factor 28, 3136 to 12845056 pixels
+        hb, wb = max(28, by(h)), max(28, by(w))
+        if hb * wb > 12845056:
+            beta = math.sqrt(h * w / 12845056)
+            hb, wb = math.floor(h / beta / 28) * 28, math.floor(w / beta / 28) * 28
+        elif hb * wb < 3136:
+            beta = math.sqrt(3136 / (h * w))
+            hb, wb = math.ceil(h * beta / 28) * 28, math.ceil(w * beta / 28) * 28
+        return [wb, hb]
+
+    def _one(self, rec: dict) -> list:
+        path = self.dir / "pred.json"
+        path.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+        with _quiet():
+            # its totals divide by the Type or Step counts a lone step leaves at 0: the counters are read by then
+            d = counters_of(self.mod.evaluate, "score_dict",
+                            lambda: self.mod.evaluate(argparse.Namespace(prediction_file_path=str(path))))
+        cat = rec["group"] + "-" + rec["gt_action"]
+        type_ok = d.get(cat, 0) == 1
+        if rec["gt_action"] in self.GROUNDING:
+            return [type_ok, d.get(cat + "-grounding", 0) == 1]
+        if rec["gt_action"] in self.TEXT:
+            return [type_ok, d.get(cat + "-text", 0) == 1]
+        return [f"skip: {rec['gt_action']} step: not in GUI-R1's Step"]  # pragma: no cover - replaced below
+
+    def episode(self, ep: dict) -> list:
+        out: list = []
+        for j, s in enumerate(ep["steps"]):
+            gt = gui_r1_ground_truth(s)
+            if gt["gt_action"] not in self.GROUNDING + self.TEXT:
+                out.append(f"skip: {gt['gt_action']} step: not in GUI-R1's Step (only grounding and text steps are)")
+                continue
+            image = self.image(s["size"])
+            content = gui_r1_answer(_pred(ep, j), s["size"], image)
+            coord, _ = self.extract_coord(content)
+            rec = {"group": "android", "image_size": image, **gt, "pred_action": self.extract_action(content),
+                   "pred_input_text": self.extract_input_text(content), "pred_coord": coord[:2]}
+            out.append(self._one(rec))
+        return out
+
+
 SCORERS: dict[str, Callable[[Path], Any]] = {
     "androidcontrol": UIS1, "uis1-pipeline": UIS1, "infigui-r1": InfiGUI, "agentcpm-gui": AgentCPM,
-    "os-atlas": OSAtlas, "ui-r1": UIR1, "guiodyssey": Odyssey, "aitw": AITW,
+    "os-atlas": OSAtlas, "ui-r1": UIR1, "guiodyssey": Odyssey, "aitw": AITW, "gui-r1": GUIR1,
 }
 
 

@@ -272,11 +272,17 @@ def synthetic_episodes(seed: int, episodes: int) -> list[dict]:
     return out
 
 
+INVALID_SHARE = 0.04   # predictions that are null: a model output that did not parse
+
+
 def cases(episodes: list[dict], seed: int, *, edges: bool, default_size: list | None = None,
-          finish_share: float = 0.0) -> list[dict]:
+          finish_share: float = 0.0, invalid_share: float = 0.0) -> list[dict]:
     """Episodes with one seeded prediction per step (and, for a ``finish_share`` of them, one for
-    the finish step), in the shape scripts/published_scorers.py reads."""
+    the finish step), in the shape scripts/published_scorers.py reads. An ``invalid_share`` of the
+    step predictions are null (an output that did not parse), drawn from a generator of their own so
+    that the other predictions are those of the same seed without them."""
     rng = random.Random(seed)
+    invalid = random.Random(seed * 7919 + 1)
     out = []
     for i, ep in enumerate(episodes):
         size = [ep.get("width") or (default_size or [1080, 2400])[0], ep.get("height") or (default_size or [1080, 2400])[1]]
@@ -284,6 +290,8 @@ def cases(episodes: list[dict], seed: int, *, edges: bool, default_size: list | 
         for j, s in enumerate(ep["steps"]):
             steps.append({"action_content": s["action_content"], "check_options": s.get("check_options") or {}, "size": size})
             preds[str(j)] = predict(s, size, rng, edges)
+            if invalid_share and invalid.random() < invalid_share:
+                preds[str(j)] = None
         if rng.random() < finish_share:
             preds[str(len(ep["steps"]))] = finish_prediction(rng)
         out.append({"episode": i, "episode_id": ep.get("episode_id"), "steps": steps, "predictions": preds})

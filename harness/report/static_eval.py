@@ -199,14 +199,14 @@ def has_large_box(g: GT, size: tuple[int, int]) -> bool:
 
 
 def _judge(profile: Profile, act: Act | None, gts: list[GT]) -> tuple[bool, bool, float | None]:
-    if act is None:
+    if act is None and not profile.reads_unparsed:
         return False, False, None
     type_ok = ok = False
     sim: float | None = None
     for g in gts:
         t, a = profile.match(act, g)
         type_ok, ok = type_ok or t, ok or a
-        if g.act.kind in ("type", "open") and act.kind == g.act.kind:
+        if act is not None and g.act.kind in ("type", "open") and act.kind == g.act.kind:
             s = anls(act.text or "", g.check_text or "")
             sim = s if sim is None else max(sim, s)
     return type_ok, ok, sim
@@ -258,6 +258,8 @@ def score(episodes: list[StaticEpisode], predictions: dict[tuple[int, int], Pred
             scores.append(StepScore(ep.index, n, "finish", act.kind if act else None, act is not None, type_ok, ok))
     report = StaticReport(profile, scores, len(episodes), missing)
     report.summary = summarise(scores, episodes, missing, error_resets_progress=prof.error_resets_progress)
+    if prof.totals is not None:
+        report.summary.update(prof.totals(scores))
     report.summary["finish_unread"] = 0 if prof.finish_step else sum((e.index, len(e.steps)) in predictions
                                                                      for e in episodes)
     return report

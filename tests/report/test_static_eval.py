@@ -336,3 +336,34 @@ def test_static_run_refuses_a_ground_truth_without_a_unified_form(tmp_path, subs
     with pytest.raises(StaticRunError, match=r"odd.jsonl: episode 2, step 2: .*volume_up"):
         run_static(odd, agent, tmp_path / "p.jsonl", images=shots)
     assert agent.histories == [] and not (tmp_path / "p.jsonl").exists()
+
+
+def test_gui_r1_reads_an_unparsed_answer_at_the_top_left_and_drops_types_without_a_hit(tmp_path):
+    """GUI-R1's inference script reads an answer it cannot parse as no action at the point [0, 0]
+    (inference_vllm_android.py extract_coord's default), and its scorer counts a click step by the
+    point alone; its totals leave out a ground-truth type with no hit (eval_omni.py's score_dict)."""
+    click = {"action_content": {"action": "click", "coordinate": [60, 120]},
+             "check_options": {"action": "click", "candidate_bbox": [], "coordinate": [60, 120]}}
+    far = {"action_content": {"action": "click", "coordinate": [900, 2000]},
+           "check_options": {"action": "click", "candidate_bbox": [], "coordinate": [900, 2000]}}
+    typed = {"action_content": {"action": "type", "text": "cheap flights to rome"},
+             "check_options": {"action": "type", "text": "cheap flights to rome"}}
+    wait = {"action_content": {"action": "wait", "time": 2}, "check_options": {"action": "wait"}}
+    eps = load_dataset(_mini(tmp_path, [click, far, typed, wait], width=1080, height=2400))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps(o) + "\n" for o in [
+        {"episode": 0, "step": 0, "action": None, "invalid": "no action in the output"},
+        {"episode": 0, "step": 1, "action": None},
+        {"episode": 0, "step": 2, "action": {"action": "type", "text": "cheap flights to rome"}},
+        {"episode": 0, "step": 3, "action": {"action": "wait", "time": 2}}]))
+    r = score(eps, load_predictions(preds, eps), "gui-r1")
+    got = [(s.type_ok, s.ok, s.skipped) for s in r.steps]
+    # [0, 0] is within 0.14 of (60, 120) on the resized image; not of (900, 2000); the full typed text
+    # against the record's first word ("cheap") has a token F1 of 2/5; the wait is not in "Step"
+    assert [g[:2] for g in got[:3]] == [(False, True), (False, False), (True, False)]
+    assert got[3][2] is not None and "wait step" in got[3][2]
+    assert r.summary["format_errors"] == 2 and r.summary["ams"] == round(100 / 3, 2)
+    # "Step" as GUI-R1 totals it: the type step has no hit, so its type is left out (1 of 2 clicks)
+    assert r.summary["gui_r1_step"] == 50.0 and r.summary["gui_r1_step_types_dropped"] == ["type"]
+    # the other profiles judge an unparsed answer wrong without reading it
+    assert not score(eps, load_predictions(preds, eps), "androidcontrol").steps[0].ok

@@ -22,7 +22,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 import make_scorer_fixture  # noqa: E402  (the generator: it makes the shared part's predictions again)
 # every profile with public scorer code (androidlens has none: its paper publishes no scorer)
-WITH_CODE = ("androidcontrol", "uis1-pipeline", "infigui-r1", "agentcpm-gui", "os-atlas", "ui-r1", "guiodyssey", "aitw")
+WITH_CODE = ("androidcontrol", "uis1-pipeline", "infigui-r1", "agentcpm-gui", "os-atlas", "ui-r1", "guiodyssey", "aitw",
+             "gui-r1")
 MIN_SCORED = 2000
 
 
@@ -106,7 +107,8 @@ def _kinds(rows: list[dict]) -> Counter:
         for j, s in enumerate(r["steps"]):
             g, p = s["action_content"], r["predictions"][str(j)]
             c["gt " + g["action"]] += 1
-            c["pred " + p["action"]] += 1
+            c["pred " + (p["action"] if p is not None else "invalid")] += 1  # None: an output that did not parse
+            p = p or {}
             boxes = s["check_options"].get("candidate_bbox") or []
             w, h = r["width"], r["height"]
             c["large box"] += any((b[2] - b[0]) * (b[3] - b[1]) >= 0.8 * w * h for b in boxes)
@@ -115,7 +117,7 @@ def _kinds(rows: list[dict]) -> Counter:
             c["tiny box"] += any((b[2] - b[0]) * (b[3] - b[1]) <= 144 for b in boxes)
             c["open with icon"] += g["action"] == "open" and bool(boxes)
             c["chinese"] += any("\u4e00" <= ch <= "\u9fff" for ch in json.dumps(p, ensure_ascii=False))
-            if g["action"] == "swipe" and p["action"] == "swipe" and "coordinate2" in p:
+            if g["action"] == "swipe" and p.get("action") == "swipe" and "coordinate2" in p:
                 dx = p["coordinate2"][0] - p["coordinate"][0]
                 dy = p["coordinate2"][1] - p["coordinate"][1]
                 c["swipe diagonal"] += dx != 0 and dy != 0
@@ -130,7 +132,7 @@ def test_the_synthetic_fixture_covers_the_cases_scorers_differ_on():
     c = _kinds(rows)
     for k in ("gt click", "gt long_press", "gt swipe", "gt type", "gt open", "gt wait", "gt system_button",
               "pred click", "pred long_press", "pred swipe", "pred type", "pred open", "pred wait", "pred finish",
-              "pred system_button", "large box", "several boxes", "no box", "tiny box", "open with icon", "chinese",
+              "pred system_button", "pred invalid", "large box", "several boxes", "no box", "tiny box", "open with icon", "chinese",
               "swipe diagonal", "swipe zero", "finish predicted", "screen 1440x3120", "screen 720x1600"):
         assert c[k] >= 5, (k, c[k])
     # every profile's scorer said both right and wrong many times (no fixture of one answer)

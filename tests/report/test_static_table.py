@@ -172,3 +172,9 @@ def test_the_datasets_own_actions_under_the_published_scorers():
     assert a["by_type"]["swipe"]["ams"] == round(100 * 196 / 223, 2)       # words reversed: horizontal ones wrong
     assert a["by_type"]["long_press"]["ams"] == 0.0                        # a long press is its click; ours is not
     assert a["by_type"]["click"]["ams"] == round(100 * 941 / 949, 2)       # 8 points off the 1080x2400 grid
+    # GUI-R1 scores grounding and text steps only; its record holds a typed text's first word, against which a
+    # text of four words or more has a token F1 below 0.5
+    g = got["gui-r1"]
+    assert (g["scored"], g["skipped"]) == (1400, 179)  # 112 waits and 67 Back steps
+    assert g["by_type"]["type"]["ams"] == round(100 * 100 / 116, 2)
+    assert all(g["by_type"][k]["ams"] == 100.0 for k in ("click", "long_press", "open", "swipe"))

@@ -173,7 +173,7 @@ def box_area_fraction(box: tuple[float, float, float, float], size: tuple[int, i
 
 # --------------------------------------------------------------------------- profiles
 
-Matcher = Callable[[Act, GT], "tuple[bool, bool]"]
+Matcher = Callable[[Act, GT], "tuple[bool, bool]"]  # (a profile that reads_unparsed also gets None)
 
 
 def _never(_: GT) -> str | None:
@@ -196,3 +196,5 @@ class Profile:
     finish_step: bool = False
     reproduces: str = ""
     error_resets_progress: bool = False   # an unreadable answer zeroes the episode's progress
+    reads_unparsed: bool = False          # ``match`` judges an unreadable answer itself (it gets None)
+    totals: Callable[[list[Any]], dict[str, Any]] | None = None  # the scorer's own totals, added to the summary

@@ -3,7 +3,7 @@ rules, no code), with the repository, file and commit it follows and what it is 
 
 from __future__ import annotations
 
-from . import agentcpm_gui, aitw, androidlens, guiodyssey, infigui_r1, os_atlas, ui_r1, uis1
+from . import agentcpm_gui, aitw, androidlens, gui_r1, guiodyssey, infigui_r1, os_atlas, ui_r1, uis1
 from .common import Profile
 
 _ALL = (
@@ -27,6 +27,9 @@ _ALL = (
             reproduces="OS-Atlas's AndroidControl step accuracy (Acc) and type_match acc"),
     Profile("ui-r1", ui_r1.match_ui_r1, ui_r1.SOURCE, ui_r1.KNOWN_FOR, skip=ui_r1.skip,
             reproduces="UI-R1's AndroidControl action-type and click accuracy"),
+    Profile("gui-r1", gui_r1.match_gui_r1, gui_r1.SOURCE, gui_r1.KNOWN_FOR, skip=gui_r1.skip,  # type: ignore[arg-type]
+            reads_unparsed=True, totals=gui_r1.totals,
+            reproduces="GUI-R1's AndroidControl Step (eval_omni.py's grounding and text hits; gui_r1_step: its total)"),
 )
 PROFILE_MAP: dict[str, Profile] = {p.name: p for p in _ALL}
 PROFILES: tuple[str, ...] = tuple(PROFILE_MAP)
