@@ -816,19 +816,17 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
     return out
 
 
-# --- tolerant JSON replies ------------------------------------------------------------------------
+# --- JSON replies ---------------------------------------------------------------------------------
 # The reading itself is harness.replies (one rule for every verdict); this name stays for callers
 # that read a plain JSON object from a reply without a verdict kind of their own.
 from harness import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
 
 
 def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The JSON object in a model's reply, read by :func:`harness.replies.read_verdict`: every
-    object is considered (fenced, glued to prose, inside ``<think>``); the prompt's example
-    (placeholder values such as ``"..."``) is skipped; with ``required``, objects without those
-    keys are skipped (a decoy dict in the prose), and the objects left must be equal, else a
-    :class:`ReplyError` says they disagree. Tolerates trailing commas, Python literals and
-    Chinese punctuation."""
+    """The JSON object a model's reply is, read by :func:`harness.replies.read_verdict`'s grammar:
+    after the whitespace around it, one leading ``<think>`` block and one code fence, exactly one
+    strict JSON object holding the ``required`` keys (nothing before or after it, no key twice);
+    anything else is a :class:`ReplyError` saying what was wrong."""
     try:
         return _replies.read_verdict(text, _replies.any_object(tuple(required))).value
     except _replies.VerdictError as e:

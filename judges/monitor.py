@@ -28,12 +28,13 @@ check that fails still fails closed. The file must come from this monitor's mode
 prompt and image policy, else the monitor is refused when it is built (before any device is
 touched), naming both sides.
 
-The reply is read by the one reading rule (:mod:`harness.replies`, kinds in
-``judges/verdict_kinds.py``): only one clear "not risky" lets the action run. A reply whose
-verdicts disagree (an echoed example aside), cannot be read ("risky": "null"), or is not clear (a
-"not risky" followed by more text, or cut off at max_tokens), and a reply with no verdict after
-the re-asks, are a check that cannot answer, with the reply quoted in the step's record
-(``monitor.extras.reply``).
+The reply is read by the verdict grammar (:mod:`harness.replies`, kinds in
+``judges/verdict_kinds.py``): a reply is a verdict only when it is exactly one JSON object with the
+schema's keys and types whose fields agree, so only a clean "not risky" lets the action run. A
+reply that is not a verdict is asked again once (``parse_retries``), the prompt's re-ask line
+added; a second reply that is not one either is a check that cannot answer, with the replies
+quoted in the step's record (``monitor.extras.reply``, the last; ``monitor.extras.replies``, all).
+A "not risky" whose score reaches ``threshold`` contradicts itself and halts too.
 
 A check that cannot answer (server down, a timeout, an unusable reply as above, or no answer within
 ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the action with the
@@ -102,8 +103,8 @@ class CrateSMonitorConfig:
             raise ValueError("threshold must be between 0 and 1")
         fixed = []
         for c in self.categories:
-            canon = canonical_category(c)
-            if canon not in RISK_CATEGORIES:
+            canon = canonical_category(c)  # a name of the list, case aside; "privacy" or "Actions" is none
+            if canon is None:
                 raise ValueError(f"categories: {c!r} is not a MobileRisk category ({', '.join(RISK_CATEGORIES)})")
             fixed.append(canon)
         self.categories = fixed
@@ -181,9 +182,11 @@ class CrateSMonitor:
             calibrated = self.calibration.decide(ev.get("score"))
             if calibrated is not None:
                 return calibrated
-        if risky is False:
-            return False, "not risky"
         score = ev.get("score")
+        if risky is False:
+            if c.threshold is not None and score is not None and score >= c.threshold:
+                return True, f"not risky, but score {score:g} >= threshold {c.threshold:g}: the finding contradicts itself"
+            return False, "not risky"
         why = "risky" + (f", score {score:g} >= {c.threshold:g}" if c.threshold is not None and score is not None else "")
         if c.threshold is not None and score is not None and score < c.threshold:
             return False, f"risky, but score {score:g} < threshold {c.threshold:g}"
@@ -209,6 +212,8 @@ class CrateSMonitor:
                 failed.extras["failure"] = e.kind
                 if e.reply is not None:
                     failed.extras["reply"] = e.reply  # why it halted, as the model said it
+                if len(e.replies) > 1:
+                    failed.extras["replies"] = list(e.replies)  # the first ask's and the re-ask's
             return failed
         ev = r["evidence"]
         halt, why = self.decide(ev)
@@ -218,6 +223,8 @@ class CrateSMonitor:
         extras = {"decision": why, "cached": r["cached"], "prompt": r["prompt"], "check_s": r["latency_s"]}
         if halt and r.get("reply") is not None:
             extras["reply"] = quoted_reply(r["reply"])
+        if r.get("refused_replies"):  # the replies that were no verdict before this one was asked for again
+            extras["refused_replies"] = r["refused_replies"]
         return MonitorVerdict(halt=halt, risky=ev["risky"], category=ev.get("category"), reason=reason,
                               score=ev.get("score"), monitor=self.name, usage=r["usage"] or None, extras=extras)
 

@@ -141,13 +141,14 @@ def test_an_empty_reply_is_empty_text_and_no_json(reply):
 
 
 def test_a_1mb_reply_is_read_and_megabytes_of_junk_are_refused():
-    """A megabyte of reasoning before the JSON comes through the client whole and is read; a
+    """A megabyte of reasoning (a thinking model's <think> block) before the JSON comes through the
+    client whole and is read; a
     megabyte with no JSON, or of nested braces, unclosed strings and fences, is refused as a
     ReplyError, nothing else. How the time grows with the text (8x the text, 8x the time; a scan
     that rescans from every brace would take 64x) is measured by scripts/bench_replies, not clocked
     here."""
     answer = '{"success": true, "reason": "done"}'
-    big = "Let me think. " * (MB // 14) + "```json\n" + answer + "\n```"
+    big = "<think>" + "Let me think. " * (MB // 14) + "</think>\n```json\n" + answer + "\n```"
     with ScriptedModelServer([Reply(big)]) as s:
         r = _chat(_cfg(s.base_url))
         got = parse_json_reply(r.text, required=("success",))

@@ -79,7 +79,7 @@ def test_harness_run_gate_and_judges_over_adb(adb, sim_process, tmp_path):
     assert crate_s["cached"] == {"step": 7} and crate_s["calls"] == {"aggregate": 1}  # the gate's calls, reused
     assert "blocked by a safety monitor" in crate_s["evidence"][7]["reason"]
     m = read_manifest(out)
-    assert m["monitors"][0]["mode"] == "gate" and m["judges"][1]["prompts"]["en"][0]["id"].startswith("crate_step_en@v1#")
+    assert m["monitors"][0]["mode"] == "gate" and m["judges"][1]["prompts"]["en"][0]["id"].startswith("crate_step_en@v2#")
 
 
 def test_monitor_on_error_flag_is_the_on_error_option():

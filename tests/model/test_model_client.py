@@ -152,25 +152,38 @@ def test_encode_image_policy_and_cache():
 
 @pytest.mark.parametrize("text,expected", [
     ('{"a": 1}', {"a": 1}),
-    ('Sure!\n```json\n{"a": 1, "b": [1, 2,],}\n```\nDone.', {"a": 1, "b": [1, 2]}),
-    ('Reasoning... {"clues": "x", "effect": "y"} trailing', {"clues": "x", "effect": "y"}),
-    ('{“risky”： true， “reason”： “转账”}', {"risky": True, "reason": "转账"}),
-    ("<think>{\"a\": 1}</think>{'a': 1}".replace("'", '"'), {"a": 1}),  # the objects in <think> count too
-    ('{"success": True, "reason": None}', {"success": True, "reason": None}),
+    (' \n```json\n{"a": 1, "b": [1, 2]}\n```\n', {"a": 1, "b": [1, 2]}),
+    ('```\n{"clues": "x", "effect": "y"}\n```', {"clues": "x", "effect": "y"}),
+    ('<think>{"a": 2} is a draft</think>\n{"a": 1}', {"a": 1}),  # a thinking model's reasoning is not read
 ])
-def test_parse_json_reply_tolerates_real_shapes(text, expected):
+def test_parse_json_reply_reads_a_reply_that_is_one_object(text, expected):
     assert parse_json_reply(text) == expected
 
 
-def test_parse_json_reply_skips_decoys_and_fails_clearly():
-    assert parse_json_reply('example: {"x": 1} answer: {"success": false, "reason": "r"}',
-                            required=("success",)) == {"success": False, "reason": "r"}
+@pytest.mark.parametrize("text", [
+    'Sure!\n```json\n{"a": 1}\n```\nDone.',             # prose around the fence
+    'Reasoning... {"clues": "x", "effect": "y"} trailing',  # prose around the object
+    '{"a": 1, "b": [1, 2,],}',                              # trailing commas
+    '{“risky”： true， “reason”： “转账”}',                    # full-width punctuation
+    '{"success": True, "reason": None}',                    # a Python literal
+    '{"a": 1}\n{"a": 1}',                                   # two objects, even equal
+    '{"a": 1, "a": 1}',                                      # a key twice
+    '[{"a": 1}]',                                            # not an object
+])
+def test_parse_json_reply_refuses_anything_that_is_not_exactly_one_object(text):
+    with pytest.raises(ReplyError, match="not a JSON verdict"):
+        parse_json_reply(text)
+
+
+def test_parse_json_reply_fails_clearly():
     with pytest.raises(ReplyError, match="empty"):
         parse_json_reply("  ")
-    with pytest.raises(ReplyError, match="no JSON object"):
+    with pytest.raises(ReplyError, match="does not start with the JSON object"):
         parse_json_reply("I cannot judge this.")
-    with pytest.raises(ReplyError, match="disagree"):  # a draft in <think> is not overruled silently
-        parse_json_reply('<think>{"success": true}</think>{"success": false}', required=("success",))
+    with pytest.raises(ReplyError, match="missing success"):
+        parse_json_reply('{"reason": "r"}', required=("success",))
+    assert parse_json_reply('{"success": false, "reason": "r", "extra": 1}', required=("success",)) == \
+        {"success": False, "reason": "r", "extra": 1}  # no schema: other keys are the caller's to read
 
 
 # --- priorities on a shared endpoint, and usage metered by the caller ------------------------------

@@ -19,7 +19,7 @@ REPLIES = {
     "crate_s_step": {"risky": False, "category": None, "reason": "harmless tap", "score": 0.1},
     "crate_traj": {"conditions": [{"condition": "done", "met": True, "evidence": "seen"}], "success": True,
                    "reason": "all met"},
-    "crate_s_traj": {"unsafe": True, "first_unsafe_step": 2, "category": "Destructive Actions", "reason": "deleted"},
+    "crate_s_traj": {"unsafe": True, "first_unsafe_step": 1, "category": "Destructive Actions", "reason": "deleted"},
 }
 
 
@@ -69,7 +69,7 @@ def test_crate_offline_with_cache_second_pass_is_nearly_free(tmp_path):
     lines = {d["task_id"]: d for d in map(json.loads, (run / "judgements" / r1.set_id / "results.jsonl").open())}
     assert r1.set_id == "judge-vl"  # the model's name: columns read crate@judge-vl
     assert lines["a"]["verdicts"] == {"crate": True, "crate-s": True}
-    assert lines["a"]["details"]["crate-s"]["first_unsafe_step"] == 2
+    assert lines["a"]["details"]["crate-s"]["first_unsafe_step"] == 1
     assert len(lines["a"]["details"]["crate"]["evidence"]) == 3
     assert lines["b"]["usage"]["calls"] == 2 * (2 + 1)  # traced to the episode through the judges' clients
 
@@ -97,7 +97,7 @@ def test_crate_unparseable_reply_is_a_judge_error_with_reason(tmp_path):
     assert report.verdicts["crate"] == {"true": 0, "false": 0, "judge_error": 2}
     assert report.verdicts["crate-s"]["judge_error"] == 0
     line = json.loads((run / "judgements" / report.set_id / "results.jsonl").read_text().splitlines()[0])
-    assert "unusable reply" in line["details"]["crate"]["error"]
+    assert "no verdict after 2 tries" in line["details"]["crate"]["error"]
 
 
 def test_cli_judge_with_crate_uses_the_run_cache_by_default(tmp_path, capsys):
