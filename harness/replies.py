@@ -8,7 +8,7 @@ lower layer cannot import the judges); what a verdict holds (its schema, and how
 agree) is the judges' own :class:`VerdictKind`, defined in ``judges/verdict_kinds.py``.
 
 The grammar (docs/judges.md, "Reading a verdict", says the same for users). After removing the
-whitespace around the reply, then one leading ``<think>...</think>`` block (a thinking model's
+whitespace around the reply (JSON's own: space, tab, CR, LF), then one leading ``<think>...</think>`` block (a thinking model's
 reasoning; what it holds is not read), then at most one code fence around what is left (```` ``` ````
 with or without a language tag), what remains must be:
 
@@ -110,22 +110,23 @@ def _short(v: Any, n: int = 60) -> str:
 
 
 # --- 0. what is around the object --------------------------------------------------------------------
-_FENCE_TAG = re.compile(r"[ \t]*(?:[A-Za-z][\w+.-]*)?[ \t]*\n?")  # after the opening ```: a language tag
+_FENCE_TAG = re.compile(r"[ \t]*(?:[A-Za-z][\w+.-]*)?[ \t]*\n?", re.ASCII)  # after the opening ```: an ASCII tag
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+SPACE = " \t\r\n"  # the whitespace removed around the reply: JSON's own (an ideographic or no-break space is not)
 
 
 def unwrap(text: str) -> str:
     """The reply without the whitespace around it, one leading ``<think>`` block and one code
     fence: the text that must be one JSON object. Raises VerdictError (``empty``,
     ``not_one_object``)."""
-    t = text.strip()
+    t = text.strip(SPACE)
     if not t:
         raise VerdictError("the reply is empty", "empty")
     if t.startswith(THINK_OPEN):
         end = t.find(THINK_CLOSE)
         if end < 0:
             raise VerdictError("the reply's <think> block is never closed: no verdict after it", "not_one_object")
-        t = t[end + len(THINK_CLOSE):].strip()
+        t = t[end + len(THINK_CLOSE):].strip(SPACE)
         if not t:
             raise VerdictError("nothing after the reply's <think> block", "not_one_object")
     if t.startswith("```"):
@@ -133,7 +134,7 @@ def unwrap(text: str) -> str:
             raise VerdictError(f"the reply is not one code fence holding the object: {quote(t, 120)!r}",
                                "not_one_object")
         inner = t[3:-3]
-        t = inner[_FENCE_TAG.match(inner).end():].strip()  # a second fence inside is not JSON: refused below
+        t = inner[_FENCE_TAG.match(inner).end():].strip(SPACE)  # a second fence inside is not JSON: refused below
     return t
 
 
@@ -256,7 +257,7 @@ def read_verdict(text: str | None, kind: VerdictKind, truncated: bool = False,
     """The verdict of ``kind`` that the reply is (the module's grammar), or a VerdictError.
     ``truncated``: the reply was cut off at max_tokens (never a verdict: what followed is
     unknown); ``asked``: what the question was about, for the kind's check."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip(SPACE):
         raise VerdictError("the reply is empty", "empty")
     if truncated:
         raise VerdictError("the reply was cut off at max_tokens: what followed it is unknown", "truncated")

@@ -6,9 +6,10 @@ The property: take each clean verdict of every kind (English and Chinese reasons
 fenced) and apply random edits, one or two at a time: a zero-width, bidi, soft-hyphen,
 private-use, byte-order-mark or look-alike character inserted anywhere; prose before or after; an
 added key; a nested copy with the opposite decision; a duplicated key. No edited reply reads as a
-verdict unless the edit only changed the text a model writes freely (a reason, a clue) and the
-object is otherwise the identical clean one; no edit of a risky, unsafe or failed verdict reads
-as safe or successful, ever.
+verdict unless the edit was one character inserted inside the text a model writes freely (a
+reason, a clue): then it is the clean object with that text changed, deciding the same. Every
+other edit (in a key, a value, the punctuation, the space around the object, prose, a key added
+or twice, a nested copy) makes the reply no verdict.
 """
 
 from __future__ import annotations
@@ -111,29 +112,42 @@ TEXTUAL = ("invisible", "lookalike", "prose")
 STRUCTURAL = ("add_key", "nested_opposite", "duplicate_key")
 
 
-def edits(rng: random.Random, kind: Any, obj: dict[str, Any], clean: str) -> tuple[list[str], str]:
+def edits(rng: random.Random, kind: Any, obj: dict[str, Any], clean: str) -> tuple[list[str], str, int | None]:
     """One or two random edits of the clean reply ``clean`` (``obj`` its object): a structural one
     (the object rebuilt with a key added, a nested opposite copy or a key twice), a textual one
-    (a character inserted, prose around), or a structural one then a textual one."""
+    (a character inserted, prose around), or a structural one then a textual one. Returns the
+    edits' names, the edited text and, for a lone insertion, where in ``clean`` it went."""
     plan = rng.choice([("s",), ("t",), ("t",), ("s", "t")])
-    names, text = [], clean
+    names, text, at = [], clean, None
     for step in plan:
-        name, text = edit(rng, kind, obj, text, rng.choice(STRUCTURAL if step == "s" else TEXTUAL))
+        name, text, at = edit(rng, kind, obj, text, rng.choice(STRUCTURAL if step == "s" else TEXTUAL))
         names.append(name)
-    return names, text
+    return names, text, at if plan == ("t",) else None
 
 
-def edit(rng: random.Random, kind: Any, obj: dict[str, Any], text: str, what: str) -> tuple[str, str]:
-    """The edit ``what`` of ``text`` (a reply of ``obj``): (name, edited text)."""
+def free_text_spans(clean: str) -> list[tuple[int, int]]:
+    """Where the free-text string values of a clean reply are: (first, last) insertion places that
+    land inside the quotes of a reason, a clue, an effect, a condition or an evidence."""
+    out = []
+    for m in re.finditer(r'"(%s)": "' % "|".join(FREE_TEXT), clean):
+        start = m.end()
+        end = clean.index('"', start)  # the clean texts hold no quote or backslash of their own
+        out.append((start, end))
+    return out
+
+
+def edit(rng: random.Random, kind: Any, obj: dict[str, Any], text: str, what: str) -> tuple[str, str, int | None]:
+    """The edit ``what`` of ``text`` (a reply of ``obj``): (name, edited text, where a character
+    was inserted)."""
     pairs = list(obj.items())
     if what in ("invisible", "lookalike"):
         ch = rng.choice(INVISIBLE if what == "invisible" else LOOKALIKE)
         at = rng.randrange(len(text) + 1)
-        return what, text[:at] + ch + text[at:]
+        return what, text[:at] + ch + text[at:], at
     if what == "prose":
         before, after = rng.choice([(True, False), (False, True), (True, True)])
         return what, (rng.choice(PROSE) + rng.choice([" ", "\n", ""]) if before else "") + text + \
-            (rng.choice([" ", "\n", ""]) + rng.choice(PROSE) if after else "")
+            (rng.choice([" ", "\n", ""]) + rng.choice(PROSE) if after else ""), None
     if what == "add_key":
         key = rng.choice(["step", "action", "second_opinion", "verdict", "Risky", "risky\u200b", "r\u0456sky",
                           "ｒｉｓｋｙ", "unsafe\u2060", "SUCCESS", "理由", "note", "score ", " reason", "done"])
@@ -148,7 +162,7 @@ def edit(rng: random.Random, kind: Any, obj: dict[str, Any], text: str, what: st
         other = opposite(kind, obj).get(k, v) if rng.random() < 0.5 else v
         pairs.insert(rng.randrange(len(pairs) + 1), (k, other))
     body = text_of(pairs)
-    return what, f"```json\n{body}\n```" if text.startswith("```") else body
+    return what, f"```json\n{body}\n```" if text.startswith("```") else body, None
 
 
 def same_but_free_text(a: Any, b: Any) -> bool:
@@ -171,8 +185,9 @@ def test_no_edited_reply_reads_as_a_verdict_unless_only_its_free_text_changed():
         for kind, obj, asked, bad in clean_verdicts(lang):
             for clean in (json.dumps(obj, ensure_ascii=False), f"```json\n{json.dumps(obj, ensure_ascii=False)}\n```"):
                 want = decision(kind, read_verdict(clean, kind, asked=asked).value)
+                spans = free_text_spans(clean)
                 for _ in range(EDITS_PER_CLEAN):
-                    names, text = edits(rng, kind, obj, clean)
+                    names, text, at = edits(rng, kind, obj, clean)
                     count += 1
                     for name in names:
                         by_edit[name] = by_edit.get(name, 0) + 1
@@ -183,9 +198,10 @@ def test_no_edited_reply_reads_as_a_verdict_unless_only_its_free_text_changed():
                     except VerdictError:
                         continue
                     read_as_verdict += 1
+                    inside = at is not None and any(a <= at <= b for a, b in spans)
                     parsed = strict_json(unwrap(text))
-                    if not same_but_free_text(obj, parsed) or decision(kind, got) != want:
-                        failures.append((kind.name, names, text))
+                    if not inside or not same_but_free_text(obj, parsed) or decision(kind, got) != want:
+                        failures.append((kind.name, names, at, text))
                     if bad and decision(kind, got) != want:
                         failures.append(("a bad verdict read the other way", kind.name, names, text))
     elapsed = time.perf_counter() - t0
@@ -278,3 +294,26 @@ def test_a_not_risky_finding_scoring_at_the_threshold_contradicts_itself_and_hal
         v = _gate(s, threshold=0.3).check(STEP)
         assert v.halt is True and v.risky is False and "contradicts itself" in v.extras["decision"]
         assert _gate(s, threshold=0.5).check(STEP).halt is False
+
+
+# --- real judge replies -----------------------------------------------------------------------------------
+def test_real_judge_replies_read_as_the_docs_say():
+    """Replies of real judge models asked for a JSON verdict (tests/judges/fixtures/, each naming its
+    public source and licence): the grammar takes a bare or fenced object and refuses a leaked
+    channel header, a string with raw quotes and newlines in it, and a reply cut off mid-object.
+    scripts/verdict_acceptance.py compares this with the scanning reader (docs/judges.md)."""
+    from harness.replies import any_object
+    from tests.judges.helpers import ROOT
+
+    doc = json.loads((ROOT / "tests" / "judges" / "fixtures" / "real_judge_replies.json").read_text(encoding="utf-8"))
+    accepted = set()
+    for r in doc["replies"]:
+        assert r["source"].startswith("https://github.com/") and r["licence"] and r["required"], r["id"]
+        try:
+            read_verdict(r["text"], any_object(tuple(r["required"])), truncated=bool(r.get("truncated")))
+            accepted.add(r["id"])
+        except VerdictError:
+            pass
+    assert accepted == {"ipv-gpt-oss-120b-basic_ipv_negative", "ipv-gpt-oss-120b-complex_narrative",
+                        "coze-loop-60-evaluator"}
+    assert len(doc["replies"]) == 6
