@@ -8,9 +8,10 @@ lower layer cannot import the judges); what a verdict holds (its schema, and how
 agree) is the judges' own :class:`VerdictKind`, defined in ``judges/verdict_kinds.py``.
 
 The grammar (docs/judges.md, "Reading a verdict", says the same for users). After removing the
-whitespace around the reply (JSON's own: space, tab, CR, LF), then one leading ``<think>...</think>`` block (a thinking model's
-reasoning; what it holds is not read), then at most one code fence around what is left (```` ``` ````
-with or without a language tag), what remains must be:
+whitespace around the reply (JSON's own: space, tab, CR, LF), then one leading
+``<think>...</think>`` block (a thinking model's reasoning; what it holds is not read), then at
+most one code fence around what is left (```` ``` ```` with or without an ASCII language tag),
+what remains must be:
 
 1. **exactly one JSON object**, read by a strict JSON parser: nothing before or after it, no second
    object, no ``NaN``/``Infinity``, no number too large to be finite, no lone surrogate in a string;
@@ -167,14 +168,14 @@ def strict_json(body: str) -> dict[str, Any]:
     """``body`` as exactly one JSON object (see the module's rule 1), else VerdictError."""
     if not body.startswith("{"):
         where = "the reply does not start with the JSON object" if body else "no JSON object"
-        raise VerdictError(f"{where}: {quote(body, 120)!r}", "not_one_object")
+        raise VerdictError(f"{where} (it starts {quote(body, 60)!r})", "not_one_object")
     try:
         obj = json.loads(body, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
     except _KeyTwice as e:
         raise VerdictError(str(e), "keys") from None
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
-            raise VerdictError(f"more after the JSON object: {quote(body[e.pos:], 120)!r}", "not_one_object") from None
+            raise VerdictError(f"more after the JSON object ({quote(body[e.pos:], 60)!r})", "not_one_object") from None
         raise VerdictError(f"not strict JSON ({e.msg} at character {e.pos}): {quote(body, 120)!r}",
                            "not_one_object") from None
     except (ValueError, RecursionError) as e:  # a constant, an infinite number, too deep, too many digits

@@ -19,8 +19,10 @@
 
 What halts: the model's ``risky`` finding, only if its ``score`` (confidence 0-1) reaches
 ``threshold`` when one is set, and only if its category is in ``categories`` when that list is set;
-a risky finding whose category is missing or not a MobileRisk name halts whatever ``categories``
-says (the list cannot narrow a category it cannot name), and the decision says so.
+a risky finding with no category halts whatever ``categories`` says (the list cannot narrow a
+category it cannot name), and the decision says so (a reply naming a category that is none of the
+MobileRisk names is no verdict at all). A "not risky" whose score reaches ``threshold`` contradicts
+itself and halts.
 With ``calibration=FILE`` (``harness judge-eval --calibrate``; judges.calibration) a reply with a
 score halts when the score reaches the file's threshold, whatever its ``risky`` word (the bound on
 missed risky steps is a bound on scores); a reply without a score halts on ``risky`` alone, and a
@@ -34,7 +36,6 @@ schema's keys and types whose fields agree, so only a clean "not risky" lets the
 reply that is not a verdict is asked again once (``parse_retries``), the prompt's re-ask line
 added; a second reply that is not one either is a check that cannot answer, with the replies
 quoted in the step's record (``monitor.extras.reply``, the last; ``monitor.extras.replies``, all).
-A "not risky" whose score reaches ``threshold`` contradicts itself and halts too.
 
 A check that cannot answer (server down, a timeout, an unusable reply as above, or no answer within
 ``timeout_s``) fails closed: ``on_error=halt`` (the default) halts before the action with the
