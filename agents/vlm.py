@@ -26,10 +26,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Action, CoordSpace, from_device
-from harness.episode import AgentOutput, Observation
+from harness.core.actions import Action, CoordSpace, from_device
+from harness.core.episode import AgentOutput, Observation
 from harness.model import ImagePolicy, ModelConfig, encode_image
-from harness.registry import AGENTS
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
 from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, point_of,

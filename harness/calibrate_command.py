@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.records import (atomic_write_bytes, atomic_write_json, build_environment_info, file_sha256, now_iso, redact,
                              to_jsonable)
-from harness.user_error import UserError
+from harness.core.user_error import UserError
 from judges.agreement import AgreementError, labels_from_oracle, load_labels
 from judges.calibration import (CALIBRATED_MONITORS, CalibrationError, alpha_fraction, calibration_document,
                                 conformal_threshold, describe_scorer)

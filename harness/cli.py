@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Callable
 
 from harness import __version__
-from harness.ports import StartError
-from harness.tasks import TaskError, errors_of
-from harness.user_error import UserError
+from harness.core.ports import StartError
+from harness.core.tasks import TaskError, errors_of
+from harness.core.user_error import UserError
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -129,7 +129,7 @@ def cmd_tasks_import_spa(args: argparse.Namespace) -> int:
 
 # --- simulated phone ---------------------------------------------------------------------------
 def cmd_sim_serve(args: argparse.Namespace) -> int:
-    from harness.profile_folder import ProfileError
+    from harness.core.profile_folder import ProfileError
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
 
@@ -185,7 +185,7 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 # --- runs --------------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
-    from harness.registry import RegistryError
+    from harness.core.registry import RegistryError
     from harness.run_command import RunError, execute_run, print_summary, run_exit_code
 
     try:
@@ -200,7 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_agents(args: argparse.Namespace) -> int:
     import agents  # noqa: F401
-    from harness.registry import AGENTS
+    from harness.core.registry import AGENTS
 
     info = AGENTS.describe()
     if args.json:
@@ -220,7 +220,7 @@ def cmd_agents_parse(args: argparse.Namespace) -> int:
     model's output format against a family's parser."""
     import agents  # noqa: F401  (registers the families' parsers)
     from agents.parsing import PARSERS, read_reply, with_tool_calls
-    from harness.registry import RegistryError, parse_options
+    from harness.core.registry import RegistryError, parse_options
 
     entry = PARSERS.get(args.agent)
     if entry is None:
@@ -355,7 +355,7 @@ def cmd_static_score(args: argparse.Namespace) -> int:
 def cmd_static_run(args: argparse.Namespace) -> int:
     import agents  # noqa: F401  (registers agents)
     from harness.importers.androidcontrol import DatasetError
-    from harness.registry import AGENTS, RegistryError, parse_options
+    from harness.core.registry import AGENTS, RegistryError, parse_options
     from harness.report.static_eval import StaticEvalError, score_files
     from harness.static_run import StaticRunError, check_screenshots, run_static
     from harness.importers.androidcontrol import load_dataset
@@ -463,7 +463,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from harness.judge_command import run_judge_command
     from harness.offline_judge import OfflineJudgeError
     from harness.records import RecordError
-    from harness.registry import RegistryError
+    from harness.core.registry import RegistryError
 
     try:
         report = run_judge_command(args, argv=sys.argv)

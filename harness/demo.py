@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from harness.device.adb_server import AdbServer
-from harness.ports import StartError
+from harness.core.ports import StartError
 from harness.sim.process import SimProcess, start_sim_process
-from harness.tasks import Task, load_suite
+from harness.core.tasks import Task, load_suite
 
 PERTURB = 0.5
 

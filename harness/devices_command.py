@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from harness.user_error import UserError
+from harness.core.user_error import UserError
 
 
 def add_devices_parser(sub: argparse._SubParsersAction) -> None:

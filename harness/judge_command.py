@@ -11,7 +11,7 @@ from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
 from harness.offline_judge.targets import check_writable, read_episodes
-from harness.verdicts import JUDGEMENTS_DIR
+from harness.core.verdicts import JUDGEMENTS_DIR
 
 
 def print_summary(report: OfflineReport, file: Any = None) -> None:
@@ -101,7 +101,7 @@ def add_judge_arguments(p: Any) -> None:
 
 def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport:
     """``harness judge``: build the judges from the flags, judge, print the summary."""
-    from harness.registry import RegistryError, parse_options
+    from harness.core.registry import RegistryError, parse_options
     from harness.run_command import RunError, model_configs, split_list
 
     if args.concurrency < 1:

@@ -10,7 +10,7 @@
   it asks for) across threads, served in priority order: a gate check before an agent call before
   live step evidence before offline judging; the background classes leave a reserve of slots free
   for the first two, so a gate check never queues behind evidence calls (:class:`Priority`).
-- Each call reports its usage to the :class:`harness.usage.Meter` its caller passes in.
+- Each call reports its usage to the :class:`harness.core.usage.Meter` its caller passes in.
 - Every attempt has a deadline for the whole of it, ``timeout_s``: connecting, waiting for the
   headers and reading the whole body together (not httpx's timer per read, which a server sending
   a byte every few seconds never trips; :mod:`harness.model_transport`). The call, retries and
@@ -56,12 +56,12 @@ from typing import Any, Iterator, Literal
 from PIL import Image
 
 from harness import model_transport as transport
-from harness import resample
+from harness.core import resample
 from harness.model_keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text, provide_keys  # noqa: F401
 from harness.model_slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
                                  forget_slots, wake_every_waiter)
-from harness.screenshot import encode_png_fast, image_of, png_size
-from harness.usage import Meter
+from harness.core.screenshot import encode_png_fast, image_of, png_size
+from harness.core.usage import Meter
 
 StructuredMode = Literal["auto", "json_schema", "guided", "none"]
 
@@ -82,7 +82,7 @@ class ReplyError(ValueError):
 class ImagePolicy:
     """How a screenshot is prepared for a model. ``max_pixels`` (total) and ``max_long_side`` cap
     the size (aspect kept); ``format`` png or jpeg (with ``jpeg_quality``). A PNG is lossless at any
-    ``png_level`` (the zlib level of :func:`harness.screenshot.encode_png_fast`): the level changes
+    ``png_level`` (the zlib level of :func:`harness.core.screenshot.encode_png_fast`): the level changes
     the bytes and the time, never the pixels; a PNG screenshot sent at its own size is sent as it
     is, not re-encoded."""
 
@@ -174,7 +174,7 @@ def encode_cache_bytes() -> int:
 def encode_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None,
                   source_size: tuple[int, int] | None = None) -> EncodedImage:
     """Encode an image for a request (not cached): resized to ``size`` or the policy's caps, then
-    PNG (harness.screenshot.encode_png_fast at ``png_level``) or JPEG. The pixels a model gets do not
+    PNG (harness.core.screenshot.encode_png_fast at ``png_level``) or JPEG. The pixels a model gets do not
     depend on where ``img`` came from (a decoded PNG or a raw frame)."""
     src = img.size
     target = size if size is not None else policy.target(src)
@@ -196,7 +196,7 @@ def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[in
     PNG at its own size is sent as it is (no decode, no encode). Cached by content, so a
     screenshot sent to an agent and three judges is encoded once; a second caller asking for what
     another thread is encoding (an agent's :func:`prefetch`) waits for it. The pixels come from the
-    screenshot when it carries them (:class:`harness.screenshot.Screenshot`), else it is decoded."""
+    screenshot when it carries them (:class:`harness.core.screenshot.Screenshot`), else it is decoded."""
     key = (hashlib.blake2b(png, digest_size=16).hexdigest(), policy, size)
     with _encode_lock:
         hit = _encode_cache.get(key)
@@ -284,7 +284,7 @@ def _pixel_job(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None,
 
 def prefetch_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
     """Start encoding a frame's pixels for ``policy`` and ``size`` before the frame's PNG exists
-    (harness.episode.PixelPreparingAgent): :func:`encode_image` of the Screenshot that carries
+    (harness.core.episode.PixelPreparingAgent): :func:`encode_image` of the Screenshot that carries
     ``img`` then takes this result (the same as encoding it then: :func:`encode_pixels` of the same
     pixels). Nothing to start when the PNG would be sent as it is."""
     if _passthrough(img.size, policy, size):

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from harness.user_error import UserError
+from harness.core.user_error import UserError
 
 
 def add_record_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +66,7 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
         return _sim_human_acts(args)
     from harness.recorder.human import Cues, HumanError, SimHuman
     from harness.recorder.session import RecordError, touchscreen_of
-    from harness.tasks import load_suite
+    from harness.core.tasks import load_suite
 
     if not (args.suite and args.task):
         raise UserError("give --suite and --task (do a task's reference), or --do ACTION (and --run RUN to take a "
@@ -157,7 +157,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from harness.recorder.task_build import TaskSpec
     from harness.recorder.task_file import existing_ids
     from harness.records import RecordError as RecordsError
-    from harness.tasks import TASK_ID_PATTERN, load_suite
+    from harness.core.tasks import TASK_ID_PATTERN, load_suite
 
     if not re.fullmatch(TASK_ID_PATTERN, args.id) or args.id in (".", ".."):
         raise UserError(f"--id: {args.id!r} is not a valid task id (letters, digits and _ . -, starting with a "

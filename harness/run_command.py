@@ -16,19 +16,19 @@ from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
-from harness.episode import REFLECT_MODES, ReflectingAgent
+from harness.core.episode import REFLECT_MODES, ReflectingAgent
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
 from harness.model import MAX_REPLY_BYTES, structured_counts, structured_report
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
-from harness.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
+from harness.core.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.report.handovers import summary_line as handover_line
 from harness.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
                                   operator_arguments)
 from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.task_checks import load_checked_suite
-from harness.usage import role_tokens_sum
-from harness.verdicts import judge_errors
+from harness.core.usage import role_tokens_sum
+from harness.core.verdicts import judge_errors
 
 
 class RunError(Exception):
@@ -794,7 +794,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     from rich.table import Table
 
     from harness.records import read_results
-    from harness.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
+    from harness.core.verdicts import blocked_before_running, episode_unsafe, is_safety_judge
 
     console = Console(file=file or sys.stdout, width=140)
     rows = read_results(out)
@@ -862,7 +862,7 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
                       + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
     blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
-    if safety:  # counted as `harness report` counts them (harness.verdicts.counts_unsafe), infra errors left out
+    if safety:  # counted as `harness report` counts them (harness.core.verdicts.counts_unsafe), infra errors left out
         flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
                       and episode_unsafe(r.verdicts, r.judge_details, safety))
         console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")

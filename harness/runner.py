@@ -5,9 +5,9 @@ Monitors fail closed: a check that raises or does not answer within its monitor'
 halts before the action unless that monitor says ``on_error=allow``; every model call the check
 makes ends by that deadline too (harness.model_transport.deadline), so a check that failed closed
 holds no endpoint slot or connection after it. A gate in ``ask`` mode whose
-verdict would halt asks the ``operator`` first (:class:`harness.episode.Operator`): allowed, the action runs;
+verdict would halt asks the ``operator`` first (:class:`harness.core.episode.Operator`): allowed, the action runs;
 denied, or unanswered in time, it halts as a gate halts; with no operator it halts. A gate in
-``reflect`` mode whose verdict would halt tells the agent why instead (:class:`harness.episode.
+``reflect`` mode whose verdict would halt tells the agent why instead (:class:`harness.core.episode.
 ReflectingAgent`): the step is recorded unexecuted with the feedback, and the agent proposes again
 from the same screen as the next step (a proposal counts against the cap like any step); the
 monitor's ``reflect_max``-th flagged proposal since an action last ran halts (``reflect,ask``:
@@ -20,12 +20,12 @@ A run being stopped (``should_stop``: Ctrl-C) abandons the episode at the next p
 phone would be touched: before an action runs, after an agent or check that failed while the
 model calls were being cut (harness.model.stop_calls), and after judges that failed meanwhile. An
 abandoned episode is not recorded as finished, halted or failed: it is redone on ``--resume``.
-Monitors' checks and judges' ``finish`` run on daemon threads (harness.daemon_pool), so one that
+Monitors' checks and judges' ``finish`` run on daemon threads (harness.core.daemon_pool), so one that
 never returns is left behind, never joined.
 
 The runner talks to a :class:`harness.device.base.Device` and to the plugin protocols of
-``harness.episode``; it knows no particular agent, judge, device kind, operator or live view.
-Beside the trajectory it tells the episode's :class:`harness.episode.LiveRecorder` what it is
+``harness.core.episode``; it knows no particular agent, judge, device kind, operator or live view.
+Beside the trajectory it tells the episode's :class:`harness.core.episode.LiveRecorder` what it is
 doing (the step being decided, judges' step evidence); ``harness.live.records.EpisodeLive`` writes
 that into the run folder, where a live view reads it.
 """
@@ -41,17 +41,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness import model_transport
-from harness.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
-from harness.daemon_pool import DaemonPool
+from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
+from harness.core.daemon_pool import DaemonPool
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
-from harness.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
+from harness.core.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
                              HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
                              OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
                              Status, StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, kept_thought, now_iso
-from harness.screenshot import Screenshot
-from harness.tasks import Task
-from harness.usage import Meter
+from harness.core.screenshot import Screenshot
+from harness.core.tasks import Task
+from harness.core.usage import Meter
 
 log = logging.getLogger("harness.runner")
 
@@ -75,7 +75,7 @@ class EpisodeOutcome:
     duration_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     proposed_steps: int = 0             # steps recorded, executed or not
-    usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.usage.Meter)
+    usage: dict[str, Any] | None = None  # the episode's model usage by role (harness.core.usage.Meter)
     checks: dict[str, int] = field(default_factory=dict)  # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] = field(default_factory=dict)  # mode ask: asked, allowed, denied, timed_out, wait_s
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user: each hand-over (HandOvers.done)

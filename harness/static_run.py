@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.actions import Action
-from harness.episode import Agent, AgentOutput, EpisodeContext, Observation
+from harness.core.actions import Action
+from harness.core.episode import Agent, AgentOutput, EpisodeContext, Observation
 from harness.importers.androidcontrol import StaticEpisode, from_unified, load_dataset, to_unified
-from harness.tasks import Task
+from harness.core.tasks import Task
 
 LEVELS = ("high", "low")
 

@@ -24,11 +24,11 @@ from typing import Any, Callable, Iterator, Protocol
 
 from harness import model
 from harness.device.base import Device
-from harness.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
+from harness.core.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter
 from harness.runner import EpisodeOutcome, Interrupted, run_episode
-from harness.tasks import Task
-from harness.usage import Meter
+from harness.core.tasks import Task
+from harness.core.usage import Meter
 
 
 @dataclass

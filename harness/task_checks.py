@@ -1,4 +1,4 @@
-"""Checks that a task can be trusted, beyond the schema ``harness.tasks`` validates.
+"""Checks that a task can be trusted, beyond the schema ``harness.core.tasks`` validates.
 
 Static checks (no device; ``harness tasks list`` and ``harness run`` refuse a suite that fails
 them, ``harness tasks check`` reports them), each a ``FILE: task 'ID': FIELD: problem`` line:
@@ -25,8 +25,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from harness.state_checks import Check, split_path
-from harness.tasks import EffectMatch, MilestoneGroup, Suite, Task, TaskError, TaskErrors, read_suite, sorted_errors
+from harness.core.state_checks import Check, split_path
+from harness.core.tasks import EffectMatch, MilestoneGroup, Suite, Task, TaskError, TaskErrors, read_suite, sorted_errors
 
 
 def load_checked_suite(path: str | Path) -> Suite:

@@ -33,7 +33,7 @@ from harness.device.adb_server import AdbServer, server_port
 from harness.device.phone_lock import PhoneBusy, PhoneLock, children_env, hold, release_all
 from harness.records import EpisodeResult, episode_dir, iter_steps, read_results
 from harness.sim.process import SimProcess, start_sim_process
-from harness.tasks import MilestoneGroup, Suite, Task
+from harness.core.tasks import MilestoneGroup, Suite, Task
 
 Size = tuple[int, int]
 BASELINE, REFERENCE = "finish", "replay"

@@ -20,8 +20,8 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
-from harness.resample import resize as resample_image
+from harness.core.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.core.resample import resize as resample_image
 
 DRAW_VERSION = 1  # bump when the drawing changes: it is part of the step-evidence cache key
 MARK = (255, 32, 48, 255)

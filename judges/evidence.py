@@ -41,12 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.actions import Action
+from harness.core.actions import Action
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
                            encode_pixels, user_message)
 from harness.records import redact
 from harness.replies import Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
-from harness.usage import Meter
+from harness.core.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
 from judges.verdict_kinds import CRATE_S_STEP as CRATE_S_STEP_REPLY

@@ -51,11 +51,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Finish, Wait
-from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
+from harness.core.actions import Finish, Wait
+from harness.core.episode import EpisodeContext, MonitorVerdict, ProposedStep
 from harness.model import ModelConfig, Priority
-from harness.registry import MONITORS
-from harness.tasks import RISK_CATEGORIES
+from harness.core.registry import MONITORS
+from harness.core.tasks import RISK_CATEGORIES
 from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of
 from judges.crate import image_policy, need_model, pick_language
 from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, disk_cache, quoted_reply,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.replies import VerdictKind, as_bool, as_score, as_step, as_text, match_keys
-from harness.tasks import RISK_CATEGORIES
+from harness.core.tasks import RISK_CATEGORIES
 
 # --- categories -------------------------------------------------------------------------------------
 _CATEGORY_KEYS = {"".join(ch for ch in c.lower() if ch.isalnum()): c for c in RISK_CATEGORIES}

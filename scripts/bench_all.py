@@ -183,8 +183,8 @@ class _DeadSpotTapper:
         pass
 
     def step(self, obs: Any) -> Any:
-        from harness.actions import Click
-        from harness.episode import AgentOutput
+        from harness.core.actions import Click
+        from harness.core.episode import AgentOutput
 
         # the launcher's empty lower half: nothing changes, as in scripts/bench_runner.py
         return AgentOutput(Click(x=obs.screen_size[0] // 2, y=obs.screen_size[1] // 2))
@@ -220,7 +220,7 @@ def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
     from harness.live.records import EpisodeLive
     from harness.records import RunWriter, iter_steps
     from harness.runner import run_episode
-    from harness.tasks import parse_task
+    from harness.core.tasks import parse_task
     from judges.oracle import OracleConfig, OracleJudge
 
     dev = lab.device(lab.phone())
@@ -269,7 +269,7 @@ def bench_settle(lab: Lab, steps: int) -> list[dict[str, Any]]:
     ``screencap -p`` encodes as a phone does (RGBA, Skia's zlib level 6: harness.sim.render); a
     second phone with the sim's default, the fast zlib level 1, is measured beside it, so the gain
     over a cheaper PNG path is shown too."""
-    from harness.actions import Key, OpenApp
+    from harness.core.actions import Key, OpenApp
     from harness.device.config import SettleConfig
     from harness.sim.render import PHONE_SCREENCAP_PNG_LEVEL
 
@@ -338,10 +338,10 @@ LONG_UNITS = {"chinese": "明天的会议改到下午三点，请准时参加。
 
 def _screens_with_text(text: str) -> tuple[float, float]:
     """(seconds of the screenshot with ``text`` in Lena's compose field, seconds with it sent)."""
-    from harness.hierarchy import find, parse
+    from harness.core.hierarchy import find, parse
     from harness.sim import render
     from harness.sim.phone import SimPhone
-    from harness.tasks import Selector
+    from harness.core.tasks import Selector
 
     render._wrap_cached.cache_clear()  # measure the first screenshot of a text, as a run meets it
     phone = SimPhone(1080, 2400)
@@ -491,7 +491,7 @@ def _model_waiting_replay(base_url: str) -> Any:
 def bench_scale(lab: Lab, latency: float, episodes: int, serials: list[str]) -> list[dict[str, Any]]:
     from harness.records import RunWriter, read_results
     from harness.suite import Plugins, SuiteConfig, run_suite
-    from harness.tasks import parse_task
+    from harness.core.tasks import parse_task
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     import yaml

@@ -60,7 +60,7 @@ def record_one(work: Path) -> tuple[dict[str, Any], Any, dict[str, bytes]]:
     from harness.records import RunWriter
     from harness.runner import run_episode
     from harness.sim.phone import SimPhone
-    from harness.tasks import parse_task
+    from harness.core.tasks import parse_task
     from tests.fakes.local_device import LocalSimDevice
 
     raw = next(t for t in yaml.safe_load((ROOT / "tasks/sim/wallet.yaml").read_text(encoding="utf-8")) if t["id"] == TASK)

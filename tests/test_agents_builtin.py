@@ -12,10 +12,10 @@ import agents  # noqa: F401  (registers the built-in agents)
 from agents.random_agent import RandomAgent, RandomConfig
 from agents.replay import ReplayAgent, ReplayConfig, episode_rng
 from agents.script import ScriptAgent, ScriptConfig, load_script
-from harness.actions import Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, check_on_screen
-from harness.episode import Agent, AgentOutput, EpisodeContext, Observation
-from harness.registry import AGENTS, RegistryError
-from harness.tasks import RefStep, parse_task
+from harness.core.actions import Click, Finish, Key, LongPress, OpenApp, Swipe, TypeText, check_on_screen
+from harness.core.episode import Agent, AgentOutput, EpisodeContext, Observation
+from harness.core.registry import AGENTS, RegistryError
+from harness.core.tasks import RefStep, parse_task
 
 SCREEN = (1080, 2400)
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.tasks import MilestoneGroup, RISK_CATEGORIES, load_suite
+from harness.core.tasks import MilestoneGroup, RISK_CATEGORIES, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tasks" / "android"

@@ -22,7 +22,7 @@ SUITE = str(ROOT / "tasks" / "sim")
 
 
 def _ids(n: int, skip: int = 0, safe_only: bool = False) -> list[str]:
-    from harness.tasks import load_suite
+    from harness.core.tasks import load_suite
 
     tasks = [t for t in load_suite(SUITE).tasks if t.reference_steps <= 10]
     if safe_only:
@@ -65,7 +65,7 @@ def test_parallel_replay_cap_and_kill_resume(adb, sim_process, serve_sim, tmp_pa
                   "--seed", "7", "--out", str(tmp_path / "r2"), "--adb-port", str(adb.port)], adb.port)
     out, _ = p.communicate(timeout=400)
     assert p.returncode == 0, out
-    from harness.tasks import load_suite
+    from harness.core.tasks import load_suite
     caps = {t.id: t.cap for t in load_suite(SUITE).tasks}
     for r in read_results(tmp_path / "r2"):
         assert r.cap == caps[r.task_id] and r.proposed_steps == r.cap and r.status == "step_limit"

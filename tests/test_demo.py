@@ -15,7 +15,7 @@ import pytest
 
 from harness.demo import demo_runs, online_judging_hint, pick_tasks
 from harness.records import iter_steps, read_results
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import good_reply, kind_of
 

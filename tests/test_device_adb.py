@@ -8,17 +8,17 @@ import io
 import pytest
 from PIL import Image
 
-from harness.actions import ActionError, Click, Key, OpenApp, Swipe, TypeText
+from harness.core.actions import ActionError, Click, Key, OpenApp, Swipe, TypeText
 from harness.device.base import DeviceError, InfraError
-from harness.tasks import Setup, SimSetup
+from harness.core.tasks import Setup, SimSetup
 
 
 def _focus_name_field(dev, phone):
     dev.execute(OpenApp(app="Settings"))
     phone_tree = phone.state_json()
     assert phone_tree["screen"]["page"] == "settings/home"
-    from harness import hierarchy
-    from harness.tasks import Selector
+    from harness.core import hierarchy
+    from harness.core.tasks import Selector
 
     def tap(sel):
         el = hierarchy.find(hierarchy.parse(dev.hierarchy()), sel)
@@ -201,10 +201,10 @@ def test_harness_devices_lists_the_sim(serve_sim, capsys):
 def test_double_tap_reaches_the_phone_as_a_double_tap(serve_sim, backend):
     """A unified double_tap through each backend: the phone pairs the two taps (40-300 ms apart) and
     the file preview zooms; a single click does not."""
-    from harness import hierarchy
-    from harness.actions import DoubleTap
+    from harness.core import hierarchy
+    from harness.core.actions import DoubleTap
     from harness.device.config import DeviceConfig
-    from harness.tasks import Selector
+    from harness.core.tasks import Selector
 
     s = serve_sim()
     dev = DeviceConfig(backend=backend, adb_port=s.adb.port).open(s.serial)

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from harness.actions import Key, OpenApp
+from harness.core.actions import Key, OpenApp
 from harness.device.base import InfraError
 from harness.device.config import DeviceConfig, SettleConfig
-from harness.screenshot import Screenshot, image_of
+from harness.core.screenshot import Screenshot, image_of
 
 
 def _pixels(png: bytes) -> bytes:
@@ -122,7 +122,7 @@ class _Preparing:
             raise RuntimeError("prepare broke")
 
     def step(self, obs):
-        from harness.episode import AgentOutput
+        from harness.core.episode import AgentOutput
 
         self.seen.append((obs.step, obs.screenshot))
         return AgentOutput(self.actions.pop(0))
@@ -132,7 +132,7 @@ def _episode(dev, out_dir, agent):
     """One episode of a 3-step task on ``dev``, recorded under ``out_dir``."""
     from harness.records import RunWriter
     from harness.runner import run_episode
-    from harness.tasks import parse_task
+    from harness.core.tasks import parse_task
 
     task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})
     with RunWriter(out_dir, fsync=False) as w:
@@ -141,7 +141,7 @@ def _episode(dev, out_dir, agent):
 
 def _three_steps(serve_sim, frames, make_agent, out_dir):
     """A phone settling on ``frames``, and an agent of ``make_agent`` after a finished 3-step episode."""
-    from harness.actions import Finish
+    from harness.core.actions import Finish
 
     dev = serve_sim(width=540, height=1200).device(settle=SettleConfig(frames=frames))
     agent = make_agent([OpenApp(app="Settings"), Key(key="home"), Finish()])
@@ -152,7 +152,7 @@ def _three_steps(serve_sim, frames, make_agent, out_dir):
 
 @pytest.mark.parametrize("frames", ["raw", "png"])
 def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tmp_path, frames):
-    from harness.actions import Finish
+    from harness.core.actions import Finish
 
     dev, agent = _three_steps(serve_sim, frames, _Preparing, tmp_path / "run")
     # every observation a step saw had been handed to prepare() before the step, the very object
@@ -165,7 +165,7 @@ def test_the_runner_tells_the_agent_each_observation_as_it_arrives(serve_sim, tm
 
 
 class _PixelPreparing(_Preparing):
-    """Also takes a raw frame's pixels before its PNG (harness.episode.PixelPreparingAgent)."""
+    """Also takes a raw frame's pixels before its PNG (harness.core.episode.PixelPreparingAgent)."""
 
     def __init__(self, actions, fail=False):
         super().__init__(actions, fail)
@@ -184,7 +184,7 @@ class _PixelPreparing(_Preparing):
 
 @pytest.mark.parametrize("frames", ["raw", "png"])
 def test_raw_frames_pixels_reach_the_agent_before_their_png(serve_sim, tmp_path, frames):
-    from harness.actions import Finish
+    from harness.core.actions import Finish
 
     dev, agent = _three_steps(serve_sim, frames, _PixelPreparing, tmp_path / "run")
     pixels = [(k, p) for kind, k, p in agent.told if kind == "pixels"]

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from harness.actions import TypeText
+from harness.core.actions import TypeText
 from harness.device.adb import parse_screen_state
 from harness.device.prepare import (ANIMATION_SCALES, Journal, PrepareRefused, prepare, restore, state_dir)
 from harness.device.text_input import ADB_IME
@@ -131,8 +131,8 @@ def test_typing_switches_the_ime_through_the_journal(serve_sim, tmp_path):
 
 
 def _centre(sim, rid: str) -> tuple[int, int]:
-    from harness import hierarchy
-    from harness.tasks import Selector
+    from harness.core import hierarchy
+    from harness.core.tasks import Selector
 
     node = hierarchy.find(hierarchy.parse(sim.phone.hierarchy_xml()), Selector(rid=rid))
     assert node is not None, rid

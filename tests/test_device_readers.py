@@ -12,7 +12,7 @@ import io
 import pytest
 from PIL import Image
 
-from harness import input_codes as C
+from harness.core import input_codes as C
 from harness.device import focus
 from harness.device.base import DeviceError, InfraError
 from harness.device.prepare import PrepareConfig, prepare

@@ -7,7 +7,7 @@ import pytest
 
 from harness.device.adb_server import AdbEndpoint, AdbEndpointError, adb_argv, adb_endpoint
 from harness.device.safeguards import ClearRefused, kind_of, refuse_clear
-from harness.tasks import parse_task
+from harness.core.tasks import parse_task
 
 
 def test_adb_endpoint_follows_adb():
@@ -69,7 +69,7 @@ def test_the_device_itself_refuses_clear_on_a_phone(serve_sim, tmp_path):
     """Even a caller that skips the run's check cannot clear a phone's app data by accident."""
     from harness.device.base import DeviceError
     from harness.sim.command_log import read_command_log, ran
-    from harness.tasks import Setup
+    from harness.core.tasks import Setup
 
     log = tmp_path / "log.jsonl"
     sim = serve_sim(as_phone=True, command_log=log)

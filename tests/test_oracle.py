@@ -1,4 +1,4 @@
-"""Tests for judges.oracle (driven with scripted phone states) and the harness.episode types."""
+"""Tests for judges.oracle (driven with scripted phone states) and the harness.core.episode types."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import copy
 import pytest
 
 import judges  # noqa: F401  (registers the oracle)
-from harness.actions import Click, Finish
-from harness.episode import (
+from harness.core.actions import Click, Finish
+from harness.core.episode import (
     AgentOutput,
     EpisodeContext,
     EpisodeEnd,
@@ -17,8 +17,8 @@ from harness.episode import (
     StepEvent,
     StepObserver,
 )
-from harness.registry import JUDGES
-from harness.tasks import parse_task
+from harness.core.registry import JUDGES
+from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge, answer_matches, answer_tokens
 
 

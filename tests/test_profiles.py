@@ -23,7 +23,7 @@ import pytest
 from harness.device import focus
 from harness.device.read_only_commands import READ_ONLY, listed, to_capture
 from harness.device.redaction import REDACTED, Redactor, decode
-from harness.profile_folder import ProfileError, read_manifest
+from harness.core.profile_folder import ProfileError, read_manifest
 from harness.sim import profile as P
 from harness.sim.command_log import read_command_log
 from harness.sim.evdev import format_capabilities
@@ -233,8 +233,8 @@ def test_a_type_a_touchscreen_reports_type_a_and_its_touch_lands(profile_phone):
     reader = sh.evdev.open_reader()
     try:
         # a tap on the launcher's Settings icon as Cartucho's type A phone reports one (raw = pixels here)
-        from harness import hierarchy
-        from harness.tasks import Selector
+        from harness.core import hierarchy
+        from harness.core.tasks import Selector
 
         icon = hierarchy.find(hierarchy.parse(phone.phone.hierarchy_xml()), Selector(text="Settings"))
         x, y = icon.center

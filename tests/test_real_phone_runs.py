@@ -323,7 +323,7 @@ def test_a_run_on_a_phone_with_a_real_phones_formats(name, adb, profile_phone, t
 def test_every_read_only_command_the_harness_sends_is_on_the_capture_list(adb, profile_phone, tmp_path):
     """prepare, a reset that starts an app, steps, restore, then a recording: each command line the
     phone received either changes it (settings, input, am...) or is on the list a capture asks."""
-    from harness.tasks import load_suite
+    from harness.core.tasks import load_suite
 
     phone = profile_phone("pixel8")
     _, cmds = _run_on(adb, phone, tmp_path)

@@ -4,7 +4,7 @@ source): the foreground app (``AdbDevice.current_app``), the touchscreen and the
 recorder's ``touchscreen_of`` and ``GeteventStream``), input methods (``AdbDevice.input_methods`` and
 ``set_input_method``), screenshots (``AdbDevice.screenshot``), properties, screen size and density,
 ``adb devices -l`` (adbutils' list, which ``describe`` and ``harness devices`` use) and uiautomator
-dumps (``harness.hierarchy.parse``). The phone is an ``AdbDevice`` whose shell answers a command with
+dumps (``harness.core.hierarchy.parse``). The phone is an ``AdbDevice`` whose shell answers a command with
 the transcript of that command, and every other command with nothing.
 
 The table of these readings is docs/phones.md's "What the harness reads from real phones";
@@ -33,12 +33,12 @@ from typing import Any, Callable
 
 import pytest
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.device.adb import AdbDevice, parse_screen_state
 from harness.device.base import DeviceError, InfraError
 from harness.recorder.evdev import (Axis, EvdevError, InputDeviceInfo, KeyPress, Touch, Touchscreen, classify)
 from harness.recorder.session import GeteventStream, RecordError, density_of, touching, touchscreen_of
-from harness import input_codes as C
+from harness.core import input_codes as C
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

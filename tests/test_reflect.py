@@ -22,18 +22,18 @@ from typing import Any
 import pytest
 
 import agents  # noqa: F401  (registers the agents)
-from harness import hierarchy
-from harness.actions import Click, Finish
+from harness.core import hierarchy
+from harness.core.actions import Click, Finish
 from harness.cli import main
-from harness.episode import AgentOutput, MonitorVerdict
+from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.live.operator import Operator
 from harness.live.records import claim_decision, read_pending
 from harness.live.state import read_episode
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
-from harness.registry import AGENTS
+from harness.core.registry import AGENTS
 from harness.runner import run_episode
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.agents.drivers import PROTOCOLS, Driver, S
 from tests.agents.test_agents_e2e import FAST, model

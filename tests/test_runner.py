@@ -9,12 +9,12 @@ import threading
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, Key
-from harness.episode import AgentOutput, MonitorVerdict
+from harness.core.actions import Click, Finish, Key
+from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.records import RunWriter, iter_steps, read_results
 from harness.runner import run_episode
 from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.tasks import parse_task
+from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from harness.importers.spa_bench import ImportError_, convert_file, convert_row, import_files
-from harness.tasks import load_suite, parse_task
+from harness.core.tasks import load_suite, parse_task
 from tests.shared_data import REFERENCE as SHARED_REFERENCE, missing_reason, reference_path
 
 # the shared reference data lives beside the repository (../shared), as on CI (tests/shared_data.py)

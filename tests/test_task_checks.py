@@ -14,7 +14,7 @@ import yaml
 
 from harness.cli import main
 from harness.task_checks import load_checked_suite
-from harness.tasks import TaskError, TaskErrors
+from harness.core.tasks import TaskError, TaskErrors
 
 ROOT = Path(__file__).resolve().parent.parent
 

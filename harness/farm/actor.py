@@ -31,7 +31,7 @@ from harness.records import RunWriter
 from harness.records.layout import is_side_file
 from harness.runner import Interrupted
 from harness.suite import Plugins, StepProgress, play_episode
-from harness.tasks import Task
+from harness.core.tasks import Task
 
 
 class Secrets:

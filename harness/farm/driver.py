@@ -33,7 +33,7 @@ from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, pr
 from harness.records import RunWriter, now_iso
 from harness.runner import EpisodeOutcome, Interrupted
 from harness.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
-from harness.usage import Meter
+from harness.core.usage import Meter
 
 POLL_S = 0.2              # how often a station looks at its stream and at the stop flag
 WATCH_S = 2.0             # how often the cluster is asked for nodes that joined

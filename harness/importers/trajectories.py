@@ -62,7 +62,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.actions import MAX_COORD, ActionError, action_to_json, parse_action
+from harness.core.actions import MAX_COORD, ActionError, action_to_json, parse_action
 from harness.records import RecordError, RunWriter, build_environment_info, check_relative_path, file_sha256, now_iso
 
 FORMATS = ("androidworld", "spa-bench")
@@ -256,7 +256,7 @@ def point(value: Any, size: tuple[int, int] | None, where: str, space: str = "pi
         return None
     x, y = float(value[0]), float(value[1])
     if space != "pixels":
-        from harness.actions import to_device
+        from harness.core.actions import to_device
         if size is None:
             return None
         return to_device(x, y, space, size)

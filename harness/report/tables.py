@@ -17,16 +17,16 @@ metric's definition and source is in docs/reports.md; in short:
   judge's success whatever happened on the way; Task = success without deviating, which a live run
   shows as success within the reference's step count.
 * halted by a monitor (and of those, blocked: halted before the action ran), unsafe episodes (a
-  safety verdict true, counted by :func:`harness.verdicts.counts_unsafe`: never through a step that
+  safety verdict true, counted by :func:`harness.core.verdicts.counts_unsafe`: never through a step that
   never ran), agent errors, step use against the
   cap, tokens and wall time; reflections (``--monitor-mode reflect``) and the unsafe tasks finished
   safely after one.
 
 Offline verdicts: besides the live judges' verdicts in ``results.jsonl``, every judgement set that
 ``harness judge`` wrote (``RUN/judgements/<set>/results.jsonl``, read with
-:func:`harness.verdicts.read_sources`, the reader ``harness judge-eval`` uses) adds its verdicts and
+:func:`harness.core.verdicts.read_sources`, the reader ``harness judge-eval`` uses) adds its verdicts and
 details to the episodes with the same task id. Judge names follow judge-eval's convention
-(:func:`harness.verdicts.judge_column`): a name that only one source gave keeps its name; a name given by more than
+(:func:`harness.core.verdicts.judge_column`): a name that only one source gave keeps its name; a name given by more than
 one source (live and a set, or two sets) becomes ``name@live`` / ``name@<set>``. A line of a set
 whose task id is not in the run is left out with a warning.
 """
@@ -43,14 +43,14 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from harness.usage import role_tokens
+from harness.core.usage import role_tokens
 
 from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
                              read_manifest, read_results)
 from harness.report import handovers
 from harness.report.stats import cohen_kappa, compare_paired, wilson
-from harness.run_tasks import load_run_tasks
-from harness.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
+from harness.core.run_tasks import load_run_tasks
+from harness.core.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
                               is_safety_judge, judge_base, judge_column, read_sources)
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
@@ -71,7 +71,7 @@ class ReportError(ValueError):
 def read_judgement_sets(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
                         warnings: list[str] | None = None) -> list[Any]:
     """The offline verdicts of the given runs (``RUN/judgements/<set>/results.jsonl``) as
-    :class:`harness.verdicts.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
+    :class:`harness.core.verdicts.EpisodeVerdicts`, read by judge-eval's reader; ``judgement_sets``
     keeps only those sets (each must exist in one of the runs). A malformed line is a
     :class:`ReportError` naming ``file:line``; a torn last line or a repeated task id is a warning."""
     wanted = list(judgement_sets or [])
@@ -174,12 +174,12 @@ class Episode:
     task: TaskInfo | None
     label: dict[str, bool] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or the judgement set
-    usage: dict[str, Any] | None = None    # the result's model usage by role (harness.usage.Meter)
+    usage: dict[str, Any] | None = None    # the result's model usage by role (harness.core.usage.Meter)
     checks: dict[str, int] | None = None   # monitor checks: made, flagged, failed, ran_unchecked
     operator: dict[str, Any] | None = None  # --monitor-mode ask: asked, allowed, denied, timed_out, wait_s
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
-    blocked: bool = False                   # halted by a gate before the action ran (harness.verdicts)
+    blocked: bool = False                   # halted by a gate before the action ran (harness.core.verdicts)
 
     @property
     def language(self) -> str:
@@ -193,7 +193,7 @@ class Episode:
 
 
 def _task_info(task: Any) -> TaskInfo:
-    from harness.tasks import MilestoneGroup
+    from harness.core.tasks import MilestoneGroup
 
     flat = []
     for m in task.milestones:
@@ -513,7 +513,7 @@ def reflection_counts(rows: list[Episode], safety: list[str]) -> dict[str, int]:
     """``--monitor-mode reflect``: flagged proposals the agents were told about, the episodes with
     one, the unsafe tasks (safety label ``unsafe``) among them that a safety judge gave a verdict
     on, and how many of those the agent finished itself with none counting it unsafe
-    (:func:`harness.verdicts.episode_unsafe`)."""
+    (:func:`harness.core.verdicts.episode_unsafe`)."""
     told = [e for e in rows if e.reflections]
     judged = [e for e in told if e.task and e.task.unsafe and any(isinstance(e.verdicts.get(s), bool) for s in safety)]
     safe = [e for e in judged if e.status == "finished" and not episode_unsafe(e.verdicts, e.details, safety)]

@@ -18,12 +18,12 @@ from PIL import Image
 import agents  # noqa: F401  (registers the agents)
 from agents import m3a, qwen, uitars, vlm
 from agents.common import ground_truth_turns
-from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
+from harness.core.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
                              action_to_json)
-from harness.episode import EpisodeContext, Observation
+from harness.core.episode import EpisodeContext, Observation
 from harness.model import ModelConfig
-from harness.registry import AGENTS
-from harness.tasks import Task
+from harness.core.registry import AGENTS
+from harness.core.tasks import Task
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 
 SCREEN = (1080, 2400)

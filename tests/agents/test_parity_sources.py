@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from agents import qwen, uitars, vlm
-from harness.actions import CoordSpace, OpenApp, to_device
+from harness.core.actions import CoordSpace, OpenApp, to_device
 from harness.model import ModelConfig
 
 E: dict[str, Any] = json.loads((Path(__file__).parent / "fixtures" / "sources" / "expected.json").read_text("utf-8"))

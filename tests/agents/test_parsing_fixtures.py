@@ -18,8 +18,8 @@ import pytest
 import agents  # noqa: F401  (registers the parsers)
 from agents import m3a, qwen, uitars, vlm
 from agents.parsing import PARSERS, ElementAction, ParseError, Parsed, with_tool_calls
-from harness.actions import CoordSpace, action_to_json, check_on_screen, from_device
-from harness.hierarchy import Element
+from harness.core.actions import CoordSpace, action_to_json, check_on_screen, from_device
+from harness.core.hierarchy import Element
 from harness.sim.phone import SimPhone
 from tests.shared_data import reference
 
@@ -359,7 +359,7 @@ def test_a_value_an_action_refuses_is_a_parse_error_not_a_crash(monkeypatch: pyt
     and `harness agents parse` give the ParseError naming the field, as for any unusable output (a
     pydantic ValidationError ended the episode with 'step N: ValidationError')."""
     from agents.parsing import read_reply
-    from harness.actions import MAX_TEXT
+    from harness.core.actions import MAX_TEXT
 
     long = "a" * (MAX_TEXT + 1)
     parsed, err = read_reply(lambda t: uitars.parse_detailed(t, (1080, 2400)), f"Action: finished(content='{long}')")

@@ -19,8 +19,8 @@ import pytest
 from harness.records import RunWriter, read_results
 from harness.runner import EpisodeOutcome
 from harness.suite import Attempt, StationLost, SuiteConfig, run_stations
-from harness.tasks import load_suite, parse_task
-from harness.usage import Meter
+from harness.core.tasks import load_suite, parse_task
+from harness.core.usage import Meter
 from tests.faults.helpers import ROOT
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from harness.device.adb_server import AdbServer
-from harness.episode import AgentOutput
+from harness.core.episode import AgentOutput
 from tests.faults.helpers import SMALL_SIZE, SimProc
 from tests.fakes.agents import Says
 

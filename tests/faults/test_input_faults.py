@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from harness.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPress, Swipe, TypeText, check_on_screen,
+from harness.core.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPress, Swipe, TypeText, check_on_screen,
                              parse_action, to_device)
-from harness.episode import AgentOutput
+from harness.core.episode import AgentOutput
 from harness.records import EpisodeResult, RecordError, RunWriter, StepRecord, iter_steps, read_results
-from harness.tasks import TaskError, load_suite, parse_task
+from harness.core.tasks import TaskError, load_suite, parse_task
 from tests.faults.helpers import check_run_consistent
 
 pytestmark = pytest.mark.faults

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.actions import Answer, Key, OpenApp, TypeText
-from harness.episode import AgentOutput, MonitorVerdict
+from harness.core.actions import Answer, Key, OpenApp, TypeText
+from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.records import RecordError, RunWriter, file_sha256, iter_steps, read_results
-from harness.tasks import parse_task
+from harness.core.tasks import parse_task
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, harness_popen, wait_for, write_suite
 
@@ -128,7 +128,7 @@ def _evil_run(tmp_path: Path, says: type) -> Path:
     """A run in which every free-text field holds HTML/JS: task instructions, the agent's label,
     raw outputs, thoughts, typed text, answers, invalid reasons, errors, judge rationales, halts."""
     from harness.suite import Plugins, SuiteConfig, run_suite
-    from harness.tasks import load_suite
+    from harness.core.tasks import load_suite
     from tests.fakes.local_device import LocalSimDevice
 
     payload = " ".join(PAYLOADS)
@@ -205,7 +205,7 @@ def test_api_keys_never_reach_records_logs_manifests_or_errors(adb, serve_sim, t
     import agents  # noqa: F401
     import judges  # noqa: F401
     from harness.cli import main
-    from harness.registry import AGENTS, JUDGES
+    from harness.core.registry import AGENTS, JUDGES
 
     model_agents = ["uitars"]
     assert "uitars" in AGENTS.entries and "crate" in JUDGES.entries  # ours: a missing one fails, never skips

@@ -13,9 +13,9 @@ from typing import Any
 
 from PIL import Image
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
 from harness.model import ModelConfig
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from tests.fakes.model_server import request_text
 
 ROOT = Path(__file__).resolve().parents[2]

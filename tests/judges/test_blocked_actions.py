@@ -12,9 +12,9 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.episode import EpisodeEnd
+from harness.core.episode import EpisodeEnd
 from harness.records import EpisodeResult, RunWriter, read_results
-from harness.verdicts import blocked_before_running, counts_unsafe, episode_unsafe
+from harness.core.verdicts import blocked_before_running, counts_unsafe, episode_unsafe
 from judges.crate import VerdictRefused, _crate_s_finalize
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import action_in, good_reply, kind_of, of_kind
@@ -30,7 +30,7 @@ def phone(serve_sim):
 def _send_action() -> str:
     """The task's step-8 "Send" tap on a 540x1200 phone, from a replay on the in-process sim."""
     from agents.replay import ReplayAgent, ReplayConfig
-    from harness.actions import parse_action
+    from harness.core.actions import parse_action
     from harness.sim.phone import SimPhone
     from tests.fakes.local_device import LocalSimDevice
     from tests.judges.helpers import run, task

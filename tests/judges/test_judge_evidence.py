@@ -12,7 +12,7 @@ import threading
 import pytest
 from PIL import Image
 
-from harness.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
+from harness.core.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
 from harness.model import ImagePolicy, ModelClient
 from judges.draw import annotate_pixels, banner_text
 from harness.replies import as_bool

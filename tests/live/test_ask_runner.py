@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.actions import Click, Finish
-from harness.episode import AgentOutput
+from harness.core.actions import Click, Finish
+from harness.core.episode import AgentOutput
 from harness.live.operator import Operator, Question, Terminal, shown
 from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps

@@ -16,8 +16,8 @@ import pytest
 
 import agents  # noqa: F401  (registers the agents)
 from agents.uitars import resized_size
-from harness import hierarchy
-from harness.actions import Click, NeedsUser
+from harness.core import hierarchy
+from harness.core.actions import Click, NeedsUser
 from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
@@ -25,9 +25,9 @@ from harness.model import ModelConfig
 from harness.records import RunWriter, iter_steps
 from harness.recorder.human import SimHuman
 from harness.recorder.session import touchscreen_of
-from harness.registry import AGENTS
+from harness.core.registry import AGENTS
 from harness.runner import run_episode
-from harness.tasks import parse_task
+from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -215,7 +215,7 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
 def test_judges_never_blame_the_agent_for_a_persons_step():
     """CRATE-S: a first unsafe step that is a person's is dropped, and with no risky step of the
     agent's the run is not unsafe; an agent's own risky step still is."""
-    from harness.episode import EpisodeEnd
+    from harness.core.episode import EpisodeEnd
     from judges.crate import _crate_s_finalize
 
     end = EpisodeEnd("finished", 4, None, None, True, executed=frozenset({1, 2, 3, 4}), by_operator=frozenset({2, 3}))
@@ -264,7 +264,7 @@ def test_the_terminal_reads_a_hand_back_a_give_up_and_a_deny(tmp_path, kind, typ
     import pty
     import time
 
-    from harness.episode import Question
+    from harness.core.episode import Question
     from harness.live.operator import Terminal, _Ticket
     from harness.live.records import new_ask_id
 

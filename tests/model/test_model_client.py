@@ -345,7 +345,7 @@ def test_calls_in_flight_share_a_connection_pool_by_eights():
 
 
 def test_usage_goes_to_the_callers_meter_by_role():
-    from harness.usage import Meter
+    from harness.core.usage import Meter
 
     run = Meter()
     ep = Meter(parent=run)
@@ -565,8 +565,8 @@ def test_resized_png_is_lossless_at_any_level_and_jpeg_is_unchanged():
 
 
 def test_a_screenshot_that_carries_its_pixels_is_not_decoded_again(monkeypatch):
-    import harness.screenshot as shots
-    from harness.screenshot import Screenshot
+    import harness.core.screenshot as shots
+    from harness.core.screenshot import Screenshot
 
     img = Image.new("RGB", (1080, 2400), (9, 99, 199))
     shot = Screenshot(png(color=(9, 99, 199)), image=img)
@@ -609,7 +609,7 @@ def test_an_encode_started_from_a_frames_pixels_is_the_one_the_step_takes(monkey
     the Screenshot that carries those pixels takes that result (equal to encoding it then) and
     encodes nothing again; a pixel job that failed is redone; a PNG sent as it is needs no job."""
     import harness.model as model_mod
-    from harness.screenshot import Screenshot, encode_png_fast
+    from harness.core.screenshot import Screenshot, encode_png_fast
 
     img = Image.new("RGB", (1080, 2400), (40, 50, 60))
     policy = ImagePolicy(max_long_side=1280, format="jpeg")

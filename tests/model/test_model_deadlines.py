@@ -14,10 +14,10 @@ import time
 import pytest
 
 from harness import model_transport
-from harness.daemon_pool import DaemonPool
+from harness.core.daemon_pool import DaemonPool
 from harness.model import (MAX_REPLY_BYTES, ModelClient, ModelConfig, ModelError, Priority, allow_calls, calls_stopped,
                            endpoint_slots, structured_counts, structured_report, user_message)
-from harness.usage import Meter
+from harness.core.usage import Meter
 from tests.fakes.model_server import Reply, ScriptedModelServer, refusing_structured_output
 
 SCHEMA = {"title": "verdict", "type": "object", "properties": {"risky": {"type": "boolean"}}, "required": ["risky"]}
@@ -280,7 +280,7 @@ def test_daemon_pool_runs_work_like_an_executor():
 def test_a_stuck_worker_does_not_hold_the_process_at_exit():
     """A worker stuck for a minute: the program still ends at once (a ThreadPoolExecutor's would be
     joined at exit for the whole minute)."""
-    code = ("import time; from harness.daemon_pool import DaemonPool; p = DaemonPool(1); p.submit(time.sleep, 60); "
+    code = ("import time; from harness.core.daemon_pool import DaemonPool; p = DaemonPool(1); p.submit(time.sleep, 60); "
             "p.shutdown(wait=False); print('done')")
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=STUCK_S)

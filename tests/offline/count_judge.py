@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
 from harness.model import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
                            parse_json_reply, user_message)
-from harness.registry import JUDGES
+from harness.core.registry import JUDGES
 
 NAME = "count-test"
 POLICY = ImagePolicy(max_long_side=256, format="png")

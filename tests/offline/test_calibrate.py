@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from harness.cli import main
-from harness.episode import MonitorVerdict
+from harness.core.episode import MonitorVerdict
 from harness.records import EpisodeResult, RunWriter
 from judges.calibration import load_calibration
 from judges.crate import CRATE_S, CrateConfig, CrateJudge

@@ -15,7 +15,7 @@ from harness.cli import main
 from harness.importers.mobilerisk import import_mobilerisk, map_action
 from harness.importers.trajectories import TrajectoryImportError, import_trajectories
 from harness.records import iter_steps, read_manifest, read_results, resolve_screen
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 
 W, H = 120, 240
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from harness.offline_judge import judge_runs, prepare_judges
 from harness.offline_judge.targets import PackedEpisode, _pack, read_episodes
 from harness.records import EpisodeResult, read_manifest, read_results
-from harness.run_tasks import load_run_tasks
-from harness.tasks import load_suite
+from harness.core.run_tasks import load_run_tasks
+from harness.core.tasks import load_suite
 from tests.fakes.model_server import ScriptedModelServer
 from tests.offline import count_judge  # noqa: F401  (registers the test judge)
 from tests.offline.sample_runs import make_run

@@ -267,7 +267,7 @@ class _GroundTruthAgent:
         self.histories.append(len(actions))
 
     def step(self, obs):
-        from harness.episode import AgentOutput
+        from harness.core.episode import AgentOutput
 
         assert obs.screenshot.startswith(b"\x89PNG") and obs.screen_size == (108, 240)
         j = len(self.history)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
 from screen import effects, elements, find, list_titles, long_press, make, state, tap
 
@@ -86,7 +86,7 @@ def test_alarm_wheels_move_round_three_times_distance_and_wrap():
     swipe_node(p, "minute_wheel", -1)     # finger down from 00 wraps to 59
     assert state(p)["screen"]["minute"] == 59
     # a targeted reference swipe of distance d moves round(3 d) values
-    from harness.tasks import RefStep
+    from harness.core.tasks import RefStep
     step = RefStep(type="swipe", target={"rid": "hour_wheel"}, direction="down", distance=1.0)
     action = hierarchy.resolve_step(step, elements(p), p.size)
     p.swipe(*action.start, *action.end, action.duration_ms)

@@ -1,4 +1,4 @@
-"""harness.resample: a screenshot resized in halves on two threads has exactly the pixels of one
+"""harness.core.resample: a screenshot resized in halves on two threads has exactly the pixels of one
 Pillow resize (the installed Pillow's, whichever order of passes it takes), and sizes where halves
 would not be exact are resized in one call."""
 
@@ -9,7 +9,7 @@ import os
 import pytest
 from PIL import Image
 
-from harness import resample
+from harness.core import resample
 from harness.model import ImagePolicy
 
 

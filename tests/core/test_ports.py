@@ -19,10 +19,10 @@ import pytest
 import harness.device.adb_server as adb_server
 import harness.sim.process as sim_process
 from harness.device.adb_server import AdbServer, adb_path, run_adb
-from harness.ports import START_TRIES, StartError, free_port, listener_pid
+from harness.core.ports import START_TRIES, StartError, free_port, listener_pid
 from tests.fakes.port_squatter import PortSquatter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAULT = "error: protocol fault (status 30 30 30 63?!)"
 
 

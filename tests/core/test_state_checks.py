@@ -1,4 +1,4 @@
-"""Tests for harness.state_checks: declarative checks over the phone's state JSON."""
+"""Tests for harness.core.state_checks: declarative checks over the phone's state JSON."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from harness.state_checks import OPERATORS, Check, CheckError, as_check, resolve
+from harness.core.state_checks import OPERATORS, Check, CheckError, as_check, resolve
 
 STATE = {
     "screen": {"page": "settings/network", "package": "com.android.settings"},
@@ -209,7 +209,7 @@ success:
 
 
 def test_module_docstring_example_is_valid_yaml():
-    import harness.state_checks as sc
+    import harness.core.state_checks as sc
 
     block = sc.__doc__.split("::", 1)[1].split("\n\n")[1]
     doc = yaml.safe_load(block)

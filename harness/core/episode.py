@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from harness.actions import Action
+from harness.core.actions import Action
 from harness.records import now_iso
-from harness.tasks import Task
-from harness.usage import Meter
+from harness.core.tasks import Task
+from harness.core.usage import Meter
 
 Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user"]
 Verdict = bool | Literal["judge_error"]
@@ -137,7 +137,7 @@ class PreparingAgent(Protocol):
 class CandidatePixels:
     """A frame settling may make the next observation, as pixels, before its PNG is encoded (a raw
     frame's pixels arrive tens of ms before the PNG). The observation that follows carries the same
-    image object (``harness.screenshot.image_of(obs.screenshot) is pixels``) when it is this frame."""
+    image object (``harness.core.screenshot.image_of(obs.screenshot) is pixels``) when it is this frame."""
 
     step: int                             # the step it would be the observation of
     pixels: Any                           # PIL.Image.Image, RGB; do not modify

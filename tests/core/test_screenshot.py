@@ -1,4 +1,4 @@
-"""harness.screenshot: raw screencap frames as Android writes them, the fast PNG encoder, and
+"""harness.core.screenshot: raw screencap frames as Android writes them, the fast PNG encoder, and
 screenshots that carry their pixels."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import struct
 import pytest
 from PIL import Image, ImageDraw
 
-from harness.screenshot import (PARALLEL_DEFLATE_BYTES, RawFrameError, Screenshot, _adler_join, encode_png_fast,
+from harness.core.screenshot import (PARALLEL_DEFLATE_BYTES, RawFrameError, Screenshot, _adler_join, encode_png_fast,
                                 image_of, parse_raw_screencap, png_size, zlib_stream)
 from harness.sim.phone import SimPhone
 

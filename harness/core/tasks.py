@@ -19,8 +19,8 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError,
                       field_validator, model_validator)
 
-from harness.actions import ACTION_TYPES, Action, ActionError, parse_action
-from harness.state_checks import OPERATORS, Check
+from harness.core.actions import ACTION_TYPES, Action, ActionError, parse_action
+from harness.core.state_checks import OPERATORS, Check
 
 # MobileRisk's risk categories (FIELD_NOTES section 4; OS-Sentinel's MobileRisk labels).
 RISK_CATEGORIES = (

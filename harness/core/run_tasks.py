@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.records import RecordError, read_manifest
-from harness.tasks import Task, TaskError, load_file, load_suite
+from harness.core.tasks import Task, TaskError, load_file, load_suite
 
 
 def load_run_tasks(run_dir: str | Path, manifest: dict[str, Any] | None = None, suite: str | Path | None = None,

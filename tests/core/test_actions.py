@@ -1,4 +1,4 @@
-"""Tests for harness.actions: the unified action space, parsing, and coordinate conversions."""
+"""Tests for harness.core.actions: the unified action space, parsing, and coordinate conversions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from harness.actions import (
+from harness.core.actions import (
     ACTION_TYPES,
     MAX_COORD,
     MAX_KEYCODE,

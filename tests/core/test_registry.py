@@ -1,4 +1,4 @@
-"""Tests for harness.registry: typed plugin options, conversion and errors."""
+"""Tests for harness.core.registry: typed plugin options, conversion and errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import pytest
 
-from harness.registry import AGENTS, JUDGES, Registry, RegistryError, _convert, parse_options
+from harness.core.registry import AGENTS, JUDGES, Registry, RegistryError, _convert, parse_options
 
 
 @dataclass

@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.actions import Action, Click, DoubleTap, Key, LongPress, Swipe
-from harness.tasks import AIMED, RefStep, Selector
+from harness.core.actions import Action, Click, DoubleTap, Key, LongPress, Swipe
+from harness.core.tasks import AIMED, RefStep, Selector
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 

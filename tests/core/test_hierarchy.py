@@ -1,12 +1,12 @@
-"""Tests for harness.hierarchy: parsing uiautomator dumps, selectors, and aiming reference steps."""
+"""Tests for harness.core.hierarchy: parsing uiautomator dumps, selectors, and aiming reference steps."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.actions import Click, DoubleTap, LongPress, OpenApp, Swipe, check_on_screen
-from harness.hierarchy import Element, HierarchyError, find, matches, parse, resolve_step
-from harness.tasks import RefStep, Selector
+from harness.core.actions import Click, DoubleTap, LongPress, OpenApp, Swipe, check_on_screen
+from harness.core.hierarchy import Element, HierarchyError, find, matches, parse, resolve_step
+from harness.core.tasks import RefStep, Selector
 
 SCREEN = (1080, 2400)
 

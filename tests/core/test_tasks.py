@@ -1,4 +1,4 @@
-"""Tests for harness.tasks: the task YAML schema, its error messages, and loading suites."""
+"""Tests for harness.core.tasks: the task YAML schema, its error messages, and loading suites."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.actions import Click, Key, OpenApp
-from harness.state_checks import Check
-from harness.tasks import (
+from harness.core.actions import Click, Key, OpenApp
+from harness.core.state_checks import Check
+from harness.core.tasks import (
     RISK_CATEGORIES,
     EffectMatch,
     Milestone,
