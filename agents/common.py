@@ -27,7 +27,7 @@ from typing import Any
 
 from harness.core.actions import Action, action_to_json
 from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
+from harness.client.calls import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
                            prefetch_pixels)
 from harness.records import THOUGHT_CHARS
 from harness.core.registry import RegistryError
@@ -230,7 +230,7 @@ class ModelAgent:
 
     # --- episode ------------------------------------------------------------------------------
     def encodings(self, screen: tuple[int, int]) -> list[tuple[ImagePolicy, tuple[int, int] | None]]:
-        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.model
+        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.client.calls
         .encode_image` for, ``(policy, size)`` (what :meth:`prepare` and :meth:`prepare_pixels`
         start early)."""
         return []

@@ -3,7 +3,7 @@ record -> observers get the step; stop on finish, veto, the 2c+1 cap, agent erro
 
 Monitors fail closed: a check that raises or does not answer within its monitor's ``timeout_s``
 halts before the action unless that monitor says ``on_error=allow``; every model call the check
-makes ends by that deadline too (harness.model_transport.deadline), so a check that failed closed
+makes ends by that deadline too (harness.client.transport.deadline), so a check that failed closed
 holds no endpoint slot or connection after it. A gate in ``ask`` mode whose
 verdict would halt asks the ``operator`` first (:class:`harness.core.episode.Operator`): allowed, the action runs;
 denied, or unanswered in time, it halts as a gate halts; with no operator it halts. A gate in
@@ -18,7 +18,7 @@ judge finishes at once.
 
 A run being stopped (``should_stop``: Ctrl-C) abandons the episode at the next point where the
 phone would be touched: before an action runs, after an agent or check that failed while the
-model calls were being cut (harness.model.stop_calls), and after judges that failed meanwhile. An
+model calls were being cut (harness.client.calls.stop_calls), and after judges that failed meanwhile. An
 abandoned episode is not recorded as finished, halted or failed: it is redone on ``--resume``.
 Monitors' checks and judges' ``finish`` run on daemon threads (harness.core.daemon_pool), so one that
 never returns is left behind, never joined.
@@ -40,7 +40,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness import model_transport
+from harness.client import transport as model_transport
 from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.core.daemon_pool import DaemonPool
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable

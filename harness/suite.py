@@ -2,7 +2,7 @@
 infrastructure failures on a healthy station, Ctrl-C that leaves a resumable run, live progress.
 
 When the run stops (Ctrl-C, SIGTERM, a fault outside any episode) every model call in flight is cut
-(harness.model.stop_calls) and the stations get ``STOP_GRACE_S`` to leave their episodes at the
+(harness.client.calls.stop_calls) and the stations get ``STOP_GRACE_S`` to leave their episodes at the
 next safe point (harness.runner: before anything more reaches a phone); a station still busy then
 (a device command that hangs) is abandoned, not joined: its thread is a daemon, its episode
 unrecorded and redone on ``--resume``, and the run goes on to put the phones back.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from harness import model
+from harness.client import calls as model
 from harness.device.base import Device
 from harness.core.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter

@@ -42,9 +42,9 @@ from typing import Any, Callable, Literal
 
 from harness.core.actions import Finish, NeedsUser
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.model import EncodedImage, ImagePolicy, ModelClient, ModelConfig
+from harness.client.calls import EncodedImage, ImagePolicy, ModelClient, ModelConfig
 from harness.core.registry import JUDGES, RegistryError
-from harness.replies import VerdictKind
+from harness.client.replies import VerdictKind
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,
                              StepKind, action_text, ask_json, disk_cache, encode_screen, shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
-from harness.model import ModelConfig, Priority  # noqa: E402
+from harness.client.calls import ModelConfig, Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.runner import run_episode  # noqa: E402
 from harness.core.tasks import load_suite  # noqa: E402

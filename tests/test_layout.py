@@ -22,9 +22,7 @@ MAX_LINES = 900
 # everything under it ("harness" only itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.core", "harness.records")),
-    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.model_transport",
-                                         "harness.model_slots", "harness.model_keys", "harness.replies",
-                                         "harness.importers")),
+    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")),
     ("commands", ("harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",

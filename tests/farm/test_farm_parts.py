@@ -185,7 +185,7 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     checks the processes of a real farm run; this checks the actor's own environment, which
     /proc/PID/environ does not show once a process changes it.)"""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'crate-harness[farm]')")
-    from harness import model, model_keys
+    from harness.client import calls as model, keys as model_keys
     from harness.farm.actor import DeviceActor, Secrets
 
     key, var = "farm-token/0123456789=" + os.urandom(4).hex(), "FARM_ONLY_TEST_KEY"

@@ -160,7 +160,7 @@ def test_crate_s_judge_reuses_the_gates_step_calls(tmp_path, unsafe_action):
 def test_a_refused_reply_is_quoted_capped_and_without_secrets():
     """The failed check's record quotes the reply that made it fail: at most QUOTE_MAX characters,
     an API key the model repeated (from a screenshot, say) redacted."""
-    from harness.replies import QUOTE_MAX
+    from harness.client.replies import QUOTE_MAX
 
     key = "sk-" + "a1B2c3D4" * 6
     long_reason = "the screen shows " + "a long list of payees, " * 300

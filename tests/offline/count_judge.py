@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
-from harness.model import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
+from harness.client.calls import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
                            parse_json_reply, user_message)
 from harness.core.registry import JUDGES
 

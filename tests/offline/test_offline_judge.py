@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.model import ModelConfig
+from harness.client.calls import ModelConfig
 from harness.judge_command import print_summary
 from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text

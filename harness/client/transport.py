@@ -15,7 +15,7 @@ no watchdog, and no thread left reading after its caller stopped waiting.
 An attempt also counts the bytes read from the network; past its ``max_bytes`` a read fails, so
 even a body the HTTP library reads itself (an error reply's) cannot grow without bound.
 
-:func:`cut_all` (Ctrl-C, SIGTERM: ``harness.model.stop_calls``) shuts the socket of every attempt
+:func:`cut_all` (Ctrl-C, SIGTERM: ``harness.client.calls.stop_calls``) shuts the socket of every attempt
 in flight, which wakes a thread blocked in a read at once, and makes every later socket operation
 of those attempts fail.
 """
@@ -232,7 +232,7 @@ def http_client(**kwargs: Any) -> Any:
         backend = getattr(pool, "_network_backend", None)
         if backend is None:
             raise RuntimeError(f"{type(t).__name__}: no connection pool with a network backend to bound: the model "
-                               "client cannot keep its deadlines with this httpx2/httpcore2 (see harness/model_transport.py)")
+                               "client cannot keep its deadlines with this httpx2/httpcore2 (see harness/client/transport.py)")
         if not isinstance(backend, DeadlineBackend):
             pool._network_backend = DeadlineBackend(backend)
     return client

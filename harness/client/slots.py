@@ -1,7 +1,7 @@
 """The slots of a model endpoint: how many calls may be in flight to it at once, shared by every
 client of it in the process (agents', judges' and monitors' alike), and who goes first when calls
 wait: a gate check before an agent call before live step evidence before offline judging
-(:class:`Priority`). :class:`harness.model.ModelClient` takes a slot for each attempt of a call."""
+(:class:`Priority`). :class:`harness.client.calls.ModelClient` takes a slot for each attempt of a call."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ class NoSlot(Exception):
     """A call got no endpoint slot: its deadline came first, or the run is stopping."""
 
 
-SLOTS_PER_POOL = 8  # calls in flight that share one connection pool (harness.model.ModelClient._pool)
+SLOTS_PER_POOL = 8  # calls in flight that share one connection pool (harness.client.calls.ModelClient._pool)
 _slots: dict[str, EndpointSlots] = {}
 _slots_lock = threading.Lock()
 
@@ -143,7 +143,7 @@ def endpoint_slots(base_url: str, n: int) -> EndpointSlots:
 
 
 def forget_slots(base_url: str) -> None:
-    """Drop ``base_url``'s slots (harness.model.forget_endpoint): later calls get fresh ones."""
+    """Drop ``base_url``'s slots (harness.client.calls.forget_endpoint): later calls get fresh ones."""
     with _slots_lock:
         _slots.pop(base_url, None)
 

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from harness import model_transport
+from harness.client import transport as model_transport
 from harness.core.daemon_pool import DaemonPool
-from harness.model import (MAX_REPLY_BYTES, ModelClient, ModelConfig, ModelError, Priority, allow_calls, calls_stopped,
+from harness.client.calls import (MAX_REPLY_BYTES, ModelClient, ModelConfig, ModelError, Priority, allow_calls, calls_stopped,
                            endpoint_slots, structured_counts, structured_report, user_message)
 from harness.core.usage import Meter
 from tests.fakes.model_server import Reply, ScriptedModelServer, refusing_structured_output

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from harness.model import ModelClient, ModelConfig, ModelError, user_message
+from harness.client.calls import ModelClient, ModelConfig, ModelError, user_message
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, write_suite
 
@@ -215,7 +215,7 @@ def test_keys_handed_to_a_process_stay_out_of_its_environment(monkeypatch) -> No
     import subprocess
     import sys
 
-    from harness import model, model_keys
+    from harness.client import calls as model, keys as model_keys
 
     monkeypatch.setattr(model_keys, "_PROVIDED_KEYS", {})  # where key_for reads them
     monkeypatch.setenv("FARM_KEY_VAR", "the node's own, not sent")

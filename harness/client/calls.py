@@ -13,10 +13,10 @@
 - Each call reports its usage to the :class:`harness.core.usage.Meter` its caller passes in.
 - Every attempt has a deadline for the whole of it, ``timeout_s``: connecting, waiting for the
   headers and reading the whole body together (not httpx's timer per read, which a server sending
-  a byte every few seconds never trips; :mod:`harness.model_transport`). The call, retries and
+  a byte every few seconds never trips; :mod:`harness.client.transport`). The call, retries and
   their waits included, ends by ``deadline_s`` when one is set (else attempts and waits bound it:
   :attr:`ModelConfig.longest_call_s`) and by any deadline its caller set for the thread (a monitor's ``timeout_s``:
-  :func:`harness.model_transport.deadline`). Waiting for an endpoint slot counts too.
+  :func:`harness.client.transport.deadline`). Waiting for an endpoint slot counts too.
 - A reply body over ``max_reply_bytes`` is cut there (its connection closed, never read to the
   end) and marked ``truncated`` (``truncated_by: max_reply_bytes``); a cut reply to a call that asked
   for a JSON schema (a verdict) is a :class:`ModelError` (kind ``too_large``), never read.
@@ -55,10 +55,10 @@ from typing import Any, Iterator, Literal
 
 from PIL import Image
 
-from harness import model_transport as transport
+from harness.client import transport
 from harness.core import resample
-from harness.model_keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text, provide_keys  # noqa: F401
-from harness.model_slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
+from harness.client.keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text, provide_keys  # noqa: F401
+from harness.client.slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
                                  forget_slots, wake_every_waiter)
 from harness.core.screenshot import encode_png_fast, image_of, png_size
 from harness.core.usage import Meter
@@ -555,7 +555,7 @@ class ModelClient:
     def _new_pool(self) -> Any:
         # the SDK needs some api_key even when none is sent: without a key every request omits the
         # Authorization header (_request), so the placeholder never leaves this process. Its HTTP
-        # client connects through harness.model_transport, which keeps each attempt's deadline.
+        # client connects through harness.client.transport, which keeps each attempt's deadline.
         return self._openai.OpenAI(base_url=self.config.base_url, api_key=self._key or "no-key-sent",
                                    timeout=self.config.timeout_s, max_retries=0, http_client=transport.http_client())
 
@@ -817,13 +817,13 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
 
 
 # --- tolerant JSON replies ------------------------------------------------------------------------
-# The reading itself is harness.replies (one rule for every verdict); this name stays for callers
+# The reading itself is harness.client.replies (one rule for every verdict); this name stays for callers
 # that read a plain JSON object from a reply without a verdict kind of their own.
-from harness import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
+from harness.client import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
 
 
 def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The JSON object in a model's reply, read by :func:`harness.replies.read_verdict`: every
+    """The JSON object in a model's reply, read by :func:`harness.client.replies.read_verdict`: every
     object is considered (fenced, glued to prose, inside ``<think>``); the prompt's example
     (placeholder values such as ``"..."``) is skipped; with ``required``, objects without those
     keys are skipped (a decoy dict in the prose), and the objects left must be equal, else a
