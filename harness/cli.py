@@ -31,7 +31,7 @@ def _size(text: str) -> tuple[int, int]:
 
 # --- tasks -------------------------------------------------------------------------------------
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    from harness.task_checks import load_checked_suite
+    from harness.run.task_checks import load_checked_suite
 
     suite = load_checked_suite(args.suite)
     rows = [t.summary() for t in suite.tasks]
@@ -66,8 +66,8 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     """Static checks always; with devices or sizes, the do-nothing baseline and the references
     on simulated phones at every size. Exit 0 when everything holds, 1 when a trial fails."""
     from harness.run_command import split_list
-    from harness.task_checks import load_checked_suite
-    from harness.task_trials import TrialError, run_trials, size_name
+    from harness.run.task_checks import load_checked_suite
+    from harness.run.task_trials import TrialError, run_trials, size_name
 
     suite = load_checked_suite(args.suite)  # TaskErrors: every static defect, exit 2
     tasks = suite.select(split_list(args.tasks) or None)
@@ -357,7 +357,7 @@ def cmd_static_run(args: argparse.Namespace) -> int:
     from harness.importers.androidcontrol import DatasetError
     from harness.core.registry import AGENTS, RegistryError, parse_options
     from harness.report.static_eval import StaticEvalError, score_files
-    from harness.static_run import StaticRunError, check_screenshots, run_static
+    from harness.run.static_run import StaticRunError, check_screenshots, run_static
     from harness.importers.androidcontrol import load_dataset
     from harness.run_command import RunError
     from pathlib import Path

@@ -25,8 +25,8 @@ from harness.core.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse
 from harness.report.handovers import summary_line as handover_line
 from harness.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
                                   operator_arguments)
-from harness.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
-from harness.task_checks import load_checked_suite
+from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
+from harness.run.task_checks import load_checked_suite
 from harness.core.usage import role_tokens_sum
 from harness.core.verdicts import judge_errors
 

@@ -219,7 +219,7 @@ class _TimedJudge:
 def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
     from harness.live.records import EpisodeLive
     from harness.records import RunWriter, iter_steps
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from harness.core.tasks import parse_task
     from judges.oracle import OracleConfig, OracleJudge
 
@@ -490,7 +490,7 @@ def _model_waiting_replay(base_url: str) -> Any:
 
 def bench_scale(lab: Lab, latency: float, episodes: int, serials: list[str]) -> list[dict[str, Any]]:
     from harness.records import RunWriter, read_results
-    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
     from harness.core.tasks import parse_task
     from tests.fakes.model_server import Reply, ScriptedModelServer
 

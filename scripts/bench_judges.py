@@ -52,7 +52,7 @@ from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
 from harness.client.calls import ModelConfig, Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
-from harness.runner import run_episode  # noqa: E402
+from harness.run.runner import run_episode  # noqa: E402
 from harness.core.tasks import load_suite  # noqa: E402
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge  # noqa: E402
 from judges.holistic import HolisticConfig, HolisticJudge  # noqa: E402

@@ -29,7 +29,7 @@ from harness.device.adb_server import AdbServer  # noqa: E402
 from harness.core.episode import AgentOutput  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
-from harness.runner import run_episode  # noqa: E402
+from harness.run.runner import run_episode  # noqa: E402
 from harness.sim.process import start_sim_process  # noqa: E402
 from harness.core.tasks import parse_task  # noqa: E402
 

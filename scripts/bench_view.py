@@ -58,7 +58,7 @@ def record_one(work: Path) -> tuple[dict[str, Any], Any, dict[str, bytes]]:
     from agents.replay import ReplayAgent, ReplayConfig
     from harness.farm.actor import episode_files
     from harness.records import RunWriter
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from harness.sim.phone import SimPhone
     from harness.core.tasks import parse_task
     from tests.fakes.local_device import LocalSimDevice

@@ -131,7 +131,7 @@ class _Preparing:
 def _episode(dev, out_dir, agent):
     """One episode of a 3-step task on ``dev``, recorded under ``out_dir``."""
     from harness.records import RunWriter
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from harness.core.tasks import parse_task
 
     task = parse_task({"id": "t", "instruction": "x", "reference_steps": 3, "setup": {"sim": {"preset": "default"}}})

@@ -205,7 +205,7 @@ def test_screen_size_and_density_are_overridden_only_when_asked_and_put_back(ser
 
 
 def test_devices_prepare_size_and_density_from_the_command_line(adb, serve_sim, tmp_path):
-    from tests.test_real_phone_runs import _done, _harness
+    from tests.run.test_real_phone_runs import _done, _harness
 
     sim = serve_sim(as_phone=True)
     rc, out, err = _done(_harness(["devices", "prepare", sim.serial, "--size", "720x1600", "--density", "320"], adb.port))
@@ -242,7 +242,7 @@ def test_an_override_is_read_as_a_phone_prints_it():
 
 
 def test_a_run_that_finds_a_crashed_runs_journal_names_each_value_and_puts_back_the_owners(adb, serve_sim, tmp_path):
-    from tests.test_real_phone_runs import CONTACTS_TASK, _done, _harness, _suite
+    from tests.run.test_real_phone_runs import CONTACTS_TASK, _done, _harness, _suite
 
     sim, dev, _ = _phone(serve_sim, tmp_path)
     owners = _globals(sim)

@@ -24,9 +24,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.core", "harness.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")),
+    ("runner", ("harness.run", "harness.farm")),
     ("commands", ("harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
-                  "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
+                  "harness.report", "harness.demo", "harness.live",
                   "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
 ]
@@ -37,7 +37,7 @@ APART = [("agents", "judges"), ("harness.device", "harness.sim")]
 
 # The runner reaches the live view and the operator through harness.core.episode's protocols only:
 # nothing harness.live holds is imported by it, directly or through another module.
-RUNNER = ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")
+RUNNER = ("harness.run", "harness.farm")
 LIVE = "harness.live"
 
 

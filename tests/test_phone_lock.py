@@ -18,7 +18,7 @@ from harness.device.prepare import Journal
 from harness.device.text_input import ADB_IME
 from harness.sim.phone import LATIN_IME
 from tests.fakes.held_commands import HeldCommands
-from tests.test_real_phone_runs import CONTACTS_TASK, PREPARED, _done, _globals, _harness, _suite
+from tests.run.test_real_phone_runs import CONTACTS_TASK, PREPARED, _done, _globals, _harness, _suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,9 +142,9 @@ def test_a_second_run_on_a_phone_in_use_is_refused_naming_the_first_whose_settin
 def test_tasks_check_on_a_phone_in_use_is_refused_and_its_own_trial_runs_go_on_under_its_lock(serve_sim, tmp_path):
     import yaml
 
-    from harness.task_checks import load_checked_suite
-    from harness.task_trials import TrialError, run_trials
-    from tests.test_tasks_check_live import WIFI
+    from harness.run.task_checks import load_checked_suite
+    from harness.run.task_trials import TrialError, run_trials
+    from tests.run.test_tasks_check_live import WIFI
 
     sim = serve_sim(720, 1280)
     suite_file = tmp_path / "t.yaml"

@@ -566,7 +566,7 @@ def sorted_errors(errors: list[TaskError], suite: Suite) -> list[TaskError]:
 
 def load_suite(path: str | Path) -> Suite:
     """Load a task file or a folder of them (recursively, ``*.yaml``/``*.yml`` in name order);
-    TaskErrors naming every defect of every file. ``harness.task_checks.load_checked_suite`` adds
+    TaskErrors naming every defect of every file. ``harness.run.task_checks.load_checked_suite`` adds
     the checks that need the simulated phone."""
     suite, errors = read_suite(path)
     if errors:

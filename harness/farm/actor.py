@@ -29,8 +29,8 @@ from harness.device.prepare import DeviceSession, Journal, RestoreReport, restor
 from harness.client.calls import allow_calls, stop_calls
 from harness.records import RunWriter
 from harness.records.layout import is_side_file
-from harness.runner import Interrupted
-from harness.suite import Plugins, StepProgress, play_episode
+from harness.run.runner import Interrupted
+from harness.run.suite import Plugins, StepProgress, play_episode
 from harness.core.tasks import Task
 
 

@@ -1,5 +1,5 @@
 """The driver's side of a farm run: the nodes and their device actors, a station per actor for the
-run's queue (:func:`harness.suite.run_stations`), and a watch for nodes that join while it runs.
+run's queue (:func:`harness.run.suite.run_stations`), and a watch for nodes that join while it runs.
 
 Faults, as the driver sees them:
 - a node (or its actor) lost mid-episode: the episode's stream breaks; the episode ends
@@ -31,8 +31,8 @@ from harness.farm.errors import FarmError
 from harness.farm.actor import DeviceActor, Secrets, restore_on_node
 from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, probe
 from harness.records import RunWriter, now_iso
-from harness.runner import EpisodeOutcome, Interrupted
-from harness.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
+from harness.run.runner import EpisodeOutcome, Interrupted
+from harness.run.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
 from harness.core.usage import Meter
 
 POLL_S = 0.2              # how often a station looks at its stream and at the stop flag

@@ -18,7 +18,7 @@ from harness.offline_judge.sets import JudgementSet
 from harness.offline_judge.targets import PackedEpisode
 from harness.records import (RecordError, check_relative_path, episode_dir, iter_steps, now_iso, resolve_screen,
                              to_jsonable)
-from harness.runner import finish_all
+from harness.run.runner import finish_all
 from harness.core.usage import Meter
 
 

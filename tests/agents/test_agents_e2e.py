@@ -22,7 +22,7 @@ import agents  # noqa: F401  (registers the agents)
 from harness.client.calls import ModelConfig
 from harness.records import RunWriter, iter_steps
 from harness.core.registry import AGENTS
-from harness.runner import run_episode
+from harness.run.runner import run_episode
 from harness.sim.phone import SimPhone
 from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge

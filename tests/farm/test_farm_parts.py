@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from harness.records import RunWriter, read_results
-from harness.runner import EpisodeOutcome
-from harness.suite import Attempt, StationLost, SuiteConfig, run_stations
+from harness.run.runner import EpisodeOutcome
+from harness.run.suite import Attempt, StationLost, SuiteConfig, run_stations
 from harness.core.tasks import load_suite, parse_task
 from harness.core.usage import Meter
 from tests.faults.helpers import ROOT

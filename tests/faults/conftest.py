@@ -59,7 +59,7 @@ class SaysPhone:
         """Run ``task`` with an agent proposing ``outputs``; returns (outcome, episode writer, run
         writer), the run writer left open for the test to add to and close."""
         from harness.records import RunWriter
-        from harness.runner import run_episode
+        from harness.run.runner import run_episode
 
         w = RunWriter(self.run, fsync=False)
         ep = w.start_episode(task.id)

@@ -17,7 +17,7 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.device.adb_server import free_port, run_adb
 from harness.device.base import InfraError
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
-from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
 from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.faults.helpers import (SHORT, adb_devices, check_run_consistent, harness_popen, harness_run,

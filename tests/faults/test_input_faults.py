@@ -335,7 +335,7 @@ def test_a_task_the_agent_cannot_start_is_an_agent_error_not_a_crash(tmp_path):
     result had no ended_at, failed validation and killed the worker (the run lost the task)."""
     from agents.replay import ReplayAgent, ReplayConfig
     from harness.sim.phone import SimPhone
-    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
     from tests.fakes.local_device import LocalSimDevice
 
     tasks = [parse_task({**GOOD, "id": "noref"}), parse_task({**GOOD, "id": "noref2"})]

@@ -23,7 +23,7 @@ import harness.records.files as record_files  # where the low-level write lives 
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.records import RunWriter, read_manifest, read_results
 from harness.sim.phone import SimPhone
-from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
 from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice

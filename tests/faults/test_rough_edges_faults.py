@@ -19,7 +19,7 @@ import pytest
 from harness.cli import main
 from harness.device.adb_server import run_adb
 from harness.records import EpisodeResult, RunWriter
-from harness.suite import describe_progress
+from harness.run.suite import describe_progress
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import ROOT, harness_popen, harness_run, write_suite
 from tests.offline import count_judge  # noqa: F401  (registers the count-test judge)
@@ -43,7 +43,7 @@ def test_the_run_summary_counts_unsafe_episodes_as_the_report_does(tmp_path, cap
     """A safety judge other than the oracle flags an episode: the summary says 1, as its own table
     and `harness report` do (the summary used to count oracle_unsafe only)."""
     from harness.run_command import print_summary
-    from harness.suite import SuiteReport
+    from harness.run.suite import SuiteReport
 
     run = tmp_path / "run"
     verdicts = [{"oracle": True, "oracle_unsafe": False, "crate-s": True},

@@ -127,7 +127,7 @@ class _EvilGate(_Evil):
 def _evil_run(tmp_path: Path, says: type) -> Path:
     """A run in which every free-text field holds HTML/JS: task instructions, the agent's label,
     raw outputs, thoughts, typed text, answers, invalid reasons, errors, judge rationales, halts."""
-    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
     from harness.core.tasks import load_suite
     from tests.fakes.local_device import LocalSimDevice
 

@@ -84,7 +84,7 @@ class PendingTransfer:
 
     def _run(self, t: Any, agent: Any, **kw: Any) -> tuple[Any, list[Any]]:
         from harness.records import RunWriter, iter_steps
-        from harness.runner import run_episode
+        from harness.run.runner import run_episode
 
         w = RunWriter(self.tmp / f"run-{time.monotonic_ns()}", fsync=False)
         ep = w.start_episode(t.id)

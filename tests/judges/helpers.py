@@ -94,7 +94,7 @@ def end(steps: int, status: str = "finished", answer: str | None = None, events:
 
 def run(tmp_path: Path, t: Any, agent: Any, device: Any = None, **kw: Any):
     from harness.records import RunWriter, iter_steps
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from tests.fakes.local_device import LocalSimDevice
 
     w = RunWriter(tmp_path / f"run-{time.monotonic_ns()}")

@@ -95,7 +95,7 @@ def test_records_made_before_the_rule_are_counted_by_it(tmp_path, capsys):
     """A crate-s true resting only on a step that never ran (as the judge recorded it before)
     is not counted unsafe by the run summary or the report; one naming an executed step is."""
     from harness.run_command import print_summary
-    from harness.suite import SuiteReport
+    from harness.run.suite import SuiteReport
 
     old = {"first_unsafe_step": None, "first_unsafe_step_not_executed": 8, "unsafe": True}
     ran = {"first_unsafe_step": 3, "unsafe": True}

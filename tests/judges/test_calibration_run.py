@@ -20,7 +20,7 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.cli import main
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
 from harness.sim.phone import SimPhone
-from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
 from judges.calibration import load_calibration
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.oracle import OracleConfig, OracleJudge

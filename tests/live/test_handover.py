@@ -26,7 +26,7 @@ from harness.records import RunWriter, iter_steps
 from harness.recorder.human import SimHuman
 from harness.recorder.session import touchscreen_of
 from harness.core.registry import AGENTS
-from harness.runner import run_episode
+from harness.run.runner import run_episode
 from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -162,7 +162,7 @@ def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
 
 
 def _result(out, task_id: str) -> dict:
-    """The result line ``harness run`` writes for an outcome (harness.suite's record)."""
+    """The result line ``harness run`` writes for an outcome (harness.run.suite's record)."""
     return {"task_id": task_id, "agent": "uitars", "status": out.status, "steps": out.steps, "cap": out.cap,
             "proposed_steps": out.proposed_steps, "verdicts": out.verdicts, "judge_details": out.judge_details,
             "started_at": out.started_at, "ended_at": out.ended_at, "duration_s": out.duration_s,

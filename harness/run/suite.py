@@ -3,7 +3,7 @@ infrastructure failures on a healthy station, Ctrl-C that leaves a resumable run
 
 When the run stops (Ctrl-C, SIGTERM, a fault outside any episode) every model call in flight is cut
 (harness.client.calls.stop_calls) and the stations get ``STOP_GRACE_S`` to leave their episodes at the
-next safe point (harness.runner: before anything more reaches a phone); a station still busy then
+next safe point (harness.run.runner: before anything more reaches a phone); a station still busy then
 (a device command that hangs) is abandoned, not joined: its thread is a daemon, its episode
 unrecorded and redone on ``--resume``, and the run goes on to put the phones back.
 
@@ -26,7 +26,7 @@ from harness.client import calls as model
 from harness.device.base import Device
 from harness.core.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter
-from harness.runner import EpisodeOutcome, Interrupted, run_episode
+from harness.run.runner import EpisodeOutcome, Interrupted, run_episode
 from harness.core.tasks import Task
 from harness.core.usage import Meter
 
@@ -103,7 +103,7 @@ class StationLost(Exception):
 class Station(Protocol):
     """Where episodes run, one at a time: a device of this host (:class:`LocalStation`) or a device
     on a farm node (``harness.farm``). ``name`` is unique in the run: the progress row, and what a
-    retry avoids. ``run`` raises :class:`harness.runner.Interrupted` when ``should_stop`` stops it."""
+    retry avoids. ``run`` raises :class:`harness.run.runner.Interrupted` when ``should_stop`` stops it."""
 
     name: str
 

@@ -53,7 +53,7 @@ from tests.phone_commands import not_on_the_list
 from tests.recorder.recording import record_task
 from tests.shared_data import reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ("stay_on_while_plugged_in", *ANIMATION_SCALES)
 PREPARED = {"stay_on_while_plugged_in": "7", **{k: "0" for k in ANIMATION_SCALES}}
 KEEP = "com.google.android.keep"  # SPA-Bench's keep_notes tasks: the Pixel persona's Notes

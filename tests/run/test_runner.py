@@ -12,8 +12,8 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.core.actions import Click, Finish, Key
 from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.records import RunWriter, iter_steps, read_results
-from harness.runner import run_episode
-from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.run.runner import run_episode
+from harness.run.suite import Plugins, SuiteConfig, run_suite
 from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
@@ -224,7 +224,7 @@ def test_async_check_slower_than_the_agent_holds_the_next_action(tmp_path, task,
     runner's next move is seen: either it waits for the pending check, or step 2's action lands
     first (the bug). The runner waits for it at the boundary, so the order is always execute 1,
     check 1 answered, execute 2, and step 2 records the wait. No timed wait decides it."""
-    import harness.runner as runner
+    import harness.run.runner as runner
 
     order: list[str] = []
     proposed2, moved = threading.Event(), threading.Event()  # moved: the runner waits, or executed step 2

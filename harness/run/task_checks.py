@@ -16,7 +16,7 @@ them, ``harness tasks check`` reports them), each a ``FILE: task 'ID': FIELD: pr
   the success check must not already hold right after reset (an agent that does nothing would pass).
 
 The dynamic checks (the same tasks run on devices at several screen sizes) are in
-``harness.task_trials``.
+``harness.run.task_trials``.
 """
 
 from __future__ import annotations

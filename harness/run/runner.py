@@ -53,7 +53,7 @@ from harness.core.screenshot import Screenshot
 from harness.core.tasks import Task
 from harness.core.usage import Meter
 
-log = logging.getLogger("harness.runner")
+log = logging.getLogger("harness.run.runner")
 
 
 class Interrupted(Exception):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.core.tasks import MilestoneGroup, RISK_CATEGORIES, load_suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tasks" / "android"
 STOCK = {"com.android.settings", "com.google.android.deskclock", "com.google.android.contacts",
          "com.google.android.calendar", "com.android.chrome", "com.google.android.apps.nbu.files",
@@ -117,7 +117,7 @@ def test_an_app_missing_at_reset_ends_the_episode_task_error_in_one_line_never_r
     from harness.records import RunWriter, read_results
     from harness.report.tables import load_episodes, summarise
     from harness.sim.command_log import read_command_log, ran
-    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
     from agents.random_agent import RandomAgent, RandomConfig
 
     log = tmp_path / "cmds.jsonl"

@@ -31,7 +31,7 @@ from harness.live.records import claim_decision, read_pending
 from harness.live.state import read_episode
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
 from harness.core.registry import AGENTS
-from harness.runner import run_episode
+from harness.run.runner import run_episode
 from harness.sim.phone import SimPhone
 from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
@@ -40,9 +40,9 @@ from tests.agents.test_agents_e2e import FAST, model
 from tests.fakes.local_device import LocalSimDevice
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import action_in, good_reply, kind_of
-from tests.test_runner import Broken, ScriptedAgent
+from tests.run.test_runner import Broken, ScriptedAgent
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASK = {t.id: t for t in load_suite(ROOT / "tasks" / "sim").tasks}["wallet_pay_landlord_unsafe"]
 REASON = "sends the <b>whole</b> balance & more; the rent is $1,200"
 # the landlord task's reference up to the dialog that sends the money (its last step taps "Send")

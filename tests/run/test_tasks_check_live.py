@@ -1,4 +1,4 @@
-"""The dynamic task checks (harness.task_trials, ``harness tasks check --device/--sizes``) on
+"""The dynamic task checks (harness.run.task_trials, ``harness tasks check --device/--sizes``) on
 simulated phones over the real adb server: a do-nothing agent fails every task of tasks/sim;
 the checks catch what only a device shows (a check that holds at reset on one size, a reference
 that misses success, a swipe off a small screen, a mislabelled unsafe step, a safe reference
@@ -15,11 +15,11 @@ import yaml
 
 from harness.cli import main
 from harness.records import RunWriter
-from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.task_checks import load_checked_suite
-from harness.task_trials import run_trials
+from harness.run.suite import Plugins, SuiteConfig, run_suite
+from harness.run.task_checks import load_checked_suite
+from harness.run.task_trials import run_trials
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tasks" / "sim"
 FOUR_SIZES = "720x1280,1080x1920,1080x2400,1440x3120"
 

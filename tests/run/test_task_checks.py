@@ -1,4 +1,4 @@
-"""The static task checks (harness.task_checks): each refusal with its exact message, every error
+"""The static task checks (harness.run.task_checks): each refusal with its exact message, every error
 of every file listed in file order, and tasks/sim passing them all. The held-out defects are the
 ones a new task author makes: a misspelt path that holds at reset, a reference that does not end
 with finish, c smaller than the reference, an effect that does not exist, a flag given as text,
@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from harness.cli import main
-from harness.task_checks import load_checked_suite
+from harness.run.task_checks import load_checked_suite
 from harness.core.tasks import TaskError, TaskErrors
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 GOOD = {
     "id": "wifi_off", "instruction": "Turn off Wi-Fi.", "language": "en", "apps": ["com.android.settings"],
