@@ -186,7 +186,8 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
     from harness.core.registry import RegistryError
-    from harness.run_command import RunError, execute_run, print_summary, run_exit_code
+    from harness.run.options import RunError
+    from harness.run_command import execute_run, print_summary, run_exit_code
 
     try:
         report = execute_run(args)
@@ -359,7 +360,7 @@ def cmd_static_run(args: argparse.Namespace) -> int:
     from harness.report.static_eval import StaticEvalError, score_files
     from harness.run.static_run import StaticRunError, check_screenshots, run_static
     from harness.importers.androidcontrol import load_dataset
-    from harness.run_command import RunError
+    from harness.run.options import RunError
     from pathlib import Path
 
     profiles = _profiles(args.profile)
@@ -369,7 +370,8 @@ def cmd_static_run(args: argparse.Namespace) -> int:
                           Path(args.images) if args.images else None)
         opts = parse_options(args.agent_opt, "--agent-opt")
         try:
-            from harness.run_command import model_configs, with_model
+            from harness.run.options import with_model
+            from harness.run_command import model_configs
         except ImportError:  # pragma: no cover - older run_command without model endpoints
             pass
         else:

@@ -197,7 +197,8 @@ def _hold(dev):
 def cmd_devices_prepare(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError, InfraError
     from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
-    from harness.run_command import RunError, prepare_config
+    from harness.run.options import RunError
+    from harness.run_command import prepare_config
 
     try:
         prep = prepare_config(args)

@@ -102,7 +102,8 @@ def add_judge_arguments(p: Any) -> None:
 def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport:
     """``harness judge``: build the judges from the flags, judge, print the summary."""
     from harness.core.registry import RegistryError, parse_options
-    from harness.run_command import RunError, model_configs, split_list
+    from harness.run.options import RunError
+    from harness.run_command import model_configs, split_list
 
     if args.concurrency < 1:
         raise OfflineJudgeError("--concurrency must be >= 1")

@@ -25,14 +25,11 @@ from harness.core.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse
 from harness.report.handovers import summary_line as handover_line
 from harness.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
                                   operator_arguments)
+from harness.run.options import RunError, opts_for, with_model
 from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.run.task_checks import load_checked_suite
 from harness.core.usage import role_tokens_sum
 from harness.core.verdicts import judge_errors
-
-
-class RunError(Exception):
-    pass
 
 
 def split_list(values: list[str] | None) -> list[str]:
@@ -248,24 +245,6 @@ def model_configs(args: argparse.Namespace) -> dict[str, Any]:
     return {"agent": agent, "judge": judge}
 
 
-def with_model(registry: Any, name: str, opts: dict[str, Any], model: Any, flag: str) -> dict[str, Any]:
-    """Plugins whose config has a ``model`` field get the endpoint from the command line."""
-    import dataclasses
-
-    entry = registry.entries.get(name)
-    if entry is None:
-        return opts
-    fields = {f.name: f for f in dataclasses.fields(entry.config)}
-    if "model" not in fields:
-        return opts
-    if model is None:
-        f = fields["model"]
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
-            raise RunError(f"{registry.kind} {name!r} needs a model endpoint: pass {flag}")
-        return opts
-    return {**opts, "model": model}
-
-
 def make_operator(args: argparse.Namespace) -> Operator:
     """The operator of a ``--monitor-mode ask`` run (harness.run_operator.ask_operator)."""
     try:
@@ -353,14 +332,6 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
     return plugins, specs
-
-
-def opts_for(registry: Any, name: str, opts: dict[str, str]) -> dict[str, str]:
-    """Options apply to every judge that has them (judges share endpoint options)."""
-    import dataclasses
-
-    fields = {f.name for f in dataclasses.fields(registry.entries[name].config)} if name in registry.entries else set()
-    return {k: v for k, v in opts.items() if k.replace("-", "_") in fields}
 
 
 def calibrations(monitors: Any) -> list[str | None]:

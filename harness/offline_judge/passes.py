@@ -67,7 +67,7 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
     field), with the model's concurrency set to K, and build each judge once to check the options."""
     import judges  # noqa: F401  (registers the judges)
     from harness.core.registry import JUDGES, RegistryError
-    from harness.run_command import RunError, opts_for, with_model
+    from harness.run.options import RunError, opts_for, with_model
 
     if not names:
         raise OfflineJudgeError("no judge given (--judge crate,crate-s,...)")
