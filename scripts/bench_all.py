@@ -535,7 +535,7 @@ def _peak():
     except OSError:
         pass
 atexit.register(_peak)
-from harness.cli import main
+from harness.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -188,7 +188,7 @@ def test_type_with_clear_replaces_a_prefilled_field(serve_sim, backend, adbkeybo
 def test_harness_devices_lists_the_sim(serve_sim, capsys):
     import json
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     s = serve_sim()
     assert main(["devices", "--adb-port", str(s.adb.port), "--json"]) == 0

@@ -84,7 +84,7 @@ def test_a_device_whose_frames_all_fail_is_an_infra_error(serve_sim):
 
 
 def test_harness_run_records_the_frames_in_the_manifest(serve_sim, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.records import read_manifest, read_results
 
     s = serve_sim(width=540, height=1200)

@@ -25,10 +25,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.run", "harness.farm")),
-    ("commands", ("harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
-                  "harness.report", "harness.demo", "harness.live",
-                  "harness.recorder")),
-    ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
+    ("commands", ("harness.offline_judge", "harness.report", "harness.live", "harness.recorder")),
+    ("cli", ("harness.cli", "harness.__main__")),
 ]
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins
 # that know only the harness's data; the host's device code and the simulated phone meet only over ADB.

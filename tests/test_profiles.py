@@ -117,7 +117,7 @@ def test_a_capture_redacts_identifiers_of_real_getprop_listings(file, props):
 
 
 def test_capture_never_changes_the_phone_and_a_capture_is_a_profile(adb, profile_phone, tmp_path, serve_sim, capsys):
-    from harness.cli import main  # the command line in this process (the phone is served in it)
+    from harness.cli.main import main  # the command line in this process (the phone is served in it)
 
     phone = profile_phone("mtk-tablet-android13").fresh(tmp_path / "log1.jsonl")
     assert phone.phone.launch("com.android.settings")
@@ -178,7 +178,7 @@ def test_a_profile_folder_that_cannot_be_read_is_named(tmp_path, capsys):
                                                   '"device": {}, "answers": [{"command": "getprop"}]}')
     with pytest.raises(ProfileError, match=r"manifest.json: answers\[0\]: 'service' is missing"):
         P.load(tmp_path / "p")
-    from harness.cli import main
+    from harness.cli.main import main
 
     for args, said in (([str(tmp_path / "p")], "answers[0]"), (["mtk-tablet-android13", "--size", "1080x2400"],
                                                                "has a 480x800 screen"),

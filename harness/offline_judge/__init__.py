@@ -3,7 +3,7 @@
 The package's rooms: :mod:`.targets` (what to judge, its episodes read and packed), :mod:`.sets`
 (judgement sets on disk), :mod:`.episodes` (one episode through a worker's judges), :mod:`.passes`
 (the pass over many runs, its worker pool and report), :mod:`.heap` (the C heap of a pass: malloc
-arenas, free pages given back); the command line is :mod:`harness.judge_command`.
+arenas, free pages given back); the command line is :mod:`harness.cli.judge`.
 
 The judges are the same :class:`~harness.core.episode.StepObserver` objects the live runner feeds; here
 the step stream comes from disk instead of a phone. For every complete episode of every run folder

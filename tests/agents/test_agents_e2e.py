@@ -344,8 +344,8 @@ def test_agent_without_endpoint_is_a_clear_error() -> None:
 
 def test_manifest_agent_spec_from_the_command_line() -> None:
     """What `harness run` writes as the manifest's agent entry, built from its own flags."""
-    from harness.cli import build_parser
-    from harness.run_command import _plugin_factories
+    from harness.cli.main import build_parser
+    from harness.cli.run import _plugin_factories
 
     args = build_parser().parse_args([
         "run", "--suite", "tasks/sim", "--agent", "qwen", "--agent-opt", "version=3", "--agent-opt", "history=2",
@@ -364,7 +364,7 @@ def test_manifest_agent_spec_from_the_command_line() -> None:
 def test_harness_run_cli_records_the_agent(serve_sim, tmp_path: Path) -> None:
     """`harness run --agent uitars --model-base-url URL --model NAME` over real adb: the manifest
     holds the agent's spec (prompt identity, options, endpoint) and the oracle agrees."""
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.records import read_manifest, read_results
 
     sim = serve_sim(1080, 2400)

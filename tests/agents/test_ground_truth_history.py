@@ -278,7 +278,7 @@ def _dataset(tmp_path: Path) -> Path:
 
 
 def test_static_run_gives_a_model_agent_the_ground_truth_history(tmp_path: Path, capsys: Any) -> None:
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.run.static_run import run_static
 
     data = _dataset(tmp_path)

@@ -329,7 +329,7 @@ def test_the_notes_on_published_outputs_are_kept():
 
 # --- the command line ------------------------------------------------------------------------------
 def _cli(argv: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any], str]:
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     rc = main(argv)
@@ -416,7 +416,7 @@ def test_cli_parse_reads_openai_messages_and_each_uitars_release(monkeypatch: py
 
 def test_cli_parse_reads_the_reference_file(capsys: pytest.CaptureFixture[str]) -> None:
     """Objects with a "text" field (the reference file's own lines) are accepted too."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     rows = _reference_rows()
     rc = main(["agents", "parse", "--agent", "m3a", "--size", "1080x2400", str(reference("model_outputs.jsonl"))])
@@ -429,7 +429,7 @@ def test_cli_parse_reads_the_reference_file(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_agents_listing_still_works(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["agents"]) == 0
     text = capsys.readouterr().out

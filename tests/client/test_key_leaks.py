@@ -138,7 +138,7 @@ def test_keys_of_any_shape_reach_their_endpoints_and_nothing_else(adb, serve_sim
     live page hold none of them."""
     import agents  # noqa: F401
     import judges  # noqa: F401
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.live.server import LiveServer
     from harness.records import read_results
 

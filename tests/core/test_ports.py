@@ -153,9 +153,9 @@ def test_an_in_process_phone_whose_port_was_taken_listens_on_another(squatter, c
 
 
 def test_the_demo_startup_survives_a_stranger_on_its_ports(squatter, monkeypatch, tmp_path):
-    """The demo's own startup path (harness.demo.start_phones) with the stranger on the first port
+    """The demo's own startup path (harness.cli.demo.start_phones) with the stranger on the first port
     handed to the adb server and on the first handed to the phone: both move on, the phone answers."""
-    from harness.demo import start_phones
+    from harness.cli.demo import start_phones
 
     monkeypatch.delenv("ANDROID_ADB_SERVER_PORT", raising=False)
     adb_given = first_then_free(monkeypatch, adb_server, squatter.port)

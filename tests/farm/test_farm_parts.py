@@ -154,7 +154,7 @@ def test_a_station_that_joins_mid_run_takes_jobs_from_the_same_queue(tmp_path):
 
 def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(monkeypatch, capsys):
     import harness.farm
-    from harness.cli import main
+    from harness.cli.main import main
 
     rows = [{"serial": "emulator-5554", "node": "hostB", "state": "device", "model": "Pixel 7", "size": [1080, 2400],
              "density": 420, "simulated": False, "healthy": True, "problem": ""},

@@ -215,7 +215,7 @@ def test_a_phone_that_restarts_is_waited_for_mid_run_and_on_resume(adb, sims, tm
 
 # --- a device that answers `unauthorized` ----------------------------------------------------------
 def test_unauthorized_device_is_refused_with_the_cause(adb, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.device.adb import AdbDevice
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve

@@ -63,7 +63,7 @@ MALFORMED: dict[str, tuple[bytes, str]] = {
 @pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.slow) if k == "deep-nesting" else k
                                   for k in MALFORMED])
 def test_malformed_task_files_are_one_clear_line_per_defect(name, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     data, expected = MALFORMED[name]
     f = tmp_path / f"{name}.yaml"
@@ -99,7 +99,7 @@ def test_unknown_or_malformed_actions_are_action_errors(data):
 
 
 def test_script_with_unknown_action_is_refused_naming_file_and_step(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     script = tmp_path / "script.yaml"
     script.write_text("- {type: open_app, app: Settings}\n- {type: levitate, height: 3}\n", encoding="utf-8")

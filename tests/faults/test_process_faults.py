@@ -280,7 +280,7 @@ def test_failed_screenshot_write_stops_the_run_resumably(tmp_path, monkeypatch, 
 def test_full_disk_cli_reports_the_file_and_resumes(adb, serve_sim, tmp_path, monkeypatch, capsys):
     """`harness run` over real adb (phones served in this process) when screenshot writes fail:
     exit 2 with one line naming the file and how to continue; no traceback; --resume completes."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     phones = [serve_sim(width=540, height=1200) for _ in range(2)]
     suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])

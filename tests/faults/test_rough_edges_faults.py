@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.device.adb_server import run_adb
 from harness.records import EpisodeResult, RunWriter
 from harness.run.suite import describe_progress
@@ -42,7 +42,7 @@ def test_judging_recordings_with_the_oracle_is_refused_up_front(tmp_path, capsys
 def test_the_run_summary_counts_unsafe_episodes_as_the_report_does(tmp_path, capsys):
     """A safety judge other than the oracle flags an episode: the summary says 1, as its own table
     and `harness report` do (the summary used to count oracle_unsafe only)."""
-    from harness.run_command import print_summary
+    from harness.cli.run import print_summary
     from harness.run.suite import SuiteReport
 
     run = tmp_path / "run"

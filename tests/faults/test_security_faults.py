@@ -70,7 +70,7 @@ def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(says_ph
 def test_injection_in_a_model_reply_is_typed_as_text(adb, serve_sim, tmp_path, capsys):
     """A model answering with shell syntax in its type() argument: the words are typed into the
     focused field, and no other program runs."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     s = serve_sim(width=540, height=1200)
     sh = s.handle.device.shell
@@ -204,7 +204,7 @@ KEY = "sk-faultinjection-0123456789abcdefSECRET"
 def test_api_keys_never_reach_records_logs_manifests_or_errors(adb, serve_sim, tmp_path, monkeypatch, caplog, capsys):
     import agents  # noqa: F401
     import judges  # noqa: F401
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.core.registry import AGENTS, JUDGES
 
     model_agents = ["uitars"]
@@ -257,7 +257,7 @@ def test_openai_key_reaches_no_endpoint_it_is_not_named_for(adb, serve_sim, tmp_
     OPENAI_API_KEY sends it to the judge endpoint and still not to the agent's."""
     import agents  # noqa: F401
     import judges  # noqa: F401
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     s = serve_sim(width=540, height=1200)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.report.serve import ViewServer
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images
 from tests.faults.helpers import ROOT, wait_for

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.core.episode import EpisodeEnd
 from harness.records import EpisodeResult, RunWriter, read_results
 from harness.core.verdicts import blocked_before_running, counts_unsafe, episode_unsafe
@@ -94,7 +94,7 @@ def test_a_gate_blocked_episode_is_halted_and_blocked_not_unsafe(adb, phone, tmp
 def test_records_made_before_the_rule_are_counted_by_it(tmp_path, capsys):
     """A crate-s true resting only on a step that never ran (as the judge recorded it before)
     is not counted unsafe by the run summary or the report; one naming an executed step is."""
-    from harness.run_command import print_summary
+    from harness.cli.run import print_summary
     from harness.run.suite import SuiteReport
 
     old = {"first_unsafe_step": None, "first_unsafe_step_not_executed": 8, "unsafe": True}

@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
 from harness.sim.phone import SimPhone
 from harness.run.suite import Plugins, SuiteConfig, run_suite

@@ -235,7 +235,7 @@ def test_harness_sim_human_does_given_actions_and_refuses_a_lone_hand_back(serve
     the home screen with a tap on its icon), JSON out; ``--hand-back`` without ``--run`` refused."""
     import json
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     phone = serve_sim(1080, 2400)
     assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "key home",

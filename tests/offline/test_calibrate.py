@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.core.episode import MonitorVerdict
 from harness.records import EpisodeResult, RunWriter
 from judges.calibration import load_calibration

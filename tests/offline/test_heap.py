@@ -89,10 +89,10 @@ def test_harness_judge_caps_the_arenas_in_its_own_process(tmp_path):
     """`harness judge` as a process of its own (only its main thread when the command starts)."""
     probe = (
         "import sys\n"
-        "import harness.judge_command as jc\n"
+        "import harness.cli.judge as jc\n"
         "real = jc.limit_malloc_arenas\n"
         "jc.limit_malloc_arenas = lambda: print('cap', real(), flush=True)\n"
-        "from harness.cli import main\n"
+        "from harness.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     out = subprocess.run([sys.executable, "-c", probe, "judge", str(tmp_path), "--judge", "crate", "--model-base-url",
                           "http://127.0.0.1:9/v1", "--model", "m"], cwd=ROOT, env=_env_without_arena_max(),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.importers.mobilerisk import import_mobilerisk, map_action
 from harness.importers.trajectories import TrajectoryImportError, import_trajectories
 from harness.records import iter_steps, read_manifest, read_results, resolve_screen

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import EpisodeResult, RunWriter
 from judges.agreement import (AgreementError, Confusion, binary_metrics, evaluate, load_labels, localisation_score,
                               predicted_step, read_sources)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.client.calls import ModelConfig
 from harness.offline_judge import judge_runs, prepare_judges
 from judges import crate  # ours, in the same tree: an import error here is a failure, never a skip

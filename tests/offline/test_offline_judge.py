@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.client.calls import ModelConfig
-from harness.judge_command import print_summary
+from harness.cli.judge import print_summary
 from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 from tests.offline import count_judge  # noqa: F401  (registers the test judge)
@@ -199,7 +199,7 @@ def test_other_judge_settings_need_another_set(tmp_path):
 def test_cli_judge(tmp_path, capsys, monkeypatch):
     run = make_run(tmp_path / "run", [("a", 2, "finished"), ("b", 1, "finished")])
     capped = []  # the command caps the C heap's arenas (harness.offline_judge.heap) before its pass
-    monkeypatch.setattr("harness.judge_command.limit_malloc_arenas", lambda: capped.append(True))
+    monkeypatch.setattr("harness.cli.judge.limit_malloc_arenas", lambda: capped.append(True))
     with ScriptedModelServer(responder) as s:
         code = main(["judge", str(run), "--judge", "count-test", "--model-base-url", s.base_url, "--model", "jm",
                      "--concurrency", "2", "--retries", "0", "--no-progress"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import EpisodeResult, RunWriter, StepRecord
 from harness.report.stats import wilson
 from harness.report.tables import (ReportError, build_report, format_csv, format_html, format_json, format_md,
@@ -254,7 +254,7 @@ def test_viewer_without_judgement_sets_is_unchanged(tmp_path):
 
 
 def test_view_narrows_to_some_sets_or_none(run, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["view", str(run), "--no-serve", "--judgements", SET_B]) == 0
     page = (run / "report" / "episodes" / "t1.html").read_text(encoding="utf-8")

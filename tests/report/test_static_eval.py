@@ -229,7 +229,7 @@ def test_prediction_file_errors_name_line_and_field(tmp_path):
 
 
 def test_cli_static_score(tmp_path, capsys, subset):
-    from harness.cli import main
+    from harness.cli.main import main
 
     data, preds = subset
     assert main(["static", "score", "--dataset", str(data), "--predictions", str(preds), "--profile", "aitw", "--json"]) == 0
@@ -309,7 +309,7 @@ def test_static_run_asks_with_ground_truth_history_and_scores(tmp_path, subset):
 
 
 def test_static_run_refuses_a_dataset_without_screenshots(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.run.static_run import StaticRunError, run_static
 
     reference("androidcontrol_test_300.jsonl")

@@ -218,7 +218,7 @@ def test_html_and_md_escape_what_runs_contain(tmp_path):
 
 
 def test_cli_report(runs, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["report", *runs]) == 0
     out = capsys.readouterr().out

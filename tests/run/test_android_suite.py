@@ -72,7 +72,7 @@ NOT_ON_THE_SIM = {"com.google.android.calendar", "com.android.chrome", "com.goog
 
 def test_the_pixel_persona_runs_the_tasks_of_the_apps_it_has_and_skips_the_rest_naming_the_package(
         adb, serve_sim, tmp_path):
-    from harness.run_command import unavailable_tasks
+    from harness.cli.run import unavailable_tasks
 
     sim = serve_sim(as_phone=True)
     tasks = load_suite(SUITE).tasks

@@ -287,7 +287,7 @@ def _run_on(adb, phone, tmp_path: Path, steps: int = 2) -> tuple[Path, list[dict
     phone.fresh(log)
     originals, ime = _globals(phone), phone.phone.ime
     out = tmp_path / "run"
-    from harness.cli import main  # in this process, beside the phone (the command line itself is tested above)
+    from harness.cli.main import main  # in this process, beside the phone (the command line itself is tested above)
 
     # --settle-max 0.5: what is tested is what the phone prints, not how long its screen takes to
     # settle (the default 3 s wait on the random agent's screens was most of each run's time)

@@ -24,7 +24,7 @@ import pytest
 import agents  # noqa: F401  (registers the agents)
 from harness.core import hierarchy
 from harness.core.actions import Click, Finish
-from harness.cli import main
+from harness.cli.main import main
 from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.live.operator import Operator
 from harness.live.records import claim_decision, read_pending

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.run.task_checks import load_checked_suite
 from harness.core.tasks import TaskError, TaskErrors
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import RunWriter
 from harness.run.suite import Plugins, SuiteConfig, run_suite
 from harness.run.task_checks import load_checked_suite

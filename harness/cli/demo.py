@@ -27,7 +27,7 @@ PERTURB = 0.5
 
 
 def _suite_path() -> Path:
-    here = Path(__file__).resolve().parent.parent / "tasks" / "sim"
+    here = Path(__file__).resolve().parents[2] / "tasks" / "sim"
     if not here.is_dir():
         raise SystemExit(f"harness demo: the simulated suite is missing ({here}); run from a clone of crate-harness")
     return here
@@ -95,7 +95,7 @@ def start_phones(n: int, out: Path, phones: list[SimProcess]) -> tuple[AdbServer
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from harness.run_command import add_run_arguments, execute_run, print_summary, run_exit_code
+    from harness.cli.run import add_run_arguments, execute_run, print_summary, run_exit_code
 
     suite_dir = _suite_path()
     clean, perturbed = pick_tasks(load_suite(suite_dir).tasks)

@@ -23,7 +23,7 @@ from harness.client.calls import MAX_REPLY_BYTES, structured_counts, structured_
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.core.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.report.handovers import summary_line as handover_line
-from harness.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
+from harness.cli.run_operator import (OperatorSetupError, ask_operator, asks_operator, handover_operator,  # noqa: F401
                                   operator_arguments)
 from harness.run.options import RunError, opts_for, with_model
 from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
@@ -246,7 +246,7 @@ def model_configs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_operator(args: argparse.Namespace) -> Operator:
-    """The operator of a ``--monitor-mode ask`` run (harness.run_operator.ask_operator)."""
+    """The operator of a ``--monitor-mode ask`` run (harness.cli.run_operator.ask_operator)."""
     try:
         return ask_operator(args)
     except OperatorSetupError as e:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.demo import demo_runs, online_judging_hint, pick_tasks
+from harness.cli.demo import demo_runs, online_judging_hint, pick_tasks
 from harness.records import iter_steps, read_results
 from harness.core.tasks import load_suite
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import good_reply, kind_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _args(**kw):

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from harness.cli import build_parser, main
+from harness.cli.main import build_parser, main
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -72,7 +72,7 @@ def test_the_judge_endpoint_does_not_inherit_the_agents_key_variable(monkeypatch
     endpoint gets the provider rule (here: no key, a local server), and a named judge variable that
     is unset is an error before anything runs."""
     from harness.client.calls import key_for
-    from harness.run_command import model_configs
+    from harness.cli.run import model_configs
 
     monkeypatch.setenv("AGENT_ONLY_KEY", "token-abc123")
     monkeypatch.delenv("UNSET_JUDGE_KEY", raising=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
+from harness.cli.main import main
 from tests.shared_data import reference, skip_missing
 
 SIM = {"clear": ["com.android.settings"], "sim": {"preset": "default"}}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import read_manifest, read_results
 from tests.fakes.held_commands import HeldCommands
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = str(ROOT / "tasks" / "sim")
 
 

@@ -65,7 +65,7 @@ def _sizes(text: str) -> list[tuple[int, int]]:
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     """Static checks always; with devices or sizes, the do-nothing baseline and the references
     on simulated phones at every size. Exit 0 when everything holds, 1 when a trial fails."""
-    from harness.run_command import split_list
+    from harness.cli.run import split_list
     from harness.run.task_checks import load_checked_suite
     from harness.run.task_trials import TrialError, run_trials, size_name
 
@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
     from harness.core.registry import RegistryError
     from harness.run.options import RunError
-    from harness.run_command import execute_run, print_summary, run_exit_code
+    from harness.cli.run import execute_run, print_summary, run_exit_code
 
     try:
         report = execute_run(args)
@@ -283,7 +283,7 @@ def cmd_agents_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from harness.demo import run_demo
+    from harness.cli.demo import run_demo
 
     return run_demo(args)
 
@@ -371,7 +371,7 @@ def cmd_static_run(args: argparse.Namespace) -> int:
         opts = parse_options(args.agent_opt, "--agent-opt")
         try:
             from harness.run.options import with_model
-            from harness.run_command import model_configs
+            from harness.cli.run import model_configs
         except ImportError:  # pragma: no cover - older run_command without model endpoints
             pass
         else:
@@ -462,7 +462,7 @@ def _live_server(args: argparse.Namespace):
 
 # --- offline judging, agreement, importers ------------------------------------------------------
 def cmd_judge(args: argparse.Namespace) -> int:
-    from harness.judge_command import run_judge_command
+    from harness.cli.judge import run_judge_command
     from harness.offline_judge import OfflineJudgeError
     from harness.records import RecordError
     from harness.core.registry import RegistryError
@@ -481,7 +481,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
                                   read_sources, render_table)
 
     if args.calibrate:
-        from harness.calibrate_command import run_calibrate
+        from harness.cli.calibrate import run_calibrate
 
         return run_calibrate(args, argv=sys.argv)
     if args.alpha is not None or args.out is not None:
@@ -586,7 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "no reset broadcast; ADBKeyboard installed but not enabled)")
     ss.add_argument("--lock", choices=["none", "swipe", "pin"], default="none",
                     help="lock screen: none, swipe, or pin (a secure lock; PIN 1234)")
-    shipped = sorted(p.name for p in (Path(__file__).parent / "sim" / "profiles").glob("*") if p.is_dir())
+    shipped = sorted(p.name for p in (Path(__file__).parent.parent / "sim" / "profiles").glob("*") if p.is_dir())
     ss.add_argument("--profile", metavar="DIR|NAME",
                     help="answer in a real phone's formats: a folder `harness devices capture` wrote, or a shipped "
                          f"profile ({', '.join(shipped)}: harness/sim/profiles); its screen size, input devices "
@@ -599,19 +599,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "which uses Skia's default level)")
     ss.set_defaults(run=cmd_sim_serve)
 
-    from harness.record_command import add_record_parser, add_sim_human_parser
+    from harness.cli.record import add_record_parser, add_sim_human_parser
 
     add_sim_human_parser(sim)
 
     add_record_parser(sub)
 
-    from harness.run_command import add_run_arguments
+    from harness.cli.run import add_run_arguments
 
     run = sub.add_parser("run", help="run an agent on a suite over one or more devices and judge it")
     add_run_arguments(run)
     run.set_defaults(run=cmd_run)
 
-    from harness.devices_command import add_adb_parser, add_devices_parser
+    from harness.cli.devices import add_adb_parser, add_devices_parser
 
     add_devices_parser(sub)
     add_adb_parser(sub)
@@ -688,7 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the scores as md (printed table), json, or html (a standalone page)")
     sr.add_argument("--json", action="store_true", help="print JSON (same as --format json)")
     try:
-        from harness.run_command import add_model_arguments
+        from harness.cli.run import add_model_arguments
     except ImportError:  # pragma: no cover - older run_command without model endpoints
         pass
     else:
@@ -710,7 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "elsewhere; a panel per device, Allow/Deny for --monitor-mode ask) instead of the viewer")
     vw.set_defaults(run=cmd_view)
 
-    from harness.judge_command import add_judge_arguments
+    from harness.cli.judge import add_judge_arguments
 
     jd = sub.add_parser("judge", help="judge recorded episodes after the fact (resumable, cached, with a cost summary)")
     add_judge_arguments(jd)
