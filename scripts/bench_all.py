@@ -388,7 +388,7 @@ def bench_viewer(clients: int = 200) -> list[dict[str, Any]]:
 
     from harness.report.serve import ViewServer
     from harness.report.viewer import write_viewer
-    from tests.offline.sample_runs import make_run
+    from tests.offline_judge.sample_runs import make_run
 
     with tempfile.TemporaryDirectory() as tmp:
         run = make_run(Path(tmp) / "run", [(f"t{i}", 10, "finished") for i in range(10)], size=(540, 1200))

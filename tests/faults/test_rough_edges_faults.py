@@ -22,8 +22,8 @@ from harness.records import EpisodeResult, RunWriter
 from harness.run.suite import describe_progress
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import ROOT, harness_popen, harness_run, write_suite
-from tests.offline import count_judge  # noqa: F401  (registers the count-test judge)
-from tests.offline.sample_runs import make_run
+from tests.offline_judge import count_judge  # noqa: F401  (registers the count-test judge)
+from tests.offline_judge.sample_runs import make_run
 
 pytestmark = pytest.mark.faults
 

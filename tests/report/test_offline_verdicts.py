@@ -272,8 +272,8 @@ def test_report_reads_what_harness_judge_writes(tmp_path, capsys):
     """End to end: a real `harness judge` pass (the test-only count judge against the scripted
     model server), then `harness report` on the run."""
     from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
-    from tests.offline import count_judge  # noqa: F401  (registers count-test)
-    from tests.offline.sample_runs import make_run as make_recorded_run
+    from tests.offline_judge import count_judge  # noqa: F401  (registers count-test)
+    from tests.offline_judge.sample_runs import make_run as make_recorded_run
 
     def responder(req):
         return Reply('{"success": true}' if request_text(req).startswith("FINAL") else '{"ok": true}')

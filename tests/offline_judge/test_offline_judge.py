@@ -15,8 +15,8 @@ from harness.client.calls import ModelConfig
 from harness.cli.judge import print_summary
 from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
-from tests.offline import count_judge  # noqa: F401  (registers the test judge)
-from tests.offline.sample_runs import make_run
+from tests.offline_judge import count_judge  # noqa: F401  (registers the test judge)
+from tests.offline_judge.sample_runs import make_run
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
 

@@ -293,7 +293,7 @@ def test_imported_run_judged_offline_and_evaluated(tmp_path, capsys):
     from harness.client.calls import ModelConfig
     from harness.offline_judge import judge_runs, prepare_judges
     from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
-    from tests.offline import count_judge  # noqa: F401
+    from tests.offline_judge import count_judge  # noqa: F401
 
     src = tmp_path / "aw"
     aw_episode(src, "good", [{"action_type": "click", "x": 1, "y": 1}, {"action_type": "status",

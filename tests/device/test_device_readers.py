@@ -1,4 +1,4 @@
-"""The device readers on the forms the real transcripts (tests/test_real_transcripts.py) show only in
+"""The device readers on the forms the real transcripts (tests/device/test_real_transcripts.py) show only in
 part: a focus on several displays settled by ``mTopFocusedDisplayId``, vivo's ``... type=1 }``
 window names, the commands asked by Android version; type A frames that report no contact, keys
 and pen buttons on their nodes, the emulator's eleven touch nodes; a keyboard switch Android did
@@ -17,7 +17,7 @@ from harness.device import focus
 from harness.device.base import DeviceError, InfraError
 from harness.device.prepare import PrepareConfig, prepare
 from harness.recorder.evdev import GestureReader, KeyPress, Touch, Touchscreen, find_touchscreen, parse_devices, parse_event_line
-from tests.test_real_transcripts import phone
+from tests.device.test_real_transcripts import phone
 
 LINE = "jp.naver.line.android/jp.naver.line.android.activity.main.MainActivity"
 COVER = "com.android.systemui/.subscreen.SubHomeActivity"

@@ -22,7 +22,7 @@ from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.step_scores import CHECK_FAILED, NO_LABEL, NO_SCORE, NOT_CHECKED, REPEATED, collect
 from judges.agreement import load_labels
 from tests.judges.helpers import model_cfg
-from tests.offline.sample_runs import png
+from tests.offline_judge.sample_runs import png
 
 DEAD = "http://127.0.0.1:9/v1"
 AFTER = "after the first unsafe step (not labelled)"

@@ -14,9 +14,9 @@ from harness.records import EpisodeResult, read_manifest, read_results
 from harness.core.run_tasks import load_run_tasks
 from harness.core.tasks import load_suite
 from tests.fakes.model_server import ScriptedModelServer
-from tests.offline import count_judge  # noqa: F401  (registers the test judge)
-from tests.offline.sample_runs import make_run
-from tests.offline.test_offline_judge import model, read_lines, responder
+from tests.offline_judge import count_judge  # noqa: F401  (registers the test judge)
+from tests.offline_judge.sample_runs import make_run
+from tests.offline_judge.test_offline_judge import model, read_lines, responder
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.judges.helpers import good_reply
 from tests.shared_data import reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "phones.md"
 NOT_RUN = re.compile(r"<!-- walkthrough: not run \((.+)\) -->")
 PAGE_PORT = "6520"

@@ -12,7 +12,7 @@ from harness.client.calls import ModelConfig
 from harness.offline_judge import judge_runs, prepare_judges
 from judges import crate  # ours, in the same tree: an import error here is a failure, never a skip
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.offline.sample_runs import make_run
+from tests.offline_judge.sample_runs import make_run
 
 REPLIES = {
     "crate_step": {"clues": "a list of contacts", "effect": "opens the contact"},

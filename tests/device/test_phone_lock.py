@@ -20,7 +20,7 @@ from harness.sim.phone import LATIN_IME
 from tests.fakes.held_commands import HeldCommands
 from tests.run.test_real_phone_runs import CONTACTS_TASK, PREPARED, _done, _globals, _harness, _suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

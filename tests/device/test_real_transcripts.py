@@ -8,7 +8,7 @@ dumps (``harness.core.hierarchy.parse``). The phone is an ``AdbDevice`` whose sh
 the transcript of that command, and every other command with nothing.
 
 The table of these readings is docs/phones.md's "What the harness reads from real phones";
-:func:`test_the_docs_table_is_this_table` keeps the two the same. ``python -m tests.test_real_transcripts``
+:func:`test_the_docs_table_is_this_table` keeps the two the same. ``python -m tests.device.test_real_transcripts``
 prints the table with what the code in the import path reads, right or wrong (how the table before
 these readers was measured: the same file run against main's code).
 
@@ -41,12 +41,12 @@ from harness.recorder.session import GeteventStream, RecordError, density_of, to
 from harness.core import input_codes as C
 
 if __package__ in (None, ""):  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.shared_data import ROOT, missing_reason, reference_path  # noqa: E402
 
 FOLDER = ("real_device",)
 DOCS = ROOT / "docs" / "phones.md"
-TABLE_START = "<!-- readings table: generated from tests/test_real_transcripts.py; keep it so -->"
+TABLE_START = "<!-- readings table: generated from tests/device/test_real_transcripts.py; keep it so -->"
 TABLE_END = "<!-- end of the readings table -->"
 LONG_PRESS_MS = 400
 

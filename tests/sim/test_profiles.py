@@ -30,7 +30,7 @@ from harness.sim.evdev import format_capabilities
 from tests.phone_commands import changes
 from tests.shared_data import reference, reference_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = P.shipped_names()
 
 
