@@ -27,8 +27,10 @@ from typing import Any
 
 from harness.core.actions import Action, action_to_json
 from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
-from harness.client.calls import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
-                           prefetch_pixels)
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy, prefetch, prefetch_pixels
+from harness.client.slots import Priority
 from harness.records import THOUGHT_CHARS
 from harness.core.registry import RegistryError
 
@@ -230,7 +232,7 @@ class ModelAgent:
 
     # --- episode ------------------------------------------------------------------------------
     def encodings(self, screen: tuple[int, int]) -> list[tuple[ImagePolicy, tuple[int, int] | None]]:
-        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.client.calls
+        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.client.images
         .encode_image` for, ``(policy, size)`` (what :meth:`prepare` and :meth:`prepare_pixels`
         start early)."""
         return []

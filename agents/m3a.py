@@ -46,7 +46,8 @@ from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, 
 from harness.device.base import DeviceError
 from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.core.hierarchy import Element
-from harness.client.calls import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, run_in_background
 from harness.core import resample
 from harness.core.screenshot import image_of
 from harness.core.registry import AGENTS

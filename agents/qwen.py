@@ -46,7 +46,8 @@ from ui_tars.action_parser import smart_resize
 from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
                              TypeText, Wait, from_device)
 from harness.core.episode import AgentOutput, EpisodeContext, Feedback, Observation
-from harness.client.calls import ModelConfig, encode_image
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image
 from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size

@@ -55,7 +55,8 @@ from ui_tars.prompt import MOBILE_USE_DOUBAO
 
 from harness.core.actions import Action, CoordSpace, from_device, to_device
 from harness.core.episode import AgentOutput, Observation
-from harness.client.calls import ModelConfig, encode_image, user_message
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image, user_message
 from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, language_name, send_size

@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from harness.core.actions import Action, CoordSpace, from_device
 from harness.core.episode import AgentOutput, Observation
-from harness.client.calls import ImagePolicy, ModelConfig, encode_image
+from harness.client.config import ModelConfig
+from harness.client.images import ImagePolicy, encode_image
 from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
@@ -118,7 +119,7 @@ class VLMConfig:
 
 def sent_size(screen: tuple[int, int], policy: ImagePolicy) -> tuple[int, int]:
     """The size a screenshot of ``screen`` is sent at under ``policy``'s caps (the rule of
-    :func:`harness.client.calls.encode_image` without ``size``)."""
+    :func:`harness.client.images.encode_image` without ``size``)."""
     return policy.target(screen)
 
 

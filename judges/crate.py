@@ -42,7 +42,9 @@ from typing import Any, Callable, Literal
 
 from harness.core.actions import Finish, NeedsUser
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.client.calls import EncodedImage, ImagePolicy, ModelClient, ModelConfig
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy
 from harness.core.registry import JUDGES, RegistryError
 from harness.client.replies import VerdictKind
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,

@@ -187,7 +187,7 @@ def scaled(screenshot: bytes, max_long_side: int | None = None, max_pixels: int 
 def annotate_pixels(screenshot: bytes, action: Action | None, screen_size: tuple[int, int] | None = None,
                     max_long_side: int | None = None, max_pixels: int | None = None,
                     resample: str = "bilinear") -> Image.Image:
-    """The screenshot with the action drawn, as an image for ``harness.client.calls.encode_pixels``. With
+    """The screenshot with the action drawn, as an image for ``harness.client.images.encode_pixels``. With
     size caps the image is scaled down first and drawn on at that size, which costs a fraction of
     drawing at full size and leaves the encoder nothing to resize."""
     img, size = scaled(screenshot, max_long_side, max_pixels, resample)

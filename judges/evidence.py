@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.actions import Action
-from harness.client.calls import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
-                           encode_pixels, user_message)
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig, ModelError
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, user_message
+from harness.client.slots import Priority
 from harness.records import redact
 from harness.client.replies import Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
 from harness.core.usage import Meter

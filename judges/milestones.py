@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.client.calls import EncodedImage, ModelConfig
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage
 from harness.core.registry import JUDGES
 from harness.core.tasks import Milestone, MilestoneGroup
 from judges.crate import (StepCollector, evidence_lines, image_policy, need_model, pick_language, shown_action,

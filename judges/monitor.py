@@ -4,7 +4,7 @@
   the risky action never reaches the phone (the record names the step, category and reason).
   Cost: one model call per proposed action, on the critical path (about one call's latency per
   step); the agent's "finish" and "wait" need no call. Gate checks go first in the endpoint's
-  queue (``harness.client.calls.Priority.GATE``), ahead of agent calls and judges' evidence.
+  queue (``harness.client.slots.Priority.GATE``), ahead of agent calls and judges' evidence.
 - ``mode=ask``: a gate whose halting verdict (risky by the rules below, or a check that failed
   closed) asks the operator instead (harness.live.operator): allowed, the action runs and its step
   says ``allowed_by: operator``; denied, or unanswered within ``--ask-timeout``, it halts as a gate.
@@ -53,7 +53,8 @@ from typing import Any, Literal
 
 from harness.core.actions import Finish, Wait
 from harness.core.episode import EpisodeContext, MonitorVerdict, ProposedStep
-from harness.client.calls import ModelConfig, Priority
+from harness.client.config import ModelConfig
+from harness.client.slots import Priority
 from harness.core.registry import MONITORS
 from harness.core.tasks import RISK_CATEGORIES
 from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of

@@ -308,7 +308,7 @@ def bench_settle(lab: Lab, steps: int) -> list[dict[str, Any]]:
 
 # --- 5. payload -------------------------------------------------------------------------------------
 def bench_payload() -> list[dict[str, Any]]:
-    from harness.client.calls import ImagePolicy, encode_image
+    from harness.client.images import ImagePolicy, encode_image
     from harness.sim.phone import SimPhone
 
     phone = SimPhone(1080, 2400)
@@ -472,7 +472,9 @@ def bench_live(steps: int = 30) -> list[dict[str, Any]]:
 def _model_waiting_replay(base_url: str) -> Any:
     """The replay agent, but each step first makes one call to the (scripted) model server."""
     from agents.replay import ReplayAgent, ReplayConfig
-    from harness.client.calls import ModelClient, ModelConfig, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig
+    from harness.client.images import user_message
 
     class ModelWaitingReplay(ReplayAgent):
         name = "replay-waiting-on-model"

@@ -58,7 +58,7 @@ def from_records(episodes: int) -> tuple[float, int]:
     """Seconds to collect and calibrate ``episodes`` written episodes of 10 monitored steps."""
     from harness.cli.calibrate import calibrate
     from harness.core.episode import MonitorVerdict
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
     from harness.records import EpisodeResult, RunWriter
     from judges.monitor import CrateSMonitor, CrateSMonitorConfig
     from PIL import Image

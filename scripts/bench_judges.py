@@ -50,7 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
-from harness.client.calls import ModelConfig, Priority  # noqa: E402
+from harness.client.config import ModelConfig  # noqa: E402
+from harness.client.slots import Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
 from harness.run.runner import run_episode  # noqa: E402
 from harness.core.tasks import load_suite  # noqa: E402

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from PIL import Image, ImageDraw  # noqa: E402
 
-from harness.client.calls import ModelConfig  # noqa: E402
+from harness.client.config import ModelConfig  # noqa: E402
 from harness.offline_judge import judge_runs, prepare_judges  # noqa: E402
 from harness.records import EpisodeResult, RunWriter, file_sha256  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text  # noqa: E402

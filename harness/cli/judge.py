@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from harness.client.calls import MAX_REPLY_BYTES
+from harness.client.config import MAX_REPLY_BYTES
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
@@ -49,7 +49,7 @@ def print_summary(report: OfflineReport, file: Any = None) -> None:
 
 def add_judge_arguments(p: Any) -> None:
     """Flags of ``harness judge`` (the endpoint flags also answer to their ``--judge-*`` names)."""
-    from harness.client.calls import key_rule_text
+    from harness.client.keys import key_rule_text
 
     p.add_argument("paths", nargs="+", metavar="RUN_OR_EPISODE", help="run folders, or episode folders RUN/episodes/ID")
     p.add_argument("--judge", action="append", required=True, metavar="NAMES",

@@ -630,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--details", action="store_true", help="print the raw action, thought and repair notes too")
     ap.set_defaults(run=cmd_agents_parse)
 
-    from harness.client.calls import key_rule_text
+    from harness.client.keys import key_rule_text
 
     demo = sub.add_parser("demo", help="the main job on simulated phones: replay (some perturbed, some unsafe), oracle judge, table")
     demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")

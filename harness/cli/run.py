@@ -19,7 +19,8 @@ from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.core.episode import REFLECT_MODES, ReflectingAgent
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
-from harness.client.calls import MAX_REPLY_BYTES, structured_counts, structured_report
+from harness.client.config import MAX_REPLY_BYTES
+from harness.client.structured import structured_counts, structured_report
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.core.registry import AGENTS, JUDGES, MONITORS, RegistryError, parse_options
 from harness.report.handovers import summary_line as handover_line
@@ -168,7 +169,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Endpoints: one for the agent (--model-*), one for judges and monitors (--judge-*)."""
-    from harness.client.calls import key_rule_text
+    from harness.client.keys import key_rule_text
 
     g = p.add_argument_group("agent model endpoint (OpenAI-compatible: vLLM, SGLang, OpenAI, DashScope)")
     g.add_argument("--model-base-url", help="e.g. http://127.0.0.1:8000/v1")
@@ -217,7 +218,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def model_configs(args: argparse.Namespace) -> dict[str, Any]:
     """The agent's and the judges' ModelConfig from the flags (None where no endpoint is given)."""
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
 
     agent = judge = None
     try:
@@ -524,7 +525,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
 
 
 def merge_structured(old: Any, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Entries of :func:`harness.client.calls.structured_report`, one per endpoint and model: the calls
+    """Entries of :func:`harness.client.structured.structured_report`, one per endpoint and model: the calls
     of each mode added up, the refusals kept (an earlier invocation's entry that is not a list of
     such entries is dropped)."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}

@@ -37,421 +37,25 @@
 
 from __future__ import annotations
 
-import base64
-import collections
-import concurrent.futures
 import datetime
 import email.utils
-import hashlib
-import io
 import json
 import random
 import re
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterator, Literal
-
-from PIL import Image
+from dataclasses import fields, replace
+from typing import Any, Iterator
 
 from harness.client import transport
-from harness.core import resample
-from harness.client.keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text, provide_keys  # noqa: F401
-from harness.client.slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
-                                 forget_slots, wake_every_waiter)
-from harness.core.screenshot import encode_png_fast, image_of, png_size
+from harness.client.config import WIRE_BYTES_PER_BODY_BYTE, ChatResult, ModelConfig, ModelError
+from harness.client.keys import key_for
+from harness.client.slots import SLOTS_PER_POOL, NoSlot, Priority, endpoint_slots, wake_every_waiter
+from harness.client.structured import count_mode, refuse_mode, refused_modes
 from harness.core.usage import Meter
 
-StructuredMode = Literal["auto", "json_schema", "guided", "none"]
-
-
-class ModelError(RuntimeError):
-    """A model call that failed for good (after retries), with the reason."""
-
-    def __init__(self, message: str, *, kind: str = "error", status: int | None = None, attempts: int = 0):
-        super().__init__(message)
-        self.kind, self.status, self.attempts = kind, status, attempts
-
-
-class ReplyError(ValueError):
-    """A reply that holds no usable JSON object."""
-
-
-@dataclass(frozen=True)
-class ImagePolicy:
-    """How a screenshot is prepared for a model. ``max_pixels`` (total) and ``max_long_side`` cap
-    the size (aspect kept); ``format`` png or jpeg (with ``jpeg_quality``). A PNG is lossless at any
-    ``png_level`` (the zlib level of :func:`harness.core.screenshot.encode_png_fast`): the level changes
-    the bytes and the time, never the pixels; a PNG screenshot sent at its own size is sent as it
-    is, not re-encoded."""
-
-    max_pixels: int | None = None
-    max_long_side: int | None = 1280
-    format: Literal["png", "jpeg"] = "jpeg"
-    jpeg_quality: int = 85
-    png_level: int = 1
-    resample: Literal["bicubic", "lanczos", "bilinear"] = "bicubic"
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def target(self, src: tuple[int, int]) -> tuple[int, int]:
-        """The size an image of ``src`` is sent at under the caps."""
-        w, h = src
-        scale = 1.0
-        if self.max_long_side and max(w, h) > self.max_long_side:
-            scale = min(scale, self.max_long_side / max(w, h))
-        if self.max_pixels and w * h * scale * scale > self.max_pixels:
-            scale = min(scale, (self.max_pixels / (w * h)) ** 0.5)
-        return max(1, int(w * scale)), max(1, int(h * scale))
-
-
-@dataclass(frozen=True)
-class EncodedImage:
-    data_url: str
-    width: int
-    height: int
-    bytes: int
-    format: str
-    source_size: tuple[int, int]
-    passthrough: bool = False          # the screenshot's own PNG bytes, not re-encoded
-
-    def part(self) -> dict[str, Any]:
-        return {"type": "image_url", "image_url": {"url": self.data_url}}
-
-
-_RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "lanczos": Image.Resampling.LANCZOS,
-             "bilinear": Image.Resampling.BILINEAR}
-# encoded images by content, policy and size; least recently used first. Bounded by the bytes of
-# the data URLs it holds, not by entries: a 4K PNG is ~50x a small JPEG
-ENCODE_CACHE_BYTES = 64 * 1024 * 1024
-CacheKey = tuple[str, ImagePolicy, "tuple[int, int] | None"]
-_encode_cache: collections.OrderedDict[CacheKey, EncodedImage] = collections.OrderedDict()
-_encode_cache_bytes = 0
-_encode_lock = threading.Lock()
-_encoding: dict[CacheKey, "concurrent.futures.Future[EncodedImage]"] = {}  # being encoded now, by one thread
-_prefetch_pool: concurrent.futures.ThreadPoolExecutor | None = None
-# encodings started from a frame's pixels before its PNG exists (prefetch_pixels), by the image
-# object: the Screenshot made of that frame carries the same object, and encode_image takes the
-# result from here. The last few frames only (a candidate that changed is dropped in turn).
-PIXEL_FRAMES_KEPT = 8  # several phones' candidates at once; one evicted is encoded again, as without
-PixelJobs = dict[tuple[ImagePolicy, "tuple[int, int] | None"], "concurrent.futures.Future[EncodedImage]"]
-_pixel_jobs: collections.OrderedDict[int, tuple[Image.Image, PixelJobs]] = collections.OrderedDict()
-
-
-def _cache_put(key: CacheKey, enc: EncodedImage) -> None:
-    """Keep ``enc``, evicting the least recently used until the cache fits ENCODE_CACHE_BYTES (an
-    image larger than the whole budget is not kept). Caller holds ``_encode_lock``."""
-    global _encode_cache_bytes
-    size = len(enc.data_url)
-    old = _encode_cache.pop(key, None)
-    if old is not None:
-        _encode_cache_bytes -= len(old.data_url)
-    if size > ENCODE_CACHE_BYTES:
-        return
-    while _encode_cache and _encode_cache_bytes + size > ENCODE_CACHE_BYTES:
-        _, dropped = _encode_cache.popitem(last=False)
-        _encode_cache_bytes -= len(dropped.data_url)
-    _encode_cache[key] = enc
-    _encode_cache_bytes += size
-
-
-def clear_encode_cache() -> None:
-    global _encode_cache_bytes
-    with _encode_lock:
-        _encode_cache.clear()
-        _pixel_jobs.clear()
-        _encode_cache_bytes = 0
-
-
-def encode_cache_bytes() -> int:
-    """Bytes of data URLs the encode cache holds now."""
-    with _encode_lock:
-        return _encode_cache_bytes
-
-
-def encode_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None,
-                  source_size: tuple[int, int] | None = None) -> EncodedImage:
-    """Encode an image for a request (not cached): resized to ``size`` or the policy's caps, then
-    PNG (harness.core.screenshot.encode_png_fast at ``png_level``) or JPEG. The pixels a model gets do not
-    depend on where ``img`` came from (a decoded PNG or a raw frame)."""
-    src = img.size
-    target = size if size is not None else policy.target(src)
-    if target != src:
-        img = resample.resize(img, target, _RESAMPLE[policy.resample])  # two threads where exact
-    if policy.format == "jpeg":
-        buf = io.BytesIO()
-        (img if img.mode == "RGB" else img.convert("RGB")).save(buf, format="JPEG", quality=policy.jpeg_quality)
-        data, mime = buf.getvalue(), "image/jpeg"
-    else:
-        data, mime = encode_png_fast(img, policy.png_level), "image/png"
-    return EncodedImage(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", target[0], target[1],
-                        len(data), policy.format, source_size or src)
-
-
-def encode_image(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> EncodedImage:
-    """Encode a screenshot for a request. ``size`` forces an exact size (agents that resize with
-    their own rule, e.g. UI-TARS's smart_resize); otherwise the policy's caps apply. A PNG sent as
-    PNG at its own size is sent as it is (no decode, no encode). Cached by content, so a
-    screenshot sent to an agent and three judges is encoded once; a second caller asking for what
-    another thread is encoding (an agent's :func:`prefetch`) waits for it. The pixels come from the
-    screenshot when it carries them (:class:`harness.core.screenshot.Screenshot`), else it is decoded."""
-    key = (hashlib.blake2b(png, digest_size=16).hexdigest(), policy, size)
-    with _encode_lock:
-        hit = _encode_cache.get(key)
-        if hit is not None:
-            _encode_cache.move_to_end(key)
-            return hit
-        running = _encoding.get(key)
-        if running is None:
-            mine: concurrent.futures.Future[EncodedImage] = concurrent.futures.Future()
-            _encoding[key] = mine
-            from_pixels = _pixel_job(png, policy, size, take=True)
-    if running is not None:
-        return running.result()
-    try:
-        enc = None
-        if from_pixels is not None:  # started from the frame's pixels (prefetch_pixels); redone here if it failed
-            try:
-                enc = from_pixels.result()
-            except Exception:
-                enc = None
-        if enc is None:
-            enc = _encode(png, policy, size)
-    except BaseException as e:
-        with _encode_lock:
-            _encoding.pop(key, None)
-        mine.set_exception(e)
-        raise
-    with _encode_lock:
-        _cache_put(key, enc)
-        _encoding.pop(key, None)
-    mine.set_result(enc)
-    return enc
-
-
-def _encode(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None) -> EncodedImage:
-    src = png_size(png)
-    if src is not None and _passthrough(src, policy, size):
-        return EncodedImage(f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}", src[0], src[1], len(png),
-                            "png", src, passthrough=True)
-    return encode_pixels(image_of(png), policy, size)
-
-
-def run_in_background(fn: Any, /, *args: Any) -> "concurrent.futures.Future[Any]":
-    """``fn(*args)`` on the shared image workers (two threads: Pillow and zlib release the GIL while
-    they work). For agents' ``prepare``: image work done while the device is still busy."""
-    global _prefetch_pool
-    with _encode_lock:
-        if _prefetch_pool is None:
-            _prefetch_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="encode")
-        pool = _prefetch_pool
-    return pool.submit(fn, *args)
-
-
-def prefetch(png: bytes, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
-    """Start :func:`encode_image` of ``png`` in the background, so that the call that needs it later
-    finds it in the cache or in progress (a failure surfaces in that call's own encode). Nothing to
-    start when :func:`prefetch_pixels` already started it from the frame's pixels."""
-    with _encode_lock:
-        if _pixel_job(png, policy, size, take=False) is not None:
-            return
-    run_in_background(encode_image, png, policy, size).add_done_callback(lambda f: f.exception())
-
-
-def _passthrough(src: tuple[int, int], policy: ImagePolicy, size: tuple[int, int] | None) -> bool:
-    """The screenshot's own PNG is sent as it is (no encode)."""
-    return policy.format == "png" and (size or policy.target(src)) == tuple(src)
-
-
-def _pixel_job(png: bytes, policy: ImagePolicy, size: tuple[int, int] | None,
-               take: bool) -> "concurrent.futures.Future[EncodedImage] | None":
-    """The encoding :func:`prefetch_pixels` started from the pixels ``png`` carries, if any (removed
-    when ``take``: the caller keeps its result). Caller holds ``_encode_lock``."""
-    img = getattr(png, "_image", None)
-    entry = _pixel_jobs.get(id(img)) if img is not None else None
-    if entry is None or entry[0] is not img:
-        return None
-    jobs = entry[1]
-    if not take:
-        return jobs.get((policy, size))
-    job = jobs.pop((policy, size), None)
-    if not jobs:  # all taken: the frame's pixels need not be kept here
-        del _pixel_jobs[id(img)]
-    return job
-
-
-def prefetch_pixels(img: Image.Image, policy: ImagePolicy = ImagePolicy(), size: tuple[int, int] | None = None) -> None:
-    """Start encoding a frame's pixels for ``policy`` and ``size`` before the frame's PNG exists
-    (harness.core.episode.PixelPreparingAgent): :func:`encode_image` of the Screenshot that carries
-    ``img`` then takes this result (the same as encoding it then: :func:`encode_pixels` of the same
-    pixels). Nothing to start when the PNG would be sent as it is."""
-    if _passthrough(img.size, policy, size):
-        return
-    with _encode_lock:
-        entry = _pixel_jobs.get(id(img))
-        if entry is not None and entry[0] is img and (policy, size) in entry[1]:
-            return
-    job = run_in_background(encode_pixels, img, policy, size)
-    job.add_done_callback(lambda f: f.exception())
-    with _encode_lock:
-        entry = _pixel_jobs.get(id(img))
-        if entry is None or entry[0] is not img:  # a new frame (an id may be reused once its image is gone)
-            entry = (img, {})
-            _pixel_jobs[id(img)] = entry
-            while len(_pixel_jobs) > PIXEL_FRAMES_KEPT:
-                _pixel_jobs.popitem(last=False)
-        entry[1].setdefault((policy, size), job)
-
-
-def user_message(text: str, images: list[EncodedImage] = (), images_first: bool = True) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [i.part() for i in images]
-    text_part = {"type": "text", "text": text}
-    parts = [*parts, text_part] if images_first else [text_part, *parts]
-    return {"role": "user", "content": parts}
-
-
-# A reply body longer than this is cut (ModelConfig.max_reply_bytes; --model-max-reply-bytes,
-# --judge-max-reply-bytes): 2 MiB is ~500k tokens of text, hundreds of times a reply at any
-# max_tokens a run uses, yet a 50 MB reply of a model that loops is stopped at 2 MiB
-MAX_REPLY_BYTES = 2 * 1024 * 1024
-MIN_REPLY_BYTES = 1024  # below this even a short verdict's envelope would not fit
-# what a call's attempt may read from the network besides its body: headers, chunk framing (a
-# body trickled one byte per chunk carries ~6 bytes of framing a byte), an error reply's body
-WIRE_BYTES_PER_BODY_BYTE = 8
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    base_url: str
-    model: str
-    api_key_env: str | None = None         # None: the provider's own variable for its own hosts only (key_for)
-    temperature: float = 0.0
-    top_p: float | None = None
-    max_tokens: int = 1024
-    seed: int | None = None
-    timeout_s: float = 120.0               # one attempt, whole: connect, headers and body together
-    max_retries: int = 4
-    backoff_s: float = 1.0
-    max_backoff_s: float = 60.0
-    max_wait_s: float = 300.0              # longest Retry-After honoured; a longer one is a ModelError
-    concurrency: int = 8
-    structured: StructuredMode = "auto"
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    deadline_s: float | None = None        # the whole call, retries and waits included; None: no bound but theirs
-    max_reply_bytes: int = MAX_REPLY_BYTES  # a longer reply body is cut there (truncated_by: max_reply_bytes)
-
-    def __post_init__(self) -> None:
-        for name in ("timeout_s", "deadline_s"):
-            v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and 0 < v < float("inf")):
-                raise ValueError(f"{self.base_url}: {name} must be a number of seconds > 0, not {v!r}")
-        if not (isinstance(self.max_reply_bytes, int) and self.max_reply_bytes >= MIN_REPLY_BYTES):
-            raise ValueError(f"{self.base_url}: max_reply_bytes must be at least {MIN_REPLY_BYTES}, "
-                             f"not {self.max_reply_bytes!r}")
-
-    @property
-    def longest_call_s(self) -> float:
-        """The longest one call may take, retries and their waits included: ``deadline_s``, else
-        every attempt's ``timeout_s`` plus the longest wait between two (``max_backoff_s``, or a
-        Retry-After up to ``max_wait_s``)."""
-        if self.deadline_s is not None:
-            return self.deadline_s
-        return (self.max_retries + 1) * self.timeout_s + self.max_retries * max(self.max_backoff_s, self.max_wait_s)
-
-    def to_json(self) -> dict[str, Any]:
-        """Everything that shapes a reply, for the manifest; the key's variable name, never the key."""
-        return asdict(self)
-
-
-
-@dataclass
-class ChatResult:
-    text: str
-    usage: dict[str, int]
-    latency_s: float
-    attempts: int
-    model: str
-    structured: str                    # what the call used: json_schema, guided or none (plain text)
-    finish_reason: str | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments"}] (OpenAI tool_calls)
-    cut_at: int | None = None          # the body passed this many bytes (max_reply_bytes) and was cut there
-
-    @property
-    def truncated(self) -> bool:
-        """The reply was cut off, at max_tokens or at the byte limit: asking again unchanged would
-        cut it off again."""
-        return self.finish_reason == "length" or self.cut_at is not None
-
-    @property
-    def truncated_by(self) -> str | None:
-        """What cut the reply: ``max_reply_bytes`` (the client, at its byte limit), ``max_tokens``
-        (the server), or None."""
-        return "max_reply_bytes" if self.cut_at is not None else "max_tokens" if self.finish_reason == "length" else None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"usage": self.usage, "latency_s": round(self.latency_s, 4), "attempts": self.attempts,
-               "model": self.model, "structured": self.structured, "finish_reason": self.finish_reason}
-        if self.truncated:
-            out["truncated"] = True
-            out["truncated_by"] = self.truncated_by
-        if self.cut_at is not None:
-            out["reply_limit_bytes"] = self.cut_at
-        if self.tool_calls:
-            out["tool_calls"] = len(self.tool_calls)
-        return out
-
-
-# what each endpoint AND model did with structured output: (base_url, model) -> the mode refused
-# and why (a 400 naming response_format), and the modes its calls used, counted
-_refused: dict[tuple[str, str], dict[str, str]] = {}
-_modes_used: dict[tuple[str, str], dict[str, int]] = {}
-_structured_lock = threading.Lock()
 _stopped: list[str | None] = [None]  # why every call fails now (stop_calls), or None
-
-
-def forget_endpoint(base_url: str) -> None:
-    """Forget what this process learned about ``base_url``: its slots (the largest ``concurrency``
-    asked for so far) and which of its models refused structured output (and the modes they used).
-    For a server replaced at the same address: a local port is given out again soon after it is
-    closed (137 of 2,000 successive binds to port 0 here reused one), and a later server there is
-    not the earlier one. Calls in flight keep the slots they hold; later calls get fresh ones."""
-    forget_slots(base_url)
-    with _structured_lock:
-        for table in (_refused, _modes_used):
-            for key in [k for k in table if k[0] == base_url]:
-                del table[key]
-
-
-def structured_report(since: dict[tuple[str, str], dict[str, int]] | None = None) -> list[dict[str, Any]]:
-    """What structured output each endpoint and model used in the calls that asked for a schema
-    (``[{"base_url", "model", "used": {mode: calls}, "refused": {mode: why}}]``), for manifests;
-    with ``since`` (a :func:`structured_counts` taken earlier), only the calls made after it."""
-    with _structured_lock:
-        keys = sorted(set(_modes_used) | set(_refused))
-        out = []
-        for key in keys:
-            used = dict(_modes_used.get(key, {}))
-            if since is not None:
-                used = {m: n - since.get(key, {}).get(m, 0) for m, n in used.items()}
-                used = {m: n for m, n in used.items() if n > 0}
-                if not used:
-                    continue
-            out.append({"base_url": key[0], "model": key[1], "used": used, "refused": dict(_refused.get(key, {}))})
-        return out
-
-
-def structured_counts() -> dict[tuple[str, str], dict[str, int]]:
-    """The modes used so far, per endpoint and model (a mark for :func:`structured_report`)."""
-    with _structured_lock:
-        return {k: dict(v) for k, v in _modes_used.items()}
-
-
-def _used(key: tuple[str, str], mode: str) -> None:
-    with _structured_lock:
-        row = _modes_used.setdefault(key, {})
-        row[mode] = row.get(mode, 0) + 1
 
 
 def stop_calls(reason: str = "the run is stopping (Ctrl-C or SIGTERM)") -> None:
@@ -640,7 +244,7 @@ class ModelClient:
         key = (c.base_url, c.model)
         mode = c.structured if json_schema is not None else "none"
         if mode == "auto":
-            mode = "none" if "json_schema" in _refused.get(key, {}) else "json_schema"
+            mode = "none" if "json_schema" in refused_modes(key) else "json_schema"
         attempts = 0
         last: str = ""
         status: int | None = None
@@ -684,8 +288,7 @@ class ModelClient:
                 last = f"HTTP {status}: {body_text[:300]}"
                 if status == 400 and mode in ("json_schema", "guided") and c.structured == "auto" and \
                         re.search(r"response_format|json_schema|guided", body_text, re.I):
-                    with _structured_lock:  # this server cannot do it for this model: ask in plain text
-                        _refused.setdefault(key, {})[mode] = last
+                    refuse_mode(key, mode, last)  # this server cannot do it for this model: ask in plain text
                     mode = "none"
                     attempts -= 1
                     continue
@@ -735,7 +338,7 @@ class ModelClient:
         longer one)."""
         c = self.config
         if verdict:
-            _used((c.base_url, c.model), mode)
+            count_mode((c.base_url, c.model), mode)
         if cut:
             if verdict:  # a cut verdict may have lost what it said last: it is never read
                 raise self._fail(f"the reply passed the {c.max_reply_bytes}-byte limit (max_reply_bytes; "
@@ -814,22 +417,3 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
             continue
         out.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
     return out
-
-
-# --- tolerant JSON replies ------------------------------------------------------------------------
-# The reading itself is harness.client.replies (one rule for every verdict); this name stays for callers
-# that read a plain JSON object from a reply without a verdict kind of their own.
-from harness.client import replies as _replies  # noqa: E402  (kept in this section: the reading moved out)
-
-
-def parse_json_reply(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The JSON object in a model's reply, read by :func:`harness.client.replies.read_verdict`: every
-    object is considered (fenced, glued to prose, inside ``<think>``); the prompt's example
-    (placeholder values such as ``"..."``) is skipped; with ``required``, objects without those
-    keys are skipped (a decoy dict in the prose), and the objects left must be equal, else a
-    :class:`ReplyError` says they disagree. Tolerates trailing commas, Python literals and
-    Chinese punctuation."""
-    try:
-        return _replies.read_verdict(text, _replies.any_object(tuple(required))).value
-    except _replies.VerdictError as e:
-        raise ReplyError(str(e)) from None

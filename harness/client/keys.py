@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
 
 
 # Which key goes where when no variable is named: each provider's variable only to its own hosts,

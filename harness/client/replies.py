@@ -3,7 +3,7 @@
 This is the one reading rule for every verdict a run acts on: the CRATE-S gate (gate, async and
 ask modes), the CRATE, CRATE-S, holistic and milestone judges, and a cached step verdict read back
 from disk. It lives beside the model client, not in ``judges/``, because the client's
-compatibility name :func:`harness.client.calls.parse_json_reply` reads through it too (a lower layer
+compatibility name :func:`harness.client.json_reply.parse_json_reply` reads through it too (a lower layer
 cannot import the judges); what a verdict holds (its keys, words and schema) is the judges' own
 :class:`VerdictKind`, defined in ``judges/verdict_kinds.py``.
 

@@ -143,7 +143,7 @@ def endpoint_slots(base_url: str, n: int) -> EndpointSlots:
 
 
 def forget_slots(base_url: str) -> None:
-    """Drop ``base_url``'s slots (harness.client.calls.forget_endpoint): later calls get fresh ones."""
+    """Drop ``base_url``'s slots (harness.client.structured.forget_endpoint): later calls get fresh ones."""
     with _slots_lock:
         _slots.pop(base_url, None)
 

@@ -86,7 +86,7 @@ def pass_order(src: tuple[int, int], size: tuple[int, int], resample: int) -> Or
 def _workers() -> cf.ThreadPoolExecutor:
     global _pool
     with _lock:
-        if _pool is None:  # threads of its own: callers may be on harness.client.calls's image workers
+        if _pool is None:  # threads of its own: callers may be on harness.client.images's image workers
             _pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="resize")
         return _pool
 

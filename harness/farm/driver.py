@@ -335,9 +335,9 @@ class Farm:
 
 
 def api_key_values(models: dict[str, Any]) -> dict[str, str]:
-    """The API keys the driver would send to these endpoints (``harness.client.calls.key_for``: the named
+    """The API keys the driver would send to these endpoints (``harness.client.keys.key_for``: the named
     variable, or a provider's own for its own hosts), by variable name, for the actors."""
-    from harness.client.calls import key_for
+    from harness.client.keys import key_for
 
     out = {}
     for cfg in models.values():

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.core.daemon_pool import DaemonPool
-from harness.client.calls import allow_calls, stop_calls, structured_counts, structured_report
+from harness.client.calls import allow_calls, stop_calls
+from harness.client.structured import structured_counts, structured_report
 from harness.offline_judge.episodes import Job, JudgeSlot, judge_episode, line_usage
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import TRIM_EVERY, give_back_free_memory

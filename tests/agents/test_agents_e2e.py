@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 import agents  # noqa: F401  (registers the agents)
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.records import RunWriter, iter_steps
 from harness.core.registry import AGENTS
 from harness.run.runner import run_episode

@@ -14,7 +14,7 @@ import agents  # noqa: F401  (registers the agents)
 from agents import m3a, uitars
 from harness.core.actions import TypeText
 from harness.core.episode import EpisodeContext, Observation
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.core.registry import AGENTS
 from harness.sim.phone import SimPhone
 from harness.core.tasks import Task
@@ -156,7 +156,7 @@ def test_prepare_changes_nothing_the_model_is_sent(name: str, opts: dict[str, An
     """Three steps over changing screens, with prepare() called on each screenshot as it arrives,
     with prepare_pixels() on its pixels before that (as the runner does with raw frames), and with
     neither: the requests are identical, images included."""
-    from harness.client import calls as model_mod
+    from harness.client import images as model_mod
     from harness.core.episode import CandidatePixels
     from harness.core.screenshot import Screenshot, image_of
 

@@ -21,7 +21,7 @@ from agents.common import ground_truth_turns
 from harness.core.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
                              action_to_json)
 from harness.core.episode import EpisodeContext, Observation
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.core.registry import AGENTS
 from harness.core.tasks import Task
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text

@@ -82,7 +82,7 @@ def test_the_history_line_and_its_action_are_androidworlds(row: dict[str, str]) 
 def test_a_ground_truth_action_is_written_as_the_models_own() -> None:
     """A static run's ground-truth line holds the same json.dumps form (ASCII escapes)."""
     from harness.core.actions import TypeText
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
 
     agent = m3a.M3AAgent(m3a.M3AConfig(model=ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")))
 
@@ -134,7 +134,7 @@ def test_each_request_is_the_payload_androidworlds_gpt4wrapper_builds() -> None:
     from PIL import Image
 
     from harness.core.episode import EpisodeContext, Observation
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
     from harness.sim.phone import SimPhone
     from harness.core.tasks import Task
     from tests.fakes.model_server import Reply, ScriptedModelServer

@@ -52,7 +52,7 @@ def _key_flags() -> list[tuple[tuple[str, ...], argparse.Action]]:
 
 
 def test_every_key_flag_says_where_its_key_goes_and_the_default_rule_of_key_for():
-    from harness.client.calls import PROVIDER_KEYS, key_rule_text
+    from harness.client.keys import PROVIDER_KEYS, key_rule_text
 
     flags = _key_flags()
     assert {(c, a.dest) for c, a in flags} >= {(("run",), "model_api_key_env"), (("run",), "judge_api_key_env"),
@@ -71,7 +71,7 @@ def test_the_judge_endpoint_does_not_inherit_the_agents_key_variable(monkeypatch
     """What the help says: --model-api-key-env names the agent endpoint's key only; the judge
     endpoint gets the provider rule (here: no key, a local server), and a named judge variable that
     is unset is an error before anything runs."""
-    from harness.client.calls import key_for
+    from harness.client.keys import key_for
     from harness.cli.run import model_configs
 
     monkeypatch.setenv("AGENT_ONLY_KEY", "token-abc123")

@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import pytest
 
-from harness.client.calls import ModelClient, ModelConfig, ModelError, user_message
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import user_message
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, write_suite
 
@@ -215,15 +217,15 @@ def test_keys_handed_to_a_process_stay_out_of_its_environment(monkeypatch) -> No
     import subprocess
     import sys
 
-    from harness.client import calls as model, keys as model_keys
+    from harness.client import keys as model_keys
 
     monkeypatch.setattr(model_keys, "_PROVIDED_KEYS", {})  # where key_for reads them
     monkeypatch.setenv("FARM_KEY_VAR", "the node's own, not sent")
-    model.provide_keys({"FARM_KEY_VAR": OFFLINE_KEY, "OPENAI_API_KEY": AGENT_KEY})
-    assert model.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="FARM_KEY_VAR")).key \
+    model_keys.provide_keys({"FARM_KEY_VAR": OFFLINE_KEY, "OPENAI_API_KEY": AGENT_KEY})
+    assert model_keys.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="FARM_KEY_VAR")).key \
         == OFFLINE_KEY
-    assert model.key_for(ModelConfig(base_url="https://api.openai.com/v1", model="m")).key == AGENT_KEY
-    assert model.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")).key is None  # the rule stands
+    assert model_keys.key_for(ModelConfig(base_url="https://api.openai.com/v1", model="m")).key == AGENT_KEY
+    assert model_keys.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")).key is None  # the rule stands
     child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.environ.items()))"],
                            capture_output=True, text=True, check=True).stdout
     assert_no_key(repr(sorted(os.environ.items())) + child, "the environment")

@@ -12,8 +12,10 @@ import time
 import pytest
 from PIL import Image
 
-from harness.client.calls import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
-                           parse_json_reply, user_message)
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import ImagePolicy, encode_image, user_message
+from harness.client.json_reply import ReplyError, parse_json_reply
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 
 
@@ -90,7 +92,8 @@ def test_structured_output_falls_back_when_unsupported():
 def test_what_was_learned_about_an_endpoint_is_forgotten_with_its_server():
     """A port is given out again soon after it is closed: a later server there must not inherit an
     earlier one's slots (the largest concurrency asked for) or its refusal of response_format."""
-    from harness.client.calls import endpoint_slots, forget_endpoint
+    from harness.client.slots import endpoint_slots
+    from harness.client.structured import forget_endpoint
 
     schema = {"title": "t", "type": "object", "properties": {"a": {"type": "integer"}}}
     with ScriptedModelServer([Reply(status=400, error="response_format is not supported"), Reply('{"a": 1}')]) as s:
@@ -185,7 +188,7 @@ def _wait_until(state, step_s: float = 0.001) -> None:
 def _queue_and_release(slots, arrivals):
     """Hold every slot, queue one waiter per priority of ``arrivals`` (in that order), release:
     the order in which the waiters got a slot."""
-    from harness.client.calls import EndpointSlots  # noqa: F401  (the type under test)
+    from harness.client.slots import EndpointSlots  # noqa: F401  (the type under test)
 
     got, lock = [], threading.Lock()
     holders = [threading.Event() for _ in range(slots.capacity)]
@@ -220,7 +223,7 @@ def _queue_and_release(slots, arrivals):
 
 
 def test_waiting_calls_are_served_by_priority_then_arrival():
-    from harness.client.calls import EndpointSlots, Priority
+    from harness.client.slots import EndpointSlots, Priority
 
     order = _queue_and_release(EndpointSlots(1), [Priority.OFFLINE, Priority.LIVE, Priority.AGENT, Priority.LIVE,
                                                   Priority.GATE])
@@ -230,7 +233,7 @@ def test_waiting_calls_are_served_by_priority_then_arrival():
 def test_a_gate_check_finds_a_slot_while_evidence_calls_fill_the_rest():
     """Four slots, an endpoint a gate uses: live evidence calls (blocked in the server) may take
     three; a gate check then runs at once instead of waiting for one of them to end."""
-    from harness.client.calls import Priority
+    from harness.client.slots import Priority
 
     release = threading.Event()
 
@@ -265,7 +268,7 @@ def test_an_endpoint_only_judges_use_keeps_every_slot():
 
 
 def test_slots_are_numbered_lowest_free_first_and_a_release_wakes_only_the_next_waiter():
-    from harness.client.calls import EndpointSlots, Priority
+    from harness.client.slots import EndpointSlots, Priority
 
     slots = EndpointSlots(3)
     with slots.slot(Priority.OFFLINE) as a, slots.slot(Priority.OFFLINE) as b:
@@ -305,7 +308,7 @@ def test_slots_are_numbered_lowest_free_first_and_a_release_wakes_only_the_next_
 
 
 def test_a_waiter_interrupted_leaves_the_queue_and_takes_no_slot(monkeypatch):
-    from harness.client.calls import EndpointSlots, Priority
+    from harness.client.slots import EndpointSlots, Priority
 
     slots = EndpointSlots(1)
     holder = slots.slot(Priority.OFFLINE)
@@ -329,7 +332,7 @@ def test_a_waiter_interrupted_leaves_the_queue_and_takes_no_slot(monkeypatch):
 
 def test_calls_in_flight_share_a_connection_pool_by_eights():
     """20 calls held in the server at once: three connection pools (slots 0-7, 8-15, 16-19)."""
-    from harness.client.calls import SLOTS_PER_POOL
+    from harness.client.slots import SLOTS_PER_POOL
 
     release = threading.Event()
     with ScriptedModelServer(lambda req: Reply("ok", hold=release)) as s:
@@ -409,7 +412,7 @@ def test_named_openai_key_is_sent_when_the_user_names_it(monkeypatch):
     ("https://judge.third-party.example/v1", None),
 ])
 def test_default_keys_by_host(monkeypatch, url, var):
-    from harness.client.calls import key_for
+    from harness.client.keys import key_for
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dashscope-real-key-0123")
@@ -503,7 +506,7 @@ def test_openai_tool_calls_are_kept():
 
 # --- the image cache is bounded by bytes ------------------------------------------------------------------
 def test_encode_cache_is_bounded_by_bytes(monkeypatch):
-    import harness.client.calls as model_mod
+    import harness.client.images as model_mod
 
     model_mod.clear_encode_cache()
     first = encode_image(png(400, 800, (1, 2, 3)), ImagePolicy(format="png", max_long_side=None))
@@ -526,7 +529,7 @@ def test_encode_cache_is_bounded_by_bytes(monkeypatch):
 
 
 def test_the_key_choice_never_shows_the_key(monkeypatch):
-    from harness.client.calls import key_for
+    from harness.client.keys import key_for
 
     monkeypatch.setenv("CRATE_TEST_KEY", "sk-secret-123456789")
     choice = key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CRATE_TEST_KEY"))
@@ -578,7 +581,7 @@ def test_a_screenshot_that_carries_its_pixels_is_not_decoded_again(monkeypatch):
 def test_prefetch_and_the_step_share_one_encode(monkeypatch):
     """An agent's prepare() starts the encode; the step's own encode_image waits for it (or finds
     it cached) instead of encoding twice."""
-    import harness.client.calls as model_mod
+    import harness.client.images as model_mod
 
     model_mod.clear_encode_cache()
     calls = []
@@ -608,7 +611,7 @@ def test_an_encode_started_from_a_frames_pixels_is_the_one_the_step_takes(monkey
     """prefetch_pixels starts encoding a raw frame's pixels before its PNG exists; encode_image of
     the Screenshot that carries those pixels takes that result (equal to encoding it then) and
     encodes nothing again; a pixel job that failed is redone; a PNG sent as it is needs no job."""
-    import harness.client.calls as model_mod
+    import harness.client.images as model_mod
     from harness.core.screenshot import Screenshot, encode_png_fast
 
     img = Image.new("RGB", (1080, 2400), (40, 50, 60))

@@ -15,8 +15,11 @@ import pytest
 
 from harness.client import transport as model_transport
 from harness.core.daemon_pool import DaemonPool
-from harness.client.calls import (MAX_REPLY_BYTES, ModelClient, ModelConfig, ModelError, Priority, allow_calls, calls_stopped,
-                           endpoint_slots, structured_counts, structured_report, user_message)
+from harness.client.calls import ModelClient, allow_calls, calls_stopped
+from harness.client.config import MAX_REPLY_BYTES, ModelConfig, ModelError
+from harness.client.images import user_message
+from harness.client.slots import Priority, endpoint_slots
+from harness.client.structured import structured_counts, structured_report
 from harness.core.usage import Meter
 from tests.fakes.model_server import Reply, ScriptedModelServer, refusing_structured_output
 

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from harness.core import resample
-from harness.client.calls import ImagePolicy
+from harness.client.images import ImagePolicy
 
 
 def _screen(w: int, h: int, mode: str) -> Image.Image:

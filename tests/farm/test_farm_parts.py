@@ -185,7 +185,8 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     checks the processes of a real farm run; this checks the actor's own environment, which
     /proc/PID/environ does not show once a process changes it.)"""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'crate-harness[farm]')")
-    from harness.client import calls as model, keys as model_keys
+    from harness.client import keys as model_keys
+    from harness.client.config import ModelConfig
     from harness.farm.actor import DeviceActor, Secrets
 
     key, var = "farm-token/0123456789=" + os.urandom(4).hex(), "FARM_ONLY_TEST_KEY"
@@ -211,7 +212,7 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     finally:
         os.environ.pop(var, None)  # what a regression would have left behind
     assert actor.close()["failed"] == [] and actor.device.serial == "s1" and env_after == before
-    assert model.key_for(model.ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
+    assert model_keys.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
     child = subprocess.run([sys.executable, "-c", f"import os; print(os.environ.get({var!r}))"],
                            capture_output=True, text=True, check=True).stdout
     assert child.strip() == "None"

@@ -118,7 +118,7 @@ def test_a_huge_reply_is_cut_marked_and_stored_once(adb, phone, tmp_path, capsys
     pages stay small."""
     from agents.common import RAW_STRING_CHARS
     from harness.core.actions import MAX_TEXT
-    from harness.client.calls import MAX_REPLY_BYTES
+    from harness.client.config import MAX_REPLY_BYTES
     from harness.report.viewer import write_viewer
 
     too_long, answer = "b" * 50_000, "a" * 9_000

@@ -263,7 +263,9 @@ def test_non_utf8_in_records_is_an_error_with_file_and_line(tmp_path):
 def test_a_model_reply_with_lone_surrogates_is_valid_text():
     """A JSON escape of half a surrogate pair (an emoji cut by max_tokens) comes out as U+FFFD,
     which actions and records accept (a lone surrogate would fail every str-typed action)."""
-    from harness.client.calls import ModelClient, ModelConfig, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig
+    from harness.client.images import user_message
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     body = (b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", '
@@ -276,7 +278,9 @@ def test_a_model_reply_with_lone_surrogates_is_valid_text():
 
 
 def test_a_model_reply_with_invalid_utf8_bytes_is_a_clear_model_error():
-    from harness.client.calls import ModelClient, ModelConfig, ModelError, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig, ModelError
+    from harness.client.images import user_message
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     body = b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "caf\xe9 \xff"}}]}'

@@ -13,7 +13,10 @@ import time
 
 import pytest
 
-from harness.client.calls import ModelClient, ModelConfig, ModelError, ReplyError, parse_json_reply, user_message
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import user_message
+from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.records import iter_steps, read_manifest, read_results
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite

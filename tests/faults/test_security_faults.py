@@ -287,7 +287,9 @@ def test_openai_key_reaches_no_endpoint_it_is_not_named_for(adb, serve_sim, tmp_
 
 
 def test_model_errors_never_carry_the_key(monkeypatch):
-    from harness.client.calls import ModelClient, ModelConfig, ModelError, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig, ModelError
+    from harness.client.images import user_message
 
     monkeypatch.setenv("CRATE_FAULT_KEY", KEY)
     for reply in (Reply(status=401, error=f"bad key {KEY}"), Reply(status=400, error=f"Bearer {KEY} refused"),

@@ -290,7 +290,7 @@ def test_spa_bench_sample(tmp_path, capsys):
 
 def test_imported_run_judged_offline_and_evaluated(tmp_path, capsys):
     """Import -> harness judge -> harness judge-eval, end to end with the test judge."""
-    from harness.client.calls import ModelConfig
+    from harness.client.config import ModelConfig
     from harness.offline_judge import judge_runs, prepare_judges
     from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
     from tests.offline_judge import count_judge  # noqa: F401

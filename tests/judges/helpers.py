@@ -14,7 +14,7 @@ from typing import Any
 from PIL import Image
 
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.core.tasks import load_suite
 from tests.fakes.model_server import request_text
 

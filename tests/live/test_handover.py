@@ -21,7 +21,7 @@ from harness.core.actions import Click, NeedsUser
 from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.records import RunWriter, iter_steps
 from harness.recorder.human import SimHuman
 from harness.recorder.session import touchscreen_of

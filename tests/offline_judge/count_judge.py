@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
-from harness.client.calls import (ImagePolicy, ModelClient, ModelConfig, ModelError, ReplyError, encode_image,
-                           parse_json_reply, user_message)
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import ImagePolicy, encode_image, user_message
+from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.core.registry import JUDGES
 
 NAME = "count-test"

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from harness.cli.main import main
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.offline_judge import judge_runs, prepare_judges
 from judges import crate  # ours, in the same tree: an import error here is a failure, never a skip
 from tests.fakes.model_server import Reply, ScriptedModelServer

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.client.calls import ModelConfig
+from harness.client.config import ModelConfig
 from harness.cli.judge import print_summary
 from harness.offline_judge import OfflineJudgeError, judge_runs, prepare_judges
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
