@@ -12,7 +12,7 @@ from harness.core.user_error import UserError
 
 
 def add_devices_parser(sub: argparse._SubParsersAction) -> None:
-    from harness.cli.run import adb_arguments, prepare_arguments
+    from harness.cli.run_parts import adb_arguments, prepare_arguments
 
     dv = sub.add_parser("devices", help="list attached devices with model, size and health; prepare or restore them")
     adb_arguments(dv)
@@ -198,7 +198,7 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
     from harness.device.base import DeviceError, InfraError
     from harness.device.prepare import Journal, PrepareRefused, describe_prepare, prepare
     from harness.run.options import RunError
-    from harness.cli.run import prepare_config
+    from harness.cli.run_parts import prepare_config
 
     try:
         prep = prepare_config(args)

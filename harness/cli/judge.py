@@ -103,7 +103,7 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
     """``harness judge``: build the judges from the flags, judge, print the summary."""
     from harness.core.registry import RegistryError, parse_options
     from harness.run.options import RunError
-    from harness.cli.run import model_configs, split_list
+    from harness.cli.run_parts import model_configs, split_list
 
     if args.concurrency < 1:
         raise OfflineJudgeError("--concurrency must be >= 1")

@@ -65,7 +65,7 @@ def _sizes(text: str) -> list[tuple[int, int]]:
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     """Static checks always; with devices or sizes, the do-nothing baseline and the references
     on simulated phones at every size. Exit 0 when everything holds, 1 when a trial fails."""
-    from harness.cli.run import split_list
+    from harness.cli.run_parts import split_list
     from harness.run.task_checks import load_checked_suite
     from harness.run.task_trials import TrialError, run_trials, size_name
 
@@ -187,7 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.records import RecordError
     from harness.core.registry import RegistryError
     from harness.run.options import RunError
-    from harness.cli.run import execute_run, print_summary, run_exit_code
+    from harness.cli.run import execute_run, run_exit_code
+    from harness.cli.run_summary import print_summary
 
     try:
         report = execute_run(args)
@@ -371,7 +372,7 @@ def cmd_static_run(args: argparse.Namespace) -> int:
         opts = parse_options(args.agent_opt, "--agent-opt")
         try:
             from harness.run.options import with_model
-            from harness.cli.run import model_configs
+            from harness.cli.run_parts import model_configs
         except ImportError:  # pragma: no cover - older run_command without model endpoints
             pass
         else:
@@ -605,7 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_record_parser(sub)
 
-    from harness.cli.run import add_run_arguments
+    from harness.cli.run_parts import add_run_arguments
 
     run = sub.add_parser("run", help="run an agent on a suite over one or more devices and judge it")
     add_run_arguments(run)
@@ -688,7 +689,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the scores as md (printed table), json, or html (a standalone page)")
     sr.add_argument("--json", action="store_true", help="print JSON (same as --format json)")
     try:
-        from harness.cli.run import add_model_arguments
+        from harness.cli.run_parts import add_model_arguments
     except ImportError:  # pragma: no cover - older run_command without model endpoints
         pass
     else:

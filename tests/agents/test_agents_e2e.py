@@ -345,7 +345,7 @@ def test_agent_without_endpoint_is_a_clear_error() -> None:
 def test_manifest_agent_spec_from_the_command_line() -> None:
     """What `harness run` writes as the manifest's agent entry, built from its own flags."""
     from harness.cli.main import build_parser
-    from harness.cli.run import _plugin_factories
+    from harness.cli.run_parts import _plugin_factories
 
     args = build_parser().parse_args([
         "run", "--suite", "tasks/sim", "--agent", "qwen", "--agent-opt", "version=3", "--agent-opt", "history=2",

@@ -72,7 +72,7 @@ def test_the_judge_endpoint_does_not_inherit_the_agents_key_variable(monkeypatch
     endpoint gets the provider rule (here: no key, a local server), and a named judge variable that
     is unset is an error before anything runs."""
     from harness.client.keys import key_for
-    from harness.cli.run import model_configs
+    from harness.cli.run_parts import model_configs
 
     monkeypatch.setenv("AGENT_ONLY_KEY", "token-abc123")
     monkeypatch.delenv("UNSET_JUDGE_KEY", raising=False)

@@ -342,7 +342,7 @@ def test_ask_is_refused_with_a_farm():
     import argparse
 
     from harness.run.options import RunError
-    from harness.cli.run import make_operator
+    from harness.cli.run_parts import make_operator
 
     args = argparse.Namespace(ask_timeout=120.0, cluster="head:6379", watch=True)
     with pytest.raises(RunError, match="cannot be used with --cluster"):
