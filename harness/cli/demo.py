@@ -138,3 +138,24 @@ def run_demo(args: argparse.Namespace) -> int:
         for phone in phones:
             phone.stop()
         server.stop()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(args)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from harness.client.keys import key_rule_text
+
+    demo = sub.add_parser("demo", help="the main job on simulated phones: replay (some perturbed, some unsafe), oracle judge, table")
+    demo.add_argument("--out", default=None, help="run folder (default runs/demo-<time>)")
+    demo.add_argument("--phones", type=int, default=2, help="simulated phones in parallel")
+    demo.add_argument("--seed", type=int, default=3)
+    demo.add_argument("--judge-base-url", help="with --judge-model: also judge the clean slice online (crate, crate-s, "
+                                               "the crate-s gate) on this OpenAI-compatible endpoint; API keys for "
+                                               f"it and --model-base-url: {key_rule_text()}")
+    demo.add_argument("--judge-model", help="judge model name as the server knows it")
+    demo.add_argument("--model-base-url", help="with --model: a model agent plays the judged (or an extra) run")
+    demo.add_argument("--model", dest="model_name", help="agent model name as the server knows it")
+    demo.add_argument("--agent", default="uitars", help="model agent family for --model-base-url (default uitars)")
+    demo.set_defaults(run=cmd_demo)

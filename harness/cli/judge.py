@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -11,6 +12,7 @@ from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import limit_malloc_arenas
 from harness.offline_judge.passes import OfflineReport, judge_runs, prepare_judges
 from harness.offline_judge.targets import check_writable, read_episodes
+from harness.core.user_error import UserError
 from harness.core.verdicts import JUDGEMENTS_DIR
 
 
@@ -135,3 +137,23 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
     else:
         print_summary(report)
     return report
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from harness.offline_judge import OfflineJudgeError
+    from harness.records import RecordError
+    from harness.core.registry import RegistryError
+
+    try:
+        report = run_judge_command(args, argv=sys.argv)
+    except (OfflineJudgeError, RecordError, RegistryError) as e:
+        raise UserError(str(e)) from None
+    except OSError as e:  # a folder that cannot be written after all: one line, not a traceback
+        raise UserError(f"{e.filename or 'judgements'}: {e.strerror or e}") from None
+    return 130 if report.interrupted else 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    jd = sub.add_parser("judge", help="judge recorded episodes after the fact (resumable, cached, with a cost summary)")
+    add_judge_arguments(jd)
+    jd.set_defaults(run=cmd_judge)

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.cli.run_operator import OperatorSetupError, asks_operator, handover_operator
-from harness.cli.run_parts import (_plugin_factories, agent_label, attached_devices, device_config, make_operator,
-                                   model_configs, prepare_config, split_list, watching)
+from harness.cli.run_parts import (_plugin_factories, add_run_arguments, agent_label, attached_devices, device_config,
+                                   make_operator, model_configs, prepare_config, split_list, watching)
+from harness.cli.run_summary import print_summary
 from harness.client.structured import structured_counts, structured_report
 from harness.core.registry import RegistryError
+from harness.core.user_error import UserError
 from harness.device.config import DeviceConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
@@ -441,3 +443,20 @@ def run_exit_code(report: SuiteReport) -> int:
     if report.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_UNFINISHED if report.not_run else 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        report = execute_run(args)
+    except (RunError, RecordError, RegistryError) as e:
+        raise UserError(str(e)) from None
+    except OSError as e:  # the run folder cannot be written (full disk, permissions): one clear line
+        raise UserError(f"{e}; the run can be continued with --resume once this is fixed") from None
+    print_summary(args.out, report)
+    return run_exit_code(report)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="run an agent on a suite over one or more devices and judge it")
+    add_run_arguments(run)
+    run.set_defaults(run=cmd_run)

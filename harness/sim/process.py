@@ -27,7 +27,7 @@ TAKEN = "address already in use"  # what a process that lost its port prints (EA
 
 
 def ready_line(port: int, host: str = "127.0.0.1") -> str:
-    """What ``harness sim serve`` prints once it listens on host:port (harness/cli/main.py, cmd_sim_serve)."""
+    """What ``harness sim serve`` prints once it listens on host:port (harness/cli/sim.py, cmd_sim_serve)."""
     return f"listening on {host}:{port};"
 
 
