@@ -517,7 +517,7 @@ def test_a_double_tap_zooms_the_file_preview():
 def test_two_taps_are_a_double_tap_only_within_androids_window(monkeypatch, gap_ms, dist_dp, double):
     """ViewConfiguration: the second touch 40-300 ms after the first and within 100 dp (the clock is
     the phone's: patched here, so the test does not depend on how fast this machine is)."""
-    import harness.sim.phone as phone_mod
+    import harness.sim.phone_input as phone_mod
 
     p = make()
     x, y = _open_preview(p)
@@ -536,7 +536,7 @@ def test_two_taps_are_a_double_tap_only_within_androids_window(monkeypatch, gap_
 
 def test_a_double_tap_on_a_plain_view_is_two_clicks(monkeypatch):
     """A view without a double-tap gesture gets two clicks, as on Android: a switch toggles twice."""
-    import harness.sim.phone as phone_mod
+    import harness.sim.phone_input as phone_mod
 
     p = make()
     p.launch("com.android.settings")
