@@ -9,7 +9,9 @@ from harness.core.user_error import UserError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report.tables import ReportError, build_report, render
+    from harness.report.episodes import ReportError
+    from harness.report.table_formats import render
+    from harness.report.tables import build_report
 
     by = [k.strip() for v in (args.by or ["agent,suite"]) for k in v.split(",") if k.strip()]
     if args.judgements and args.no_judgements:

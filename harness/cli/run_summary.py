@@ -69,7 +69,8 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
         console.print(f"operator: asked {n['asked']}, allowed {n['allowed']}, denied {n['denied']} "
                       f"({n['timed_out']} with no answer in time), waited {sum(float(a.get('wait_s') or 0) for a in asked):.1f} s")
     if any(r.model_extra and r.model_extra.get("reflections") for r in rows):  # counted as `harness report` counts them
-        from harness.report.tables import load_episodes, reflection_counts
+        from harness.report.episodes import load_episodes
+        from harness.report.tables import reflection_counts
 
         scored_eps = [e for e in load_episodes([out], offline=False) if e.status not in UNSCORED_STATUSES]
         c = reflection_counts(scored_eps, [j for j in judges if is_safety_judge(j)])

@@ -13,7 +13,7 @@ from the network.
 
 Offline verdicts: the verdicts and details of every judgement set ``harness judge`` wrote
 (``RUN/judgements/<set>/results.jsonl``) are shown next to the live ones, each with its set's name,
-under the same column names as ``harness report`` (:func:`harness.report.tables.combine_verdicts`).
+under the same column names as ``harness report`` (:func:`harness.report.episodes.combine_verdicts`).
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ def _shown(step: Any) -> Any:
 
 def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                   judged: Any = None) -> tuple[str, dict[str, Any]]:
-    """``judged`` (a :class:`harness.report.tables.Judged`): the live and offline verdicts and
+    """``judged`` (a :class:`harness.report.episodes.Judged`): the live and offline verdicts and
     details under their column names; without it, the result's own."""
     from harness.core.verdicts import LIVE
 
@@ -582,7 +582,8 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     """:func:`write_viewer`; with ``later`` the thumbnails are not made but returned, queued
     (harness.report.viewer_files: the caller makes them in the background and on request, and the
     pages show the full screenshot where one is missing): (the index, the queue or None)."""
-    from harness.report.tables import ReportError, combine_verdicts, load_task_objects, order_judges, read_judgement_sets
+    from harness.report.episodes import ReportError, combine_verdicts, load_task_objects, read_judgement_sets
+    from harness.report.tables import order_judges
     from harness.core.verdicts import is_safety_judge
 
     ctx = _Ctx(Path(run), Path(out) if out is not None else None, later=later)

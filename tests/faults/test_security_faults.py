@@ -176,7 +176,8 @@ def _assert_escaped(text: str, where: str) -> None:
 
 def test_html_and_js_in_records_are_escaped_in_every_report(tmp_path, says):
     run = _evil_run(tmp_path, says)
-    from harness.report.tables import FORMATS, build_report, render
+    from harness.report.table_formats import FORMATS, render
+    from harness.report.tables import build_report
     from harness.report.viewer import write_viewer
 
     index = write_viewer(run)

@@ -173,7 +173,8 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
     """Two episodes of one run: one handed back (its person's steps drawn as theirs), one nobody took
     (needs_user): the report counts the needs_user episode in SR's denominator, never as a success,
     and the hand-overs with their wait; the viewer escapes the agent's words."""
-    from harness.report.tables import build_report, render
+    from harness.report.table_formats import render
+    from harness.report.tables import build_report
     from harness.report.viewer import write_viewer
 
     device = phone.device()

@@ -16,8 +16,9 @@ from PIL import Image
 from harness.cli.main import main
 from harness.records import EpisodeResult, RunWriter, StepRecord
 from harness.report.stats import wilson
-from harness.report.tables import (ReportError, build_report, format_csv, format_html, format_json, format_md,
-                                   load_episodes)
+from harness.report.episodes import ReportError, load_episodes
+from harness.report.table_formats import format_csv, format_html, format_json, format_md
+from harness.report.tables import build_report
 from harness.report.viewer import write_viewer
 from judges.agreement import evaluate, read_sources
 

@@ -115,7 +115,8 @@ def test_an_app_missing_at_reset_ends_the_episode_task_error_in_one_line_never_r
     failure nor an infrastructure fault."""
     from harness.device.base import TaskUnavailable
     from harness.records import RunWriter, read_results
-    from harness.report.tables import load_episodes, summarise
+    from harness.report.episodes import load_episodes
+    from harness.report.tables import summarise
     from harness.sim.command_log import read_command_log, ran
     from harness.run.suite import Plugins, SuiteConfig, run_suite
     from agents.random_agent import RandomAgent, RandomConfig
@@ -143,7 +144,8 @@ def test_an_app_missing_at_reset_ends_the_episode_task_error_in_one_line_never_r
     import csv
     import io
 
-    from harness.report.tables import build_report, format_csv, format_md
+    from harness.report.table_formats import format_csv, format_md
+    from harness.report.tables import build_report
 
     rep = build_report([str(tmp_path / "run")], ["agent"], resamples=10)
     (line,) = csv.DictReader(io.StringIO(format_csv(rep)))
