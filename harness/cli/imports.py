@@ -11,7 +11,7 @@ from harness.core.user_error import UserError
 
 def cmd_import_mobilerisk(args: argparse.Namespace) -> int:
     from harness.importers.mobilerisk import import_mobilerisk
-    from harness.importers.trajectories import TrajectoryImportError
+    from harness.importers.files import TrajectoryImportError
 
     try:
         report = import_mobilerisk(args.src, args.out, coords=args.coords, argv=sys.argv)
@@ -22,7 +22,8 @@ def cmd_import_mobilerisk(args: argparse.Namespace) -> int:
 
 
 def cmd_import_trajectories(args: argparse.Namespace) -> int:
-    from harness.importers.trajectories import TrajectoryImportError, import_trajectories
+    from harness.importers.files import TrajectoryImportError
+    from harness.importers.trajectories import import_trajectories
 
     try:
         report = import_trajectories(args.src, args.format, args.out, argv=sys.argv)

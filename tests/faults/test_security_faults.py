@@ -330,7 +330,8 @@ ESCAPES = {  # how each is refused: the file, the step and the field, and why
 
 @pytest.mark.parametrize("shot", list(ESCAPES))
 def test_imported_trajectories_with_escaping_screenshot_paths_are_refused(tmp_path, shot):
-    from harness.importers.trajectories import TrajectoryImportError, import_trajectories
+    from harness.importers.files import TrajectoryImportError
+    from harness.importers.trajectories import import_trajectories
 
     src = tmp_path / "src"
     ep = src / "ep1"

@@ -13,7 +13,8 @@ from PIL import Image
 
 from harness.cli.main import main
 from harness.importers.mobilerisk import import_mobilerisk, map_action
-from harness.importers.trajectories import TrajectoryImportError, import_trajectories
+from harness.importers.files import TrajectoryImportError
+from harness.importers.trajectories import import_trajectories
 from harness.records import iter_steps, read_manifest, read_results, resolve_screen
 from harness.core.tasks import load_suite
 
