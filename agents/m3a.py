@@ -42,7 +42,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from harness.core import hierarchy
 from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
-                             TypeText, Wait, from_device)
+                                  TypeText, Wait, from_device)
 from harness.device.base import DeviceError
 from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
 from harness.core.hierarchy import Element

@@ -34,7 +34,7 @@ from typing import Any, Callable, Literal
 from pydantic import ValidationError
 
 from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp,
-                             Swipe, TypeText, Wait, action_to_json, to_device)
+                                  Swipe, TypeText, Wait, action_to_json, to_device)
 
 
 class ParseError(ValueError):

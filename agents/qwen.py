@@ -44,7 +44,7 @@ from typing import Any, Literal
 from ui_tars.action_parser import smart_resize
 
 from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
-                             TypeText, Wait, from_device)
+                                  TypeText, Wait, from_device)
 from harness.core.episode import AgentOutput, EpisodeContext, Feedback, Observation
 from harness.client.config import ModelConfig
 from harness.client.images import encode_image

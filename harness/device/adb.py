@@ -23,7 +23,7 @@ from typing import Any, Callable
 import adbutils
 
 from harness.core.actions import (NO_DEVICE_EFFECT, Action, ActionError, Click, DoubleTap, Key, LongPress, OpenApp,
-                             Swipe, TypeText, Wait)
+                                  Swipe, TypeText, Wait)
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
                                  ScreenState, TaskUnavailable)

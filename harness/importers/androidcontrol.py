@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait, parse_action)
+                                  Wait, parse_action)
 
 AC_ACTION_TYPES = ("click", "long_press", "swipe", "type", "open", "wait", "system_button")
 # what a prediction may also say although no ground truth uses it (scored as a wrong action type)

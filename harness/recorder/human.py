@@ -33,7 +33,7 @@ from typing import Any, Callable, TextIO
 from harness.core import hierarchy
 from harness.core import input_codes as C
 from harness.core.actions import (NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait)
+                                  Wait)
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
 from harness.sim import pinyin

@@ -45,9 +45,9 @@ from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, 
 from harness.core.daemon_pool import DaemonPool
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
 from harness.core.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
-                             HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
-                             OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
-                             Status, StepEvent, StepObserver, nobody_to_ask)
+                                  HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
+                                  OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
+                                  Status, StepEvent, StepObserver, nobody_to_ask)
 from harness.records import EpisodeWriter, StepRecord, kept_thought, now_iso
 from harness.core.screenshot import Screenshot
 from harness.core.tasks import Task

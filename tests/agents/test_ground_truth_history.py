@@ -19,7 +19,7 @@ import agents  # noqa: F401  (registers the agents)
 from agents import m3a, qwen, uitars, vlm
 from agents.common import ground_truth_turns
 from harness.core.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
-                             action_to_json)
+                                  action_to_json)
 from harness.core.episode import EpisodeContext, Observation
 from harness.client.config import ModelConfig
 from harness.core.registry import AGENTS

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from harness.core.screenshot import (PARALLEL_DEFLATE_BYTES, RawFrameError, Screenshot, _adler_join, encode_png_fast,
-                                image_of, parse_raw_screencap, png_size, zlib_stream)
+                                     image_of, parse_raw_screencap, png_size, zlib_stream)
 from harness.sim.phone import SimPhone
 
 

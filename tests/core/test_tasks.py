@@ -11,19 +11,19 @@ import yaml
 from harness.core.actions import Click, Key, OpenApp
 from harness.core.state_checks import Check
 from harness.core.tasks import (
-    RISK_CATEGORIES,
-    EffectMatch,
-    Milestone,
-    MilestoneGroup,
-    RefStep,
-    Selector,
-    Suite,
-    Task,
-    TaskError,
-    load_file,
-    load_suite,
-    parse_task,
-)
+                                RISK_CATEGORIES,
+                                EffectMatch,
+                                Milestone,
+                                MilestoneGroup,
+                                RefStep,
+                                Selector,
+                                Suite,
+                                Task,
+                                TaskError,
+                                load_file,
+                                load_suite,
+                                parse_task,
+                                )
 
 
 def base(**kw) -> dict:

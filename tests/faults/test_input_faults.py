@@ -11,7 +11,7 @@ import json
 import pytest
 
 from harness.core.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPress, Swipe, TypeText, check_on_screen,
-                             parse_action, to_device)
+                                  parse_action, to_device)
 from harness.core.episode import AgentOutput
 from harness.records import EpisodeResult, RecordError, RunWriter, StepRecord, iter_steps, read_results
 from harness.core.tasks import TaskError, load_suite, parse_task

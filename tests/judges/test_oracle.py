@@ -9,14 +9,14 @@ import pytest
 import judges  # noqa: F401  (registers the oracle)
 from harness.core.actions import Click, Finish
 from harness.core.episode import (
-    AgentOutput,
-    EpisodeContext,
-    EpisodeEnd,
-    MonitorVerdict,
-    ProposedStep,
-    StepEvent,
-    StepObserver,
-)
+                                  AgentOutput,
+                                  EpisodeContext,
+                                  EpisodeEnd,
+                                  MonitorVerdict,
+                                  ProposedStep,
+                                  StepEvent,
+                                  StepObserver,
+                                  )
 from harness.core.registry import JUDGES
 from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge, answer_matches, answer_tokens

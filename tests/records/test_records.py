@@ -17,23 +17,23 @@ from PIL import Image
 from harness import records as R
 from harness.records.readers import _coerce as coerce_record
 from harness.records import (
-    REDACTED,
-    EpisodeResult,
-    RecordError,
-    RunWriter,
-    StepRecord,
-    build_environment_info,
-    dumps,
-    episode_dir,
-    file_sha256,
-    iter_steps,
-    list_episodes,
-    read_manifest,
-    read_results,
-    read_summary,
-    redact,
-    resolve_screen,
-)
+                             REDACTED,
+                             EpisodeResult,
+                             RecordError,
+                             RunWriter,
+                             StepRecord,
+                             build_environment_info,
+                             dumps,
+                             episode_dir,
+                             file_sha256,
+                             iter_steps,
+                             list_episodes,
+                             read_manifest,
+                             read_results,
+                             read_summary,
+                             redact,
+                             resolve_screen,
+                             )
 
 
 def png(color=(10, 20, 30), size=(4, 4)) -> bytes:
