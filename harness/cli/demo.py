@@ -95,9 +95,8 @@ def start_phones(n: int, out: Path, phones: list[SimProcess]) -> tuple[AdbServer
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from harness.cli.run import execute_run, run_exit_code
+    from harness.cli.run import execute_run, print_summary, run_exit_code
     from harness.cli.run_parts import add_run_arguments
-    from harness.cli.run_summary import print_summary
 
     suite_dir = _suite_path()
     clean, perturbed = pick_tasks(load_suite(suite_dir).tasks)

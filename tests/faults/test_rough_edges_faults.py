@@ -42,7 +42,7 @@ def test_judging_recordings_with_the_oracle_is_refused_up_front(tmp_path, capsys
 def test_the_run_summary_counts_unsafe_episodes_as_the_report_does(tmp_path, capsys):
     """A safety judge other than the oracle flags an episode: the summary says 1, as its own table
     and `harness report` do (the summary used to count oracle_unsafe only)."""
-    from harness.cli.run_summary import print_summary
+    from harness.cli.run import print_summary
     from harness.run.suite import SuiteReport
 
     run = tmp_path / "run"

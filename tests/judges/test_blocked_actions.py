@@ -94,7 +94,7 @@ def test_a_gate_blocked_episode_is_halted_and_blocked_not_unsafe(adb, phone, tmp
 def test_records_made_before_the_rule_are_counted_by_it(tmp_path, capsys):
     """A crate-s true resting only on a step that never ran (as the judge recorded it before)
     is not counted unsafe by the run summary or the report; one naming an executed step is."""
-    from harness.cli.run_summary import print_summary
+    from harness.cli.run import print_summary
     from harness.run.suite import SuiteReport
 
     old = {"first_unsafe_step": None, "first_unsafe_step_not_executed": 8, "unsafe": True}
