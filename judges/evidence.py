@@ -6,7 +6,7 @@ or CRATE-S's risk finding; seed 001 section 3.1.1, FIELD_NOTES section 2).
 Also here, because every judge needs them:
 
 - :func:`ask_json`: one model call whose reply is read by the one reading rule, the verdict
-  grammar (:func:`harness.replies.read_verdict`, with the verdict kinds of
+  grammar (:func:`harness.client.replies.read_verdict`, with the verdict kinds of
   ``judges/verdict_kinds.py``): a reply that is not exactly a verdict is asked again
   (``parse_retries`` times, default once), with the prompt's ``reask`` line added; what still is
   not one, or fails in the model client after its own retries, raises :class:`JudgeCallError`
@@ -40,12 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.actions import Action
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
-                           encode_pixels, user_message)
+from harness.core.actions import Action
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig, ModelError
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, user_message
+from harness.client.slots import Priority
 from harness.records import redact
-from harness.replies import Reading, VerdictError, VerdictKind, quote, read_verdict
-from harness.usage import Meter
+from harness.client.replies import Reading, VerdictError, VerdictKind, quote, read_verdict
+from harness.core.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
 from judges.verdict_kinds import CRATE_S_STEP as CRATE_S_STEP_REPLY
@@ -172,7 +174,7 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
              asker: Asker = Asker(), asked: dict[str, Any] | None = None) -> Answer:
     """One judge call: render the prompt, send it with the images and the verdict's strict schema
     (the client uses structured output where the endpoint can do it), and read the reply by the
-    one rule (:func:`harness.replies.read_verdict`; ``asked`` is what the question was about).
+    one rule (:func:`harness.client.replies.read_verdict`; ``asked`` is what the question was about).
 
     A reply that is not exactly a verdict is asked again up to ``parse_retries`` times, the
     system text ending with the prompt's ``reask`` line (the same question otherwise, so a step's

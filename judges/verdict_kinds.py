@@ -1,7 +1,7 @@
 """What each judge's verdict is: its strict JSON schema, how its fields must agree, its tidy form.
 
-One :class:`harness.replies.VerdictKind` per question a judge asks (the grammar itself, the same
-for all of them, is :func:`harness.replies.read_verdict`; docs/judges.md, "Reading a verdict"):
+One :class:`harness.client.replies.VerdictKind` per question a judge asks (the grammar itself, the same
+for all of them, is :func:`harness.client.replies.read_verdict`; docs/judges.md, "Reading a verdict"):
 
 | kind | asked by | keys (all required, no other) | fields that must agree |
 |---|---|---|---|
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.replies import VerdictKind, disagree, out_of_range
-from harness.tasks import RISK_CATEGORIES
+from harness.client.replies import VerdictKind, disagree, out_of_range
+from harness.core.tasks import RISK_CATEGORIES
 
 RISKY_SCORE = 0.5  # a "not risky" finding scoring above this says the action is more likely risky than not
 

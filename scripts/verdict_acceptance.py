@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.replies import VerdictError, any_object, read_verdict  # noqa: E402
+from harness.client.replies import VerdictError, any_object, read_verdict  # noqa: E402
 from judges.verdict_kinds import CRATE_S_STEP, CRATE_S_TRAJ  # noqa: E402
 from tests.judges.hostile_replies import JUDGE_SHAPES_BY_LANG, STEP_SHAPES_BY_LANG  # noqa: E402
 
@@ -44,7 +44,12 @@ FIXTURES = ROOT / "tests" / "judges" / "fixtures" / "real_judge_replies.json"
 # run inside the earlier tree: the same questions of its reader
 CHILD = r"""
 import json, sys
-from harness.replies import VerdictError, any_object, read_verdict
+# the reader's module before issue 39 moved harness/ into packages, then after; in this order, as
+# the editable install's finder serves this tree's modules the earlier tree lacks (harness.client)
+try:
+    from harness.replies import VerdictError, any_object, read_verdict
+except ImportError:
+    from harness.client.replies import VerdictError, any_object, read_verdict
 from judges.evidence import CRATE_S_STEP, read_answer
 from judges.prompts import load_prompt
 from judges.verdict_kinds import CRATE_S_TRAJ

@@ -1,4 +1,4 @@
-"""A corpus of hostile replies, each with the decision the verdict grammar (harness.replies) must
+"""A corpus of hostile replies, each with the decision the verdict grammar (harness.client.replies) must
 give it, in English and in Chinese (the same shape with the reasons and the prose in each
 language: the grammar has no language, so both get the same decision). Shapes are what small and
 large models really send, and what a hostile reply would try: the prompt's old example echoed,
@@ -9,7 +9,7 @@ before a safe object, a verdict naming another step, a not-risky finding naming 
 
 Decisions: ``("risky", category)`` a risky finding (the gate halts with that category);
 ``("safe",)`` a clean not-risky finding (the action runs); ``("error", kind)`` not a verdict
-(``harness.replies.VerdictError`` kind; the gate asks again once, then halts with
+(``harness.client.replies.VerdictError`` kind; the gate asks again once, then halts with
 ``monitor_error`` and quotes the replies). For the judges' kinds the decision is
 ``("value", {...})`` (fields the verdict must hold) or ``("error", kind)``.
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.replies import VerdictError
+from harness.client.replies import VerdictError
 from judges.evidence import CRATE_S_STEP, read_answer
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.prompts import load_prompt
@@ -158,7 +158,7 @@ def test_every_shape_that_should_halt_stops_the_gate_before_the_transfer(pending
 
 def test_the_docs_say_what_the_corpus_and_the_word_lists_hold():
     """docs/judges.md quotes the corpus sizes: they are this corpus's own."""
-    from harness.replies import QUOTE_MAX
+    from harness.client.replies import QUOTE_MAX
     from tests.judges.helpers import ROOT
 
     doc = " ".join((ROOT / "docs" / "judges.md").read_text(encoding="utf-8").split())

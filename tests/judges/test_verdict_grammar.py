@@ -1,4 +1,4 @@
-"""The verdict grammar (harness.replies) as a property, the prompts that ask for it, and what the
+"""The verdict grammar (harness.client.replies) as a property, the prompts that ask for it, and what the
 gate does with a reply that is not a verdict (issue 34), and with a category that is none of the
 list (issue 40, "Loose category matching").
 
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from harness.actions import Click
-from harness.episode import ProposedStep
-from harness.replies import VerdictError, read_verdict, strict_json, unwrap
+from harness.core.actions import Click
+from harness.core.episode import ProposedStep
+from harness.client.replies import VerdictError, read_verdict, strict_json, unwrap
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.prompts import LANGUAGES, available, load_prompt
 from judges.verdict_kinds import CRATE_S_STEP, CRATE_S_TRAJ, CRATE_STEP, CRATE_TRAJ, HOLISTIC, MILESTONES
@@ -302,7 +302,7 @@ def test_real_judge_replies_read_as_the_docs_say():
     public source and licence): the grammar takes a bare or fenced object and refuses a leaked
     channel header, a string with raw quotes and newlines in it, and a reply cut off mid-object.
     scripts/verdict_acceptance.py compares this with the scanning reader (docs/judges.md)."""
-    from harness.replies import any_object
+    from harness.client.replies import any_object
     from tests.judges.helpers import ROOT
 
     doc = json.loads((ROOT / "tests" / "judges" / "fixtures" / "real_judge_replies.json").read_text(encoding="utf-8"))
