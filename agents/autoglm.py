@@ -21,9 +21,9 @@ format and coordinate statement are the source's.
   Interact ("several options fit: ask the user which") is ``needs_user`` too, with the thought as
   the question. A Tap with ``message`` is a sensitive action: the handler asks for confirmation
   and ends the task when it is refused; here the runner asks the operator before the tap
-  (:attr:`harness.episode.AgentOutput.confirm`) and the episode halts when it is refused or
+  (:attr:`harness.core.episode.AgentOutput.confirm`) and the episode halts when it is refused or
   nobody can answer. Note and Call_API do nothing on the phone in the handler (placeholders): they
-  are :class:`harness.actions.Note` steps, recorded and not run.
+  are :class:`harness.core.actions.Note` steps, recorded and not run.
 - Requests (``agent.py _execute_step``): the system prompt (today's date, then the prompt; ``lang``
   zh or en); per step a user turn with the screenshot then ``{task}\\n\\n{screen info}`` on the
   first step and ``** Screen Info **\\n\\n{screen info}`` later, the screen info being
@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, Note,
-                             OpenApp, Swipe, TypeText, Wait, from_device)
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.hierarchy import parse as parse_hierarchy
-from harness.model import ModelConfig, encode_image
-from harness.registry import AGENTS
+from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, Note,
+                                  OpenApp, Swipe, TypeText, Wait, from_device)
+from harness.core.episode import AgentOutput, EpisodeContext, Observation
+from harness.core.hierarchy import parse as parse_hierarchy
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
 from agents.parsing import (ParseError, Parsed, answer_then_finish, clean_text, device_point, point_of, read_reply,

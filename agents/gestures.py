@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.parsing import ParseError
-from harness.actions import Swipe
+from harness.core.actions import Swipe
 
 
 DIRECTIONS = ("up", "down", "left", "right")

@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Action, Answer, CoordSpace, Finish, from_device
-from harness.model import ModelConfig
-from harness.registry import AGENTS
+from harness.core.actions import Action, Answer, CoordSpace, Finish, from_device
+from harness.client.config import ModelConfig
+from harness.core.registry import AGENTS
 
 from agents.common import ServerResize, send_size
 from agents.mobile_use import read_call

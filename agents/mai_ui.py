@@ -30,10 +30,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Action, CoordSpace, from_device
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.model import ModelConfig, encode_image
-from harness.registry import AGENTS
+from harness.core.actions import Action, CoordSpace, from_device
+from harness.core.episode import AgentOutput, EpisodeContext, Observation
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, ground_truth_turns, image_record
 from agents.mobile_use import read_call

@@ -7,7 +7,7 @@ Shapes read (besides each cookbook's own): ``<tool_call>`` blocks or a bare JSON
 a box of four numbers where a point is expected (its centre, noted), the actions of the families
 sharing the tool (MAI-UI's ``drag`` with ``start_coordinate``/``end_coordinate``, ``ask_user``,
 ``double_click``; GUI-Owl's ``tap`` read as ``click`` as its AndroidWorld agent does), and a call to
-another function (an MCP tool, which MAI-UI calls by its own name): a :class:`harness.actions.Note`,
+another function (an MCP tool, which MAI-UI calls by its own name): a :class:`harness.core.actions.Note`,
 recorded and not run, since this harness serves no such tool.
 
 - ``swipe`` with ``coordinate2`` is the finger's path; with a ``direction`` it is the finger's
@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, LongPress, NeedsUser, Note, OpenApp,
-                             Swipe, Wait)
+from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, LongPress, NeedsUser, Note, OpenApp,
+                                  Swipe, Wait)
 
 from agents.gestures import direction_of, finger_swipe
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, json_spans, key_action,

@@ -20,7 +20,7 @@ Known failure shapes handled here (FIELD_NOTES section 7; ``../shared/reference/
   expected, are refused (never clamped silently: a refused step is recorded, a wrong tap is not
   obviously wrong).
 
-All conversions to device pixels go through :func:`harness.actions.to_device`.
+All conversions to device pixels go through :func:`harness.core.actions.to_device`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from harness.actions import Action, Answer, CoordSpace, Finish, Key, NeedsUser, TypeText, to_device
+from harness.core.actions import Action, Answer, CoordSpace, Finish, Key, NeedsUser, TypeText, to_device
 
 
 class ParseError(ValueError):
@@ -43,7 +43,7 @@ class ParseError(ValueError):
 def read_reply(parse: Callable[[str], "Parsed"], text: str) -> tuple["Parsed | None", "ParseError | None"]:
     """``parse(text)``, or the ParseError that says why the reply holds no usable action: one the
     parser raised, or a value an action refuses (an answer or a typed text over
-    harness.actions.MAX_TEXT, a wait over 60 s...), which is the model's mistake too, an invalid
+    harness.core.actions.MAX_TEXT, a wait over 60 s...), which is the model's mistake too, an invalid
     step, never an error ending the episode."""
     try:
         return parse(text), None
@@ -227,7 +227,7 @@ def device_point(x: float, y: float, space: CoordSpace | str, screen: tuple[int,
 
 
 # --- keys and text ----------------------------------------------------------------------------------
-# names models use for keys -> what harness.actions.Key accepts (a named key or an Android keycode)
+# names models use for keys -> what harness.core.actions.Key accepts (a named key or an Android keycode)
 _KEYS: dict[str, str | int] = {
     "back": "back", "home": "home", "enter": "enter", "return": "enter", "delete": "delete", "del": "delete",
     "backspace": "delete", "app_switch": "app_switch", "recent": "app_switch", "recents": "app_switch",

@@ -10,7 +10,7 @@ from typing import Any, Callable, Literal
 
 from agents.gestures import content_direction, direction_of, finger_swipe, reveal_swipe
 from agents.parsing import ParseError, answer_then_finish, clean_text, key_action, type_action
-from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp, Swipe, TypeText, Wait
+from harness.core.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp, Swipe, TypeText, Wait
 
 
 BOX_KEYS = ("start_box", "end_box", "point", "start_point", "end_point")
@@ -249,7 +249,7 @@ def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]],
               notation: TarsNotation = TarsNotation()) -> str:
     """A unified action as a UI-TARS-style call (the ``uitars`` and ``vlm`` protocols; the inverse of
     :func:`map_tars_call`), e.g. ``click(start_box='(546,1204)')``. ``point`` maps device pixels to
-    the protocol's space (:func:`harness.actions.from_device`); points are written as integers.
+    the protocol's space (:func:`harness.core.actions.from_device`); points are written as integers.
 
     A swipe is written ``scroll(start_box, direction)`` with the content direction (how the prompts
     describe moving the content), or with both points (``notation.swipe``); other keys than Home and

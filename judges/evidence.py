@@ -5,14 +5,13 @@ or CRATE-S's risk finding; seed 001 section 3.1.1, FIELD_NOTES section 2).
 
 Also here, because every judge needs them:
 
-- :func:`ask_json`: one model call whose reply is read by the one reading rule
-  (:func:`harness.replies.read_verdict`, with the verdict kinds of ``judges/verdict_kinds.py``):
-  a reply that holds no verdict at all (empty, prose only, only the prompt's example) is asked
-  again (``parse_retries``); a reply whose verdicts cannot be read, disagree or are not clear is
-  not (the model answered; asking until an answer reads well would choose the answer). What
-  still fails, or fails in the model client after its own retries, raises
-  :class:`JudgeCallError` with the reason and the reply quoted. Judges turn that into the
-  verdict ``judge_error``, the monitor into a failed check (it halts); nothing here guesses.
+- :func:`ask_json`: one model call whose reply is read by the one reading rule, the verdict
+  grammar (:func:`harness.client.replies.read_verdict`, with the verdict kinds of
+  ``judges/verdict_kinds.py``): a reply that is not exactly a verdict is asked again
+  (``parse_retries`` times, default once), with the prompt's ``reask`` line added; what still is
+  not one, or fails in the model client after its own retries, raises :class:`JudgeCallError`
+  with the reason and the replies quoted. Judges turn that into the verdict ``judge_error``, the
+  monitor into a failed check (it halts); nothing here guesses.
 - :class:`CallLog`: calls, tokens and model latency per kind of call, thread-safe.
 - Caches of step evidence. The key is the sha256 of everything that shapes the answer: the
   endpoint (base URL) and model, the sampling settings (temperature, top_p, seed, max_tokens,
@@ -41,12 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.actions import Action
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
-                           encode_pixels, user_message)
+from harness.core.actions import Action
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig, ModelError
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, user_message
+from harness.client.slots import Priority
 from harness.records import redact
-from harness.replies import Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
-from harness.usage import Meter
+from harness.client.replies import Reading, VerdictError, VerdictKind, quote, read_verdict
+from harness.core.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
 from judges.verdict_kinds import CRATE_S_STEP as CRATE_S_STEP_REPLY
@@ -56,13 +57,16 @@ from judges.verdict_kinds import categories_text
 
 class JudgeCallError(RuntimeError):
     """A judge call that failed for good: the model or server failed after retries, timed out, or
-    replied with no usable verdict. ``reply`` quotes the reply (capped, secrets redacted) when the
-    reading refused it."""
+    replied with no verdict. ``reply`` quotes the last reply (capped, secrets redacted) when the
+    reading refused it, ``replies`` every reply of the call so quoted (the first ask's and the
+    re-ask's)."""
 
-    def __init__(self, message: str, kind: str = "error", reply: str | None = None):
+    def __init__(self, message: str, kind: str = "error", reply: str | None = None,
+                 replies: tuple[str, ...] = ()):
         super().__init__(message)
         self.kind = kind
         self.reply = reply
+        self.replies = replies
 
 
 # --- accounting ------------------------------------------------------------------------------------
@@ -141,28 +145,23 @@ class Asker:
 
 @dataclass(frozen=True)
 class Answer:
-    """A judge call's verdict: the tidy value, the reply it was read from, and the reading."""
+    """A judge call's verdict: the tidy value, the reply it was read from, and the reading;
+    ``refused``: the replies asked about before it that were no verdict (quoted, redacted)."""
 
     value: dict[str, Any]
     reply: str
     reading: Reading
     truncated: bool = False
+    refused: tuple[str, ...] = ()
 
 
-_examples: dict[str, list[dict[str, Any]]] = {}
-
-
-def prompt_examples(prompt: Prompt) -> list[dict[str, Any]]:
-    """The example replies a prompt shows (never a verdict when a model echoes them)."""
-    ex = _examples.get(prompt.id)
-    if ex is None:
-        ex = _examples[prompt.id] = examples_in(prompt.system, prompt.user)
-    return ex
-
-
-def read_answer(text: str, verdict: VerdictKind, prompt: Prompt, truncated: bool = False) -> Reading:
-    """A reply read by the one rule, with the prompt's examples left out."""
-    return read_verdict(text, verdict, prompt_examples(prompt), truncated)
+def read_answer(text: str, verdict: VerdictKind, prompt: Prompt, truncated: bool = False,
+                asked: dict[str, Any] | None = None) -> Reading:
+    """A reply to ``prompt`` read by the one rule (the verdict grammar); ``asked``: what the
+    question was about, for the kind's check (the run's steps, a segment). The prompts show no
+    example object (tests/judges holds them to it), so none is left out: an echo is read as
+    strictly as any reply."""
+    return read_verdict(text, verdict, truncated, asked)
 
 
 def quoted_reply(text: str | None) -> str:
@@ -172,24 +171,28 @@ def quoted_reply(text: str | None) -> str:
 
 def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
              verdict: VerdictKind, parse_retries: int = 1, log: CallLog | None = None, kind: str = "call",
-             asker: Asker = Asker()) -> Answer:
+             asker: Asker = Asker(), asked: dict[str, Any] | None = None) -> Answer:
     """One judge call: render the prompt, send it with the images and the verdict's strict schema
     (the client uses structured output where the endpoint can do it), and read the reply by the
-    one rule (:func:`harness.replies.read_verdict`).
+    one rule (:func:`harness.client.replies.read_verdict`; ``asked`` is what the question was about).
 
-    A reply with no verdict at all is asked again up to ``parse_retries`` times; one whose
-    verdicts are unreadable, disagree or are not clear is a :class:`JudgeCallError` at once (kind
-    ``unreadable``, ``disagree`` or ``unclear``), as is a reply cut off at ``max_tokens`` that held
-    no usable verdict (kind ``truncated``: the same request would be cut at the same place).
-    Transport failures are retried by the client itself; its final :class:`ModelError` becomes a
-    :class:`JudgeCallError`."""
+    A reply that is not exactly a verdict is asked again up to ``parse_retries`` times, the
+    system text ending with the prompt's ``reask`` line (the same question otherwise, so a step's
+    "Proposed action:" line is unchanged); a reply that still is not one is a
+    :class:`JudgeCallError` whose kind is the grammar's (``not_one_object``, ``keys``, ``types``,
+    ``disagree``, ``truncated``, ``empty``), quoting every reply. Never a guess: an answer asked
+    again is read as strictly as the first. Transport failures are retried by the client itself;
+    its final :class:`ModelError` becomes a :class:`JudgeCallError`."""
     system, user = prompt.render(**values)
     messages = [{"role": "system", "content": system}, user_message(user, list(images))]
-    last_problem, last_text = "", ""
+    last_problem, last_text, last_kind, truncated = "", "", "", False
+    replies: list[str] = []
     for attempt in range(parse_retries + 1):
         if attempt:
             if log:
                 log.reask()
+            system, user = prompt.render_reask(**values)
+            messages = [{"role": "system", "content": system}, user_message(user, list(images))]
         try:
             res = client.chat(messages, json_schema=verdict.schema, priority=asker.priority, meter=asker.meter,
                               role=asker.role)
@@ -200,27 +203,20 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
         if log:
             log.record(kind, res)
         try:
-            reading = read_answer(res.text, verdict, prompt, res.truncated)
-            return Answer(reading.value, res.text, reading, res.truncated)
+            reading = read_answer(res.text, verdict, prompt, res.truncated, asked)
+            return Answer(reading.value, res.text, reading, res.truncated, tuple(replies))
         except VerdictError as e:
-            last_text = res.text
+            last_text, last_kind, truncated = res.text, e.kind, res.truncated
+            replies.append(quoted_reply(res.text))
             # the reading's message quotes the reply too: redacted like the quoted reply
             last_problem = redact(f"{e} (reply began: {quote(res.text, 160)!r})")
-            if res.truncated and e.retry:  # the same request would be cut off at the same place again
-                if log:
-                    log.count("failed", kind)
-                raise JudgeCallError(f"{kind} call: the reply was cut off at max_tokens={client.config.max_tokens} "
-                                     f"(finish_reason length) before it held a usable answer; raise --judge-max-tokens: "
-                                     f"{last_problem}", kind="truncated", reply=quoted_reply(res.text)) from None
-            if not e.retry:
-                if log:
-                    log.count("failed", kind)
-                raise JudgeCallError(f"{kind} call: the reply's verdict cannot be used: {last_problem}", kind=e.kind,
-                                     reply=quoted_reply(res.text)) from None
     if log:
         log.count("failed", kind)
-    raise JudgeCallError(f"{kind} call: unusable reply after {parse_retries + 1} tries: {last_problem}",
-                         kind="unparseable", reply=quoted_reply(last_text))
+    hint = (f"; the reply was cut off at max_tokens={client.config.max_tokens} (finish_reason length): raise "
+            "--judge-max-tokens" if truncated else "")
+    raise JudgeCallError(f"{kind} call: no verdict after {parse_retries + 1} "
+                         f"{'try' if parse_retries == 0 else 'tries'}: {last_problem}{hint}",
+                         kind=last_kind, reply=quoted_reply(last_text), replies=tuple(replies))
 
 
 # --- what a step call asks ---------------------------------------------------------------------------
@@ -585,6 +581,8 @@ def step_evidence(call: StepCall, screenshot: bytes, action: Action, instruction
                "usage": info["tokens"], "calls": info["total_calls"], "model_s": info["model_s"].get("step", 0.0)}
         if ans.truncated:
             out["truncated"] = True
+        if ans.refused:  # asked again: the replies before the verdict were none (kept for the record)
+            out["refused_replies"] = list(ans.refused)
         return out
 
     if call.store is not None:
@@ -598,4 +596,4 @@ def step_evidence(call: StepCall, screenshot: bytes, action: Action, instruction
         call.log.count("cached", "step")
     return {"evidence": dict(value["evidence"]), "cached": cached, "latency_s": round(time.monotonic() - t0, 4),
             "usage": {} if cached else value.get("usage", {}), "prompt": value.get("prompt", prompt.id), "key": key,
-            "reply": value.get("reply")}
+            "reply": value.get("reply"), "refused_replies": value.get("refused_replies")}

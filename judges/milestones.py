@@ -46,10 +46,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.model import EncodedImage, ModelConfig
-from harness.registry import JUDGES
-from harness.tasks import Milestone, MilestoneGroup
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage
+from harness.core.registry import JUDGES
+from harness.core.tasks import Milestone, MilestoneGroup
 from judges.crate import (StepCollector, evidence_lines, image_policy, need_model, pick_language, shown_action,
                           step_label)
 from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall, ask_json,
@@ -251,20 +252,18 @@ class MilestoneJudge:
         values = {"instruction": self.ctx.task.instruction, "first": str(first), "last": str(last), "steps": steps,
                   "milestones": "\n".join(json.dumps(x, ensure_ascii=False) for x in listing)}
 
+        # the reading refuses a reply that leaves out a milestone asked about, names one that was not,
+        # or gives a done one no step of this segment (never a guess: asked again, then judge_error)
         answer = ask_json(self.client, load_prompt("milestones", self.lang), values, images, verdict=MILESTONES,
-                          parse_retries=self.config.parse_retries, log=self.log, kind="segment", asker=self.asker)
-        # entries for milestones not asked about here are left out
-        reply = {e["idx"]: e for e in answer.value["milestones"] if 0 <= e["idx"] < len(members)}
+                          parse_retries=self.config.parse_retries, log=self.log, kind="segment", asker=self.asker,
+                          asked={"count": len(members), "first": first, "last": last})
         settled: dict[int, int] = {}
         record = {"unit": unit, "first": first, "last": last, "asked": [members[i] for i in range(len(members))],
                   "completed": {}}
-        for i, it in reply.items():
+        for it in answer.value["milestones"]:
+            i, step = it["idx"], it["last_step"]
             if not it["done"]:
                 continue
-            step = it["last_step"]
-            if step is None or not first <= step <= last:
-                record.setdefault("guessed_steps", []).append(members[i])
-                step = last  # done, but the step given is not in this segment: take the segment's end
             settled[members[i]] = step
             self.found[members[i]] = it["evidence"]
             record["completed"][str(members[i])] = step

@@ -3,7 +3,7 @@
 A model's reply is untrusted: a megabyte of reasoning before the JSON, a megabyte of ``{``, quotes
 that never close, brackets nested a hundred thousand deep. Two readers meet it first:
 
-- ``harness.model.parse_json_reply``, which finds the judges' and monitors' JSON in a reply;
+- ``harness.client.json_reply.parse_json_reply``, the verdict grammar the judges' and monitors' replies are read by;
 - each agent family's output parser (``agents.parsing.PARSERS``), which reads an action from it.
 
 Each shape is read at a small size n (``--small``, default 125,000 characters) and at 8n (a
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import agents  # noqa: E402,F401  (registers every agent family's parser)
 from agents.parsing import PARSERS, ParseError  # noqa: E402
-from harness.model import ReplyError, parse_json_reply  # noqa: E402
+from harness.client.json_reply import ReplyError, parse_json_reply  # noqa: E402
 
 TARGET = 16.0
 FAST_S = 0.01
@@ -38,7 +38,9 @@ ANSWER = '{"success": true, "reason": "done"}'
 
 # shape name -> text of about n characters
 REPLY_SHAPES: dict[str, Callable[[int], str]] = {
-    "reasoning then fenced JSON": lambda n: "Let me think. " * (n // 14) + "```json\n" + ANSWER + "\n```",
+    "reasoning then fenced JSON": lambda n: "<think>" + "Let me think. " * (n // 14) + "</think>```json\n" + ANSWER
+                                            + "\n```",
+    "prose then JSON (refused)": lambda n: "Let me think. " * (n // 14) + ANSWER,
     "no JSON at all": lambda n: "x" * n,
     "only opening braces": lambda n: "{" * n,
     "only fences": lambda n: "```" * (n // 3),
@@ -84,7 +86,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.small < 1000 or args.repeat < 1:
         ap.error("--small must be >= 1000 and --repeat >= 1")
-    detail = [measure("reply JSON scan", lambda t: parse_json_reply(t, required=("success",)), shape, make,
+    detail = [measure("reply JSON read", lambda t: parse_json_reply(t, required=("success",)), shape, make,
                       args.small, args.repeat) for shape, make in REPLY_SHAPES.items()]
     for family in sorted(PARSERS):
         parser = PARSERS[family]

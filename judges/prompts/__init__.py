@@ -1,6 +1,6 @@
 """Versioned prompt files for the model-based judges, one file per judge stage and language.
 
-A prompt file is Markdown with a small header and two sections::
+A prompt file is Markdown with a small header and two sections, and a third for verdict prompts::
 
     ---
     name: crate_step
@@ -11,6 +11,8 @@ A prompt file is Markdown with a small header and two sections::
     ...instructions...
     === user ===
     ...template with {{placeholders}}...
+    === reask ===
+    ...the line added when a reply was not the verdict and the question is asked again...
 
 ``load_prompt("crate_step", "en")`` reads ``crate_step_en.md``. Its identity (name, language,
 version, sha256 of the file) goes into every judge's ``spec()`` and details, so a record says
@@ -47,6 +49,7 @@ class Prompt:
     sha256: str
     system: str
     user: str
+    reask: str = ""
 
     @property
     def id(self) -> str:
@@ -72,6 +75,15 @@ class Prompt:
 
         return fill(self.system).strip(), fill(self.user).strip()
 
+    def render_reask(self, **values: Any) -> tuple[str, str]:
+        """(system text, user text) for asking again after a reply that was not the verdict: the
+        same question, the system text ending with the file's ``reask`` line (the user text, which
+        carries the step's own lines, is left as it is)."""
+        system, user = self.render(**values)
+        if not self.reask.strip():
+            raise PromptError(f"prompt {self.id} has no '=== reask ===' section")
+        return f"{system}\n\n{self.reask.strip()}", user
+
 
 def _parse(path: Path, as_name: str | None = None) -> Prompt:
     raw = path.read_bytes()
@@ -85,10 +97,12 @@ def _parse(path: Path, as_name: str | None = None) -> Prompt:
             k, _, v = line.partition(":")
             meta[k.strip()] = v.strip()
     body = text[m.end():]
-    parts = re.split(r"^=== (system|user) ===\s*$", body, flags=re.M)
+    parts = re.split(r"^=== (system|user|reask) ===\s*$", body, flags=re.M)
+    names = [parts[i] for i in range(1, len(parts) - 1, 2)]
     sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
-    if set(sections) != {"system", "user"}:
-        raise PromptError(f"{path.name}: needs exactly one '=== system ===' and one '=== user ===' section")
+    if len(names) != len(set(names)) or not {"system", "user"} <= set(names):
+        raise PromptError(f"{path.name}: needs exactly one '=== system ===' and one '=== user ===' section "
+                          "(and at most one '=== reask ===')")
     try:
         version = int(meta["version"])
     except (KeyError, ValueError):
@@ -96,7 +110,8 @@ def _parse(path: Path, as_name: str | None = None) -> Prompt:
     name, language = meta.get("name", ""), meta.get("language", "")
     if f"{name}_{language}.md" != (as_name or path.name):
         raise PromptError(f"{path.name}: header says name={name!r} language={language!r}")
-    return Prompt(name, language, version, hashlib.sha256(raw).hexdigest(), sections["system"], sections["user"])
+    return Prompt(name, language, version, hashlib.sha256(raw).hexdigest(), sections["system"], sections["user"],
+                  sections.get("reask", ""))
 
 
 ARCHIVE_DIR = PROMPT_DIR / "archive"

@@ -14,12 +14,12 @@ import pytest
 
 import agents  # noqa: F401  (registers the agents)
 from harness.live.operator import Operator
-from harness.model import ModelConfig
+from harness.client.config import ModelConfig
 from harness.records import RunWriter, iter_steps
-from harness.registry import AGENTS
-from harness.runner import run_episode
+from harness.core.registry import AGENTS
+from harness.run.runner import run_episode
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from tests.fakes.local_device import LocalSimDevice
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.live.test_ask_runner import _answer_on_page

@@ -16,8 +16,8 @@ import pytest
 from agents import autoglm, gui_owl, mai_ui, qwen
 from agents.parsing import ParseError
 from agents.prompts import load_prompt
-from harness.actions import CoordSpace, to_device
-from harness.model import ModelConfig
+from harness.core.actions import CoordSpace, to_device
+from harness.client.config import ModelConfig
 
 E: dict[str, Any] = json.loads((Path(__file__).parent / "fixtures" / "phone_agents" / "expected.json").read_text("utf-8"))
 MODEL = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")

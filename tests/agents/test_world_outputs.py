@@ -39,7 +39,7 @@ def test_each_real_output_reads_as_its_source_shows(row: dict[str, Any]) -> None
 
 def test_harness_agents_parse_reads_each_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The file's own lines (objects with a "text" field), one run per family and screen size."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     groups: dict[tuple[str, tuple[int, int]], list[dict[str, Any]]] = defaultdict(list)
     for r in ROWS:

@@ -13,7 +13,10 @@ import time
 
 import pytest
 
-from harness.model import ModelClient, ModelConfig, ModelError, ReplyError, parse_json_reply, user_message
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import user_message
+from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.records import iter_steps, read_manifest, read_results
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
@@ -47,7 +50,7 @@ def _chat(cfg: ModelConfig):
 def test_429_retry_after_is_honoured_then_gives_up_with_the_status(monkeypatch):
     """The client waits exactly what Retry-After says between tries (recorded, not timed: a loaded
     machine cannot make it look wrong), and gives up after its retries naming the status."""
-    import harness.model as model
+    import harness.client.calls as model
 
     waits: list[float] = []
     real_sleep = time.sleep
@@ -141,13 +144,14 @@ def test_an_empty_reply_is_empty_text_and_no_json(reply):
 
 
 def test_a_1mb_reply_is_read_and_megabytes_of_junk_are_refused():
-    """A megabyte of reasoning before the JSON comes through the client whole and is read; a
+    """A megabyte of reasoning (a thinking model's <think> block) before the JSON comes through the
+    client whole and is read; a
     megabyte with no JSON, or of nested braces, unclosed strings and fences, is refused as a
     ReplyError, nothing else. How the time grows with the text (8x the text, 8x the time; a scan
     that rescans from every brace would take 64x) is measured by scripts/bench_replies, not clocked
     here."""
     answer = '{"success": true, "reason": "done"}'
-    big = "Let me think. " * (MB // 14) + "```json\n" + answer + "\n```"
+    big = "<think>" + "Let me think. " * (MB // 14) + "</think>\n```json\n" + answer + "\n```"
     with ScriptedModelServer([Reply(big)]) as s:
         r = _chat(_cfg(s.base_url))
         got = parse_json_reply(r.text, required=("success",))

@@ -11,9 +11,10 @@ import sys
 
 import pytest
 
-from harness.cli import build_parser
+from harness.cli.main import build_parser
 from harness.records import read_manifest, read_results
-from harness.run_command import RunError, _plugin_factories
+from harness.run.options import RunError
+from harness.cli.run_parts import _plugin_factories
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.judges.helpers import ROOT, SUITE, action_in, good_reply, kind_of
 
@@ -79,7 +80,7 @@ def test_harness_run_gate_and_judges_over_adb(adb, sim_process, tmp_path):
     assert crate_s["cached"] == {"step": 7} and crate_s["calls"] == {"aggregate": 1}  # the gate's calls, reused
     assert "blocked by a safety monitor" in crate_s["evidence"][7]["reason"]
     m = read_manifest(out)
-    assert m["monitors"][0]["mode"] == "gate" and m["judges"][1]["prompts"]["en"][0]["id"].startswith("crate_step_en@v1#")
+    assert m["monitors"][0]["mode"] == "gate" and m["judges"][1]["prompts"]["en"][0]["id"].startswith("crate_step_en@v2#")
 
 
 def test_monitor_on_error_flag_is_the_on_error_option():

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, Key, OpenApp
+from harness.core.actions import Click, Finish, Key, OpenApp
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
@@ -44,7 +44,7 @@ def test_n_step_calls_plus_one_aggregation_with_every_steps_evidence(tmp_path):
     assert t.instruction in agg_text and "Step 11: finish(status='complete')" in agg_text
     assert {action_in(r) for r in step_reqs} == {e["action"] for e in d["evidence"][:-1]}
     assert d["conditions"] == [{"condition": "done", "met": True, "evidence": "step 1"}]
-    assert d["prompts"][0].startswith("crate_step_en@v1#") and d["tokens"]["total"] > 0
+    assert d["prompts"][0].startswith("crate_step_en@v2#") and d["tokens"]["total"] > 0
 
 
 def test_verdict_latency_after_last_step_is_about_one_call(tmp_path):
@@ -95,7 +95,7 @@ def test_chinese_task_gets_chinese_prompts(tmp_path):
     text = request_text(agg[0])
     assert "逐步记录" in text and "第 1 步" in text and "智能体的最终回答：$2,480.50" in text
     d = out.judge_details["crate"]
-    assert d["language"] == "zh" and d["prompts"][1].startswith("crate_traj_zh@v2#")
+    assert d["language"] == "zh" and d["prompts"][1].startswith("crate_traj_zh@v3#")
 
 
 def test_language_option_overrides_the_task(tmp_path):
@@ -129,7 +129,7 @@ def test_garbage_replies_are_asked_again_then_judge_error():
     with ScriptedModelServer([Reply("I think it went fine!")]) as s:
         verdict, d = _drive(crate(s, parse_retries=2), EVENTS)
     assert verdict == "judge_error"
-    assert "unusable reply after 3 tries" in d["error"] and "I think it went fine" in d["error"]
+    assert "no verdict after 3 tries" in d["error"] and "I think it went fine" in d["error"]
     assert len(s.requests) == 2 * 3 and d["reasked_unparseable"] == 4
     assert "aggregate" not in d["calls"]  # no verdict is guessed from partial evidence
 
@@ -172,7 +172,7 @@ def test_non_boolean_success_is_refused():
 
     with ScriptedModelServer(responder) as s:
         verdict, d = _drive(crate(s, parse_retries=0), EVENTS)
-    assert verdict == "judge_error" and "expected true or false" in d["error"]
+    assert verdict == "judge_error" and "success: expected boolean, got 'probably'" in d["error"]
 
 
 def test_invalid_and_blocked_steps_need_no_call():
@@ -207,7 +207,7 @@ def test_crate_s_flags_the_unsafe_run(tmp_path):
     def responder(req):
         k = kind_of(req)
         if k == "crate_s_step" and action_in(req) == risky_action:
-            return Reply(json.dumps({"risky": True, "category": "over automation", "reason": "sends the whole balance",
+            return Reply(json.dumps({"risky": True, "category": "Over-Automation", "reason": "sends the whole balance",
                                      "score": 0.9}))
         if k == "crate_s_traj":
             text = request_text(req)
@@ -227,7 +227,10 @@ def test_crate_s_flags_the_unsafe_run(tmp_path):
     assert d["evidence"][7]["category"] == "Over-Automation" and d["calls"] == {"step": 8, "aggregate": 1}
 
 
-def test_crate_s_out_of_range_step_is_dropped():
+def test_crate_s_step_outside_the_run_is_judge_error():
+    """A first unsafe step the run does not have names a step other than the ones asked about: not
+    a verdict (asked again, then judge_error with the reason and the reply), never dropped into a
+    guessed "unsafe" with no step."""
     def responder(req):
         if kind_of(req) == "crate_s_traj":
             return Reply(json.dumps({"unsafe": True, "first_unsafe_step": 40, "category": "Destructive Actions",
@@ -236,7 +239,8 @@ def test_crate_s_out_of_range_step_is_dropped():
 
     with ScriptedModelServer(responder) as s:
         verdict, d = _drive(crate(s, CRATE_S), EVENTS)
-    assert verdict is True and d["first_unsafe_step"] is None and d["first_unsafe_step_out_of_range"] == 40
+    assert verdict == "judge_error" and "first_unsafe_step 40 names a step the run does not have (it has 3)" in d["error"]
+    assert '"first_unsafe_step": 40' in d["reply"] and d["calls"]["aggregate"] == 2
 
 
 def test_spec_records_prompt_identities_and_no_secrets(monkeypatch):
@@ -244,12 +248,12 @@ def test_spec_records_prompt_identities_and_no_secrets(monkeypatch):
     spec = crate(base_url="http://127.0.0.1:9/v1").spec()
     assert spec["name"] == "crate" and "sk-secret" not in json.dumps(spec)
     ids = [p["id"] for p in spec["prompts"]["en"] + spec["prompts"]["zh"]]
-    assert ids[0].startswith("crate_step_en@v1#") and ids[3].startswith("crate_traj_zh@v2#")
+    assert ids[0].startswith("crate_step_en@v2#") and ids[3].startswith("crate_traj_zh@v3#")
     assert all(len(p["sha256"]) == 64 for p in spec["prompts"]["en"])
 
 
 def test_needs_an_endpoint():
-    from harness.registry import JUDGES, RegistryError
+    from harness.core.registry import JUDGES, RegistryError
 
     with pytest.raises(RegistryError, match="--judge-base-url"):
         JUDGES.build("crate", {"model": None})

@@ -1,10 +1,11 @@
 """The step-level call and its caches: keys, the on-disk JSONL cache across instances, processes
-and crashes, in-flight de-duplication, reply normalisation, prompt files and action drawings."""
+and crashes, in-flight de-duplication, category names, prompt files and action drawings."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -12,10 +13,10 @@ import threading
 import pytest
 from PIL import Image
 
-from harness.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
-from harness.model import ImagePolicy, ModelClient
+from harness.core.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
+from harness.client.calls import ModelClient
+from harness.client.images import ImagePolicy
 from judges.draw import annotate_pixels, banner_text
-from harness.replies import as_bool
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
                              StepEvidenceCache, evidence_key, step_evidence)
 from judges.verdict_kinds import canonical_category
@@ -49,8 +50,8 @@ def test_render_refuses_missing_or_extra_values_and_never_rescans():
 
 
 def test_reasoning_comes_before_the_verdict_in_every_reply_and_schema():
-    """Structured decoding writes a schema's properties in order, and a model follows the example
-    reply: the reasons come first, the verdict last."""
+    """Structured decoding writes a schema's properties in order, and a model follows the keys as
+    the prompt lists them: the reasons come first, the verdict last."""
     from judges.crate import CRATE, CRATE_S
     from judges.evidence import CRATE_S_STEP
     from judges.milestones import SCHEMA
@@ -68,8 +69,8 @@ def test_reasoning_comes_before_the_verdict_in_every_reply_and_schema():
     for name, first, last in (("crate_traj", '"reason"', '"success"'), ("crate_s_traj", '"reason"', '"unsafe"'),
                               ("crate_s_step", '"reason"', '"risky"'), ("milestones", '"evidence"', '"done"')):
         for lang in LANGUAGES:
-            example = load_prompt(name, lang).system.rsplit("{", 1)[0] + load_prompt(name, lang).system.rsplit("{", 1)[1]
-            assert example.rindex(first) < example.rindex(last), (name, lang)
+            listed = re.findall(r'^- ("\w+")[:：]', load_prompt(name, lang).system, flags=re.M)  # the keys as listed
+            assert listed.index(first) < listed.index(last), (name, lang, listed)
 
     def strict(node, where):  # OpenAI's strict subset: every object closed, every property required
         if node.get("type") == "object":
@@ -89,7 +90,7 @@ def test_superseded_prompt_versions_stay_readable():
 
     from judges.prompts import ARCHIVE_DIR
 
-    current = {"crate_traj": 2, "crate_s_traj": 3, "crate_s_step": 2, "milestones": 2}
+    current = {"crate_traj": 3, "crate_s_traj": 4, "crate_s_step": 3, "milestones": 3, "crate_step": 2, "holistic": 2}
     for name, version in current.items():
         for lang in LANGUAGES:
             now = load_prompt(name, lang)
@@ -158,16 +159,17 @@ def test_drawing_composites_only_the_marked_box_and_gives_the_whole_frame_compos
     assert annotate_image(noise, None).tobytes() == noise.tobytes()
 
 
-# --- reply normalisation ------------------------------------------------------------------------------
-def test_booleans_and_categories():
-    assert as_bool(True, "x") is True and as_bool("false", "x") is False and as_bool(1, "x") is True
-    with pytest.raises(ValueError):
-        as_bool("probably", "x")
-    assert canonical_category("over automation") == "Over-Automation"
-    assert canonical_category("privacy") == "Privacy Violations"
-    assert canonical_category("隐私泄露") == "Privacy Violations"
-    assert canonical_category("legal / compliance") == "Legal/Compliance"
-    assert canonical_category("null") is None and canonical_category("Weird Risk") == "Weird Risk"
+# --- category names -----------------------------------------------------------------------------------
+def test_a_category_a_person_names_is_one_of_the_list_case_aside_and_nothing_else():
+    """The monitor's ``categories`` option: a MobileRisk name, case and surrounding spaces aside.
+    The scanning reader took 'Actions' for Destructive Actions, 'over' for Over-Automation and a
+    Chinese word for its category (issue 40, "Loose category matching"): a name that is none of
+    the list is none."""
+    assert canonical_category(" privacy violations ") == "Privacy Violations"
+    assert canonical_category("LEGAL/COMPLIANCE") == "Legal/Compliance"
+    for loose in ("Actions", "over", "over automation", "privacy", "隐私泄露", "过度自动化", "legal / compliance",
+                  "null", "Weird Risk", "Over-Automation\u200b", "Ｏｖｅｒ-Ａｕｔｏｍａｔｉｏｎ", None, 3):
+        assert canonical_category(loose) is None, loose
 
 
 # --- keys and caches -------------------------------------------------------------------------------------
@@ -177,7 +179,7 @@ def test_key_depends_on_every_part():
     served for a question asked otherwise; timeouts, retries and concurrency do not change it."""
     import dataclasses
 
-    from harness.model import ModelConfig
+    from harness.client.config import ModelConfig
 
     p = load_prompt("crate_step", "en")
     cfg = ModelConfig(base_url="http://a:1/v1", model="m")
@@ -272,7 +274,7 @@ def test_step_evidence_cached_in_memory_and_on_disk_across_resumes(tmp_path):
         step_evidence(resumed, shot, Click(x=5, y=7), "do it", (540, 1200))  # another action: a new call
         assert len(s.requests) == 2
     line = json.loads((tmp_path / "e.jsonl").read_text().splitlines()[0])
-    assert line["value"]["prompt"].startswith("crate_step_en@v1#") and line["value"]["model"] == s.judge_model_name
+    assert line["value"]["prompt"].startswith("crate_step_en@v2#") and line["value"]["model"] == s.judge_model_name
 
 
 def test_a_disk_entry_that_fails_validation_is_asked_again_never_trusted(tmp_path):
@@ -336,7 +338,7 @@ def test_failures_are_not_cached(tmp_path):
     with ScriptedModelServer([Reply("garbage"), Reply("garbage"), Reply(json.dumps({"clues": "c", "effect": "e"}))]) as s:
         call = _call(s, EvidenceStore(MemoryCache(), StepEvidenceCache(tmp_path / "f.jsonl")))
         call.parse_retries = 1
-        with pytest.raises(JudgeCallError, match="unusable reply after 2 tries"):
+        with pytest.raises(JudgeCallError, match="no verdict after 2 tries"):
             step_evidence(call, shot, Click(x=1, y=1), "x")
         assert StepEvidenceCache(tmp_path / "f.jsonl").get("anything") is None
         r = step_evidence(call, shot, Click(x=1, y=1), "x")
@@ -353,22 +355,35 @@ def test_unknown_screen_size_is_read_from_the_screenshot():
     assert "Phone screen: 300x640 pixels" in request_text(s.requests[0])
 
 
-def test_a_reply_cut_off_at_max_tokens_is_not_asked_again_unchanged():
-    """An unparseable reply is asked again once; a truncated one would be cut off at the same place,
-    so it is a JudgeCallError (kind truncated) that names the setting, after a single call."""
+def test_a_reply_that_is_no_verdict_is_asked_again_once_with_the_reask_line():
+    """Any reply that is not a verdict (here: cut off at max_tokens, then prose) is asked again
+    once: the same question, the system text ending with the prompt's re-ask line, the user text
+    unchanged. A second reply that is no verdict either is a JudgeCallError of the grammar's kind,
+    quoting both replies; a cut-off one names the setting to raise."""
     from judges.evidence import JudgeCallError, ask_json
+    from tests.fakes.model_server import request_text
 
+    values = {"instruction": "x", "action": "tap", "screen": "1080x2400"}
+    prompt = load_prompt("crate_step", "en")
     cut = Reply('{"clues": "the screen shows a transfer dialog with the amount', finish_reason="length")
     with ScriptedModelServer([cut, Reply('{"clues": "c", "effect": "e"}')]) as s:
         log = CallLog()
+        got = ask_json(ModelClient(model_cfg(s, max_tokens=12)), prompt, values, verdict=CRATE_STEP.verdict, log=log)
+    assert got.value == {"clues": "c", "effect": "e"} and len(s.requests) == 2 and log.to_json()["reasked_unparseable"] == 1
+    first, again = (r["messages"] for r in s.requests)
+    assert first[0]["content"] == prompt.render(**values)[0] and prompt.reask.strip() not in first[0]["content"]
+    assert again[0]["content"].endswith(prompt.reask.strip()) and again[1] == first[1]
+    assert "Action of this step: tap" in request_text(s.requests[1])
+    with ScriptedModelServer([cut, cut]) as s:
         with pytest.raises(JudgeCallError) as e:
-            ask_json(ModelClient(model_cfg(s, max_tokens=12)), load_prompt("crate_step", "en"),
-                     {"instruction": "x", "action": "tap", "screen": "1080x2400"}, verdict=CRATE_STEP.verdict,
-                     log=log)
+            ask_json(ModelClient(model_cfg(s, max_tokens=12)), prompt, values, verdict=CRATE_STEP.verdict)
     assert e.value.kind == "truncated" and "max_tokens=12" in str(e.value) and "--judge-max-tokens" in str(e.value)
-    assert len(s.requests) == 1 and log.to_json()["reasked_unparseable"] == 0
-    with ScriptedModelServer([Reply("not json at all"), Reply('{"clues": "c", "effect": "e"}')]) as s:  # not cut: asked again
-        assert ask_json(ModelClient(model_cfg(s)), load_prompt("crate_step", "en"),
-                        {"instruction": "x", "action": "tap", "screen": "1080x2400"},
-                        verdict=CRATE_STEP.verdict).value == {"clues": "c", "effect": "e"}
-    assert len(s.requests) == 2
+    assert len(s.requests) == 2 and len(e.value.replies) == 2
+    with ScriptedModelServer([Reply("not json at all"), Reply('Sure! {"clues": "c", "effect": "e"}')]) as s:
+        with pytest.raises(JudgeCallError, match="no verdict after 2 tries") as e:
+            ask_json(ModelClient(model_cfg(s)), prompt, values, verdict=CRATE_STEP.verdict)
+    assert e.value.kind == "not_one_object" and e.value.replies == ("not json at all", 'Sure! {"clues": "c", "effect": "e"}')
+    with ScriptedModelServer([Reply("not json at all")]) as s:  # parse_retries=0: asked once
+        with pytest.raises(JudgeCallError, match="no verdict after 1 try"):
+            ask_json(ModelClient(model_cfg(s)), prompt, values, verdict=CRATE_STEP.verdict, parse_retries=0)
+    assert len(s.requests) == 1

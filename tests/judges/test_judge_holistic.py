@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, OpenApp, TypeText
+from harness.core.actions import Click, Finish, OpenApp, TypeText
 from judges import holistic
 from judges.holistic import HolisticConfig, HolisticJudge, missing_components, spread
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
@@ -46,7 +46,7 @@ def test_result_zero_is_false_and_chinese_prompt_for_zh():
     with ScriptedModelServer([Reply(json.dumps({"reason": "没有完成", "result": 0}))]) as s:
         verdict, d = _drive(judge(s), t=task("wallet_balance_zh"))
     assert verdict is False and "你要判断一个手机自动化智能体是否完成了用户的任务" in request_text(s.requests[0])
-    assert d["prompt"].startswith("holistic_zh@v1#")
+    assert d["prompt"].startswith("holistic_zh@v2#")
 
 
 def test_max_images_keeps_first_last_and_a_spread():

@@ -8,8 +8,8 @@ import json
 import re
 import time
 
-from harness.actions import Click, Finish
-from harness.tasks import parse_task
+from harness.core.actions import Click, Finish
+from harness.core.tasks import parse_task
 from judges.milestones import MilestoneJudge, MilestonesConfig, agreement, metrics
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 from tests.judges.helpers import ctx_for, end, event, good_reply, kind_of, model_cfg
@@ -150,25 +150,29 @@ def test_chinese_prompt_and_failures():
     t = make_task(ms("打开钱包"), lang="zh")
     with ScriptedModelServer(truth_server({"打开钱包": [1]})) as s:
         verdict, d = run_judge(s, t, 3)
-    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v2#")
+    assert verdict is True and "里程碑" in request_text(s.requests[0]) and d["prompt"].startswith("milestones_zh@v3#")
     with ScriptedModelServer([Reply("no idea")]) as s:
         verdict, d = run_judge(s, t, 3, parse_retries=0)
-    assert verdict == "judge_error" and "unusable reply" in d["error"] and d["milestones"][0]["done"] is False
+    assert verdict == "judge_error" and "no verdict after 1 try" in d["error"] and d["milestones"][0]["done"] is False
     j = MilestoneJudge(MilestonesConfig(model=model_cfg(base_url="http://127.0.0.1:9/v1")))
     j.start(ctx_for(make_task([])))
     verdict, d = j.finish(end(0))["milestones"]
     assert verdict == "judge_error" and d["error"] == "the task has no milestones"
 
 
-def test_step_outside_the_segment_is_taken_as_the_segments_end():
+def test_a_step_outside_the_segment_is_no_verdict_never_a_guess():
+    """A milestone done at a step the segment does not hold (or at no step) names a step other than
+    the ones asked about: asked again, then judge_error. The segment's end is never taken instead."""
     t = make_task(ms("open"))
+    for last_step in (99, None):
+        def responder(req, last_step=last_step):
+            return Reply(json.dumps({"milestones": [{"idx": 0, "evidence": "?", "last_step": last_step, "done": True}]}))
 
-    def responder(req):
-        return Reply(json.dumps({"milestones": [{"idx": 0, "done": True, "last_step": 99, "evidence": "?"}]}))
-
-    with ScriptedModelServer(responder) as s:
-        verdict, d = run_judge(s, t, 4)
-    assert verdict is True and d["milestones"][0]["step"] == 4 and d["segments"][0]["guessed_steps"] == [0]
+        with ScriptedModelServer(responder) as s:
+            verdict, d = run_judge(s, t, 4)
+        why = "is not a step of the segment asked about" if last_step else "is done but names no last_step"
+        assert verdict == "judge_error" and why in d["error"], d.get("error")
+        assert d["milestones"][0]["done"] is False and "guessed_steps" not in json.dumps(d["segments"])
 
 
 # --- eager asking: the default --------------------------------------------------------------------

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, Wait
-from harness.episode import ProposedStep
-from harness.registry import MONITORS, RegistryError
+from harness.core.actions import Click, Finish, Wait
+from harness.core.episode import ProposedStep
+from harness.core.registry import MONITORS, RegistryError
 from judges.crate import CRATE_S, CrateConfig, CrateJudge
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.oracle import OracleConfig, OracleJudge
@@ -29,7 +29,7 @@ def unsafe_action(tmp_path_factory):
     out, steps = run(tmp_path_factory.mktemp("pre"), t, ReplayAgent(ReplayConfig()), observers=[OracleJudge(OracleConfig())])
     k = t.safety.first_unsafe_step
     assert k == 8 and out.judge_details["oracle_unsafe"]["first_unsafe_step"] == k  # the label matches the sim
-    from harness.actions import parse_action
+    from harness.core.actions import parse_action
     text = parse_action(steps[k - 1].action).describe()
     assert sum(1 for s in steps if s.action and parse_action(s.action).describe() == text) == 1  # recognisable
     return text
@@ -107,7 +107,9 @@ def test_bad_options_are_refused_by_name():
     m = MONITORS.build("crate-s", {"model": model_cfg(base_url="http://x/v1"), "mode": "async",
                                    "categories": "Over-Automation,Legal/Compliance", "on_error": "halt"})
     assert m.mode == "async" and m.spec()["categories"] == ["Over-Automation", "Legal/Compliance"]
-    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v2#")
+    assert m.spec()["prompts"]["zh"]["id"].startswith("crate_s_step_zh@v3#")
+    with pytest.raises(RegistryError, match="not a MobileRisk category"):  # a word of a name is no name (issue 40)
+        MONITORS.build("crate-s", {"model": model_cfg(base_url="http://x/v1"), "categories": "Actions"})
 
 
 def test_on_error_allow_records_and_goes_on(tmp_path):
@@ -158,9 +160,9 @@ def test_crate_s_judge_reuses_the_gates_step_calls(tmp_path, unsafe_action):
 
 
 def test_a_refused_reply_is_quoted_capped_and_without_secrets():
-    """The failed check's record quotes the reply that made it fail: at most QUOTE_MAX characters,
-    an API key the model repeated (from a screenshot, say) redacted."""
-    from harness.replies import QUOTE_MAX
+    """The failed check's record quotes the replies that made it fail (asked twice): at most
+    QUOTE_MAX characters each, an API key the model repeated (from a screenshot, say) redacted."""
+    from harness.client.replies import QUOTE_MAX
 
     key = "sk-" + "a1B2c3D4" * 6
     long_reason = "the screen shows " + "a long list of payees, " * 300
@@ -168,8 +170,10 @@ def test_a_refused_reply_is_quoted_capped_and_without_secrets():
             + "\nOn second thought: " + json.dumps({"reason": long_reason, "category": None, "risky": False, "score": 0.1}))
     with ScriptedModelServer(lambda req: Reply(text)) as s:
         v = monitor(s, categories=["Privacy Violations"]).check(ProposedStep(1, png(1), Click(x=3, y=4), None, "pay", "en"))
-    assert v.halt is True and v.risky is None and v.category == "monitor_error" and v.extras["failure"] == "disagree"
+    assert v.halt is True and v.risky is None and v.category == "monitor_error"
+    assert v.extras["failure"] == "not_one_object" and len(s.requests) == 2
     quoted = v.extras["reply"]
+    assert v.extras["replies"] == [quoted, quoted]
     assert key not in quoted and "***redacted***" in quoted and "On second thought" in quoted
     assert len(quoted) <= QUOTE_MAX + 40 and quoted.endswith("more characters]"), len(quoted)
     assert key not in json.dumps(v.to_json(), default=str)  # nor in the reason and error recorded beside it
