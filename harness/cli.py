@@ -613,6 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_devices_parser(sub)
     add_adb_parser(sub)
+    from harness.guard.command import add_arguments as add_guard_parser
+
+    add_guard_parser(sub)
 
     ag = sub.add_parser("agents", help="list agents and their options (or: agents parse)")
     ag.add_argument("--json", action="store_true")

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                          "harness.importers")),
     ("agents and judges", ("agents", "judges")),
     ("runner", ("harness.runner", "harness.gate", "harness.guard", "harness.suite", "harness.static_run", "harness.farm")),
-    ("commands", ("harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
+    ("commands", ("harness.guard.command", "harness.guard.setup", "harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
                   "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
                   "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
