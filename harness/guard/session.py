@@ -39,6 +39,7 @@ from harness.records import EpisodeWriter, StepRecord, now_iso
 
 log = logging.getLogger("harness.guard")
 
+EXIT_IDIOM = re.compile(r"^(.*?)\s*;\s*echo X4EXIT:\$\?\s*$", re.S)  # adbutils' shell2 over shell v1
 MAX_COMMAND = 8000   # of a command line kept in a step's record
 REASON_CHARS = 300   # of a refusal's reason on the client's standard error
 
@@ -141,9 +142,9 @@ class Session:
         return self._unseen("forward", f"a port forward ({request[8:80]}) to a server on the phone", request,
                             clients.client_info(peer, self.port))
 
-    def event(self, kind: str, **fields: Any) -> None:
+    def event(self, event: str, **fields: Any) -> None:
         """One line of ``guard_events.jsonl``: what the guard refused or could not see."""
-        line = json.dumps({"at": now_iso(), "event": kind, **fields}, ensure_ascii=False) + "\n"
+        line = json.dumps({"at": now_iso(), "event": event, **fields}, ensure_ascii=False) + "\n"
         try:
             fd = os.open(self._events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -151,7 +152,7 @@ class Session:
             finally:
                 os.close(fd)
         except OSError as e:
-            log.warning("guard: cannot record %s: %s", kind, e)
+            log.warning("guard: cannot record %s: %s", event, e)
 
     def _unseen(self, kind: str, what: str, request: str, client: dict[str, Any]) -> str | None:
         """Name a channel the guard cannot see into: a warning on the terminal and in the records;
@@ -207,7 +208,15 @@ class Session:
             return [Part(None, text, read_command(Simple(0, len(text), words=words), text))]
         script = split(line)
         if script.opaque:
-            return [Part(None, line, Reading("opaque", why=f"{script.opaque} the guard cannot read"))]
+            # adbutils' exit-status idiom after a line the guard cannot read: the line is refused as one
+            # command and the idiom still runs, so the client reads the refusal's status (FIELD_NOTES 13)
+            m = EXIT_IDIOM.match(line)
+            why = Reading("opaque", why=f"{script.opaque} the guard cannot read")
+            if m is None:
+                return [Part(None, line, why)]
+            head = m.group(1)
+            tail = Simple(len(head), len(line), words=[Word("echo", "echo"), Word("X4EXIT:$?", "X4EXIT:$?", literal=False)])
+            return [Part(Simple(0, len(head)), head, why), Part(tail, line[len(head):], Reading("read"))]
         out = []
         for s in script.commands:
             reading = read_command(s, line)
