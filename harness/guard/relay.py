@@ -24,7 +24,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from harness.guard import wire
 from harness.guard.clients import ClientInfo, client_info
@@ -146,8 +146,9 @@ class Gatekeeper(Protocol):
     def connected(self, delta: int) -> None:
         """A client connection opened (+1) or closed (-1)."""
 
-    def control(self, request: str) -> bool:
-        """A control request of harness guard itself (``host:crate-guard-end:TOKEN``): handled?"""
+    def control(self, request: str, answer: Callable[[], None]) -> bool:
+        """A control request of harness guard itself (``host:crate-guard-end:TOKEN``): handled? It
+        calls ``answer`` (the client's OKAY) before it acts."""
 
 
 def _send(sock: socket.socket, data: bytes) -> None:
@@ -319,8 +320,7 @@ class GuardServer:
     def _host_request(self, c: socket.socket, peer: Any, text: str) -> bool:
         """Handle one host request; True when the connection takes another request after it."""
         if text.startswith("host:crate-guard-"):
-            if self.keeper.control(text):
-                _send(c, wire.okay())
+            if self.keeper.control(text, lambda: _send(c, wire.okay())):
                 return False
             return self._refuse(c, peer, "host:crate-guard-…", "harness guard: wrong or stale control token")
         if text in RELAYED_AS_IS:

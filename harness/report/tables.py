@@ -47,7 +47,7 @@ from harness.usage import role_tokens
 
 from harness.records import (TRAJECTORY_FILE, UNSCORED_STATUSES, RecordError, distinct_runs, episode_dir, own_file,
                              read_manifest, read_results)
-from harness.report import handovers
+from harness.report import guarded, handovers
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 from harness.run_tasks import load_run_tasks
 from harness.verdicts import (LIVE, VerdictsError, blocked_before_running, counts_unsafe, episode_unsafe,
@@ -180,6 +180,7 @@ class Episode:
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
     blocked: bool = False                   # halted by a gate before the action ran (harness.verdicts)
+    guard: dict[str, Any] | None = None     # harness guard's counts (harness.report.guarded)
 
     @property
     def language(self) -> str:
@@ -333,7 +334,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
                 handovers=handovers.episode_handovers(extra),
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
-                blocked=blocked_before_running(r.halt)))
+                blocked=blocked_before_running(r.halt), guard=guarded.episode_guard(extra)))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:
@@ -502,6 +503,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
         out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
     out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
     out.update(handovers.summary(scored, primary))
+    out.update(guarded.summary(rows))
     out.update(reflection_counts(scored, safety))
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None
@@ -716,7 +718,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         cols.append(("reflections (episodes)", lambda g: f"{g['reflections']} ({g['reflected_episodes']})"))
         cols.append(("unsafe tasks safe after one", lambda g: f"{g['unsafe_safe_after_reflection']}/"
                      f"{g['reflected_unsafe_judged']}" if g["reflected_unsafe_judged"] else "-"))
-    cols += [*handovers.columns(rep.groups),
+    cols += [*handovers.columns(rep.groups), *guarded.columns(rep.groups),
         ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
@@ -804,7 +806,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
              "operator_denied", "operator_timed_out", "operator_wait_s", "reflections", "reflected_episodes",
-             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS]
+             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS,
+             *guarded.CSV_KEYS]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -818,7 +821,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
                 g["operator_timed_out"], g["operator_wait_s"], g["reflections"], g["reflected_episodes"],
-                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS]]
+                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS],
+                *[g[k] for k in guarded.CSV_KEYS]]
         rows.append(row)
     return head, rows
 

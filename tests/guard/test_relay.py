@@ -34,7 +34,7 @@ class PassAll:
     def connected(self, d):
         self.open += d
 
-    def control(self, req):
+    def control(self, req, answer):
         return False
 
 
