@@ -65,6 +65,8 @@ class Guard:
         s.live.clear()
         cap = s.policy.cap or max(1, proposed)
         extra: dict[str, Any] = {
+            # the goal, as an imported episode carries it: `harness judge` reads it without a task file
+            "instruction": self.task.instruction, "language": self.task.language,
             "monitor_checks": s.checks.stats(),
             "guard": {"end": s.end_reason, "port": self.server.port, **s.counts, "unseen_channels": s.unseen[:50]},
         }
