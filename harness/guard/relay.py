@@ -90,6 +90,7 @@ class Piped:
     exit_status: int | None = None
     error: str | None = None
     seconds: float = 0.0
+    sent: bool = False     # the request reached the real server (the phone may have run it)
 
 
 class ServiceCall:
@@ -108,9 +109,21 @@ class ServiceCall:
             self._info = client_info(self.peer, self.guard.port)
         return self._info
 
-    def relay(self, service: str | None = None, v2: bool = False) -> Piped:
-        """Send ``service`` (default: as asked) to the phone and relay both ways until both sides close."""
+    def client_gone(self) -> bool:
+        """The client closed its connection (killed while its request was being decided)."""
+        try:
+            return self.client.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+
+    def relay(self, service: str | None = None, v2: bool = False, unless_gone: bool = False) -> Piped:
+        """Send ``service`` (default: as asked) to the phone and relay both ways until both sides
+        close; with ``unless_gone``, not when the client has gone meanwhile (``Piped.error`` says so)."""
         self.done = True
+        if unless_gone and self.client_gone():
+            return Piped(error="the client went away before its command was relayed", client_closed_first=True)
         return pipe(self.client, self.upstream, wire.request(service if service is not None else self.service),
                     wire.ShellFrames() if v2 else None)
 
@@ -188,6 +201,7 @@ def pipe(client: socket.socket, upstream: socket.socket, first: bytes, frames: w
     except OSError as e:
         out.error = f"the adb server went away: {e.strerror or e}"
         return out
+    out.sent = True
     t = threading.Thread(target=up, name="guard-up", daemon=True)
     t.start()
     buf = bytearray(1 << 18)
@@ -281,6 +295,7 @@ class GuardServer:
             self.keeper.refused("(unreadable)", str(e), peer)
             _send(c, wire.fail(f"harness guard: {e}"))
         except Unreachable as e:
+            self.keeper.refused("(the real adb server)", str(e), peer)
             _send(c, wire.fail(str(e)))
         except OSError:
             pass
@@ -491,7 +506,8 @@ class GuardServer:
             up.settimeout(self.upstream.timeout)
             up.sendall(wire.request(f"host:tport:serial:{self.serial}" if tport else f"host:transport:{self.serial}"))
             err = wire.read_status(up)
-            if err is not None:
+            if err is not None:  # the phone is gone (unplugged, offline): the server's own words
+                self.keeper.refused(f"host:transport:{self.serial}", f"the adb server: {err}", peer)
                 _send(c, wire.fail(err))
                 return False
             answer = wire.okay()

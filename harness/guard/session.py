@@ -194,7 +194,7 @@ class Session:
             else:
                 text = self._rewritten(line or "", parts)
                 head = call.service[:len(call.service) - len(line or "")]
-                piped = call.relay(head + text, v2=v2)
+                piped = call.relay(head + text, v2=v2, unless_gone=True)
             self._ran(call, parts, piped)
 
     def _pass(self, call: ServiceCall) -> None:
@@ -241,7 +241,7 @@ class Session:
                 call.refuse(part.refusal)
                 piped = None
             else:
-                piped = call.relay()
+                piped = call.relay(unless_gone=True)
             self._ran(call, [part], piped)
 
     # --- deciding -----------------------------------------------------------------------------
@@ -340,8 +340,8 @@ class Session:
                        **({"action": piped.seconds} if piped is not None else {})}
             executed = refused is None and piped is not None and p.refusal is None
             invalid = refused
-            if executed and piped.error and piped.down == 0:
-                executed, invalid = False, f"the phone did not take it: {piped.error}"
+            if executed and not piped.sent:
+                executed, invalid = False, f"not run: {piped.error}"
             if piped is not None and piped.exit_status is not None:
                 extras["guard"]["exit_status"] = piped.exit_status
             if piped is not None and piped.client_closed_first:
