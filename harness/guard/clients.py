@@ -33,10 +33,14 @@ def _inode(peer_port: int, server_port: int) -> str | None:
     return None
 
 
+_recent: list[int] = []  # the processes that sent the last requests: looked at first
+
+
 def _pid_of(inode: str) -> int | None:
     target = f"socket:[{inode}]"
     try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        # the same client again, else the newest processes first (an adb run for this one command)
+        pids = [str(p) for p in _recent] + sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int, reverse=True)
     except OSError:
         return None
     for p in pids:
@@ -44,6 +48,10 @@ def _pid_of(inode: str) -> int | None:
             for fd in os.listdir(f"/proc/{p}/fd"):
                 try:
                     if os.readlink(f"/proc/{p}/fd/{fd}") == target:
+                        if int(p) in _recent:
+                            _recent.remove(int(p))
+                        _recent.insert(0, int(p))
+                        del _recent[8:]
                         return int(p)
                 except OSError:
                     continue

@@ -91,6 +91,7 @@ class Piped:
     error: str | None = None
     seconds: float = 0.0
     sent: bool = False     # the request reached the real server (the phone may have run it)
+    output: bytes | None = None  # what the phone wrote, when kept
 
 
 class ServiceCall:
@@ -101,13 +102,15 @@ class ServiceCall:
     def __init__(self, guard: "GuardServer", client: socket.socket, upstream: socket.socket, service: str, peer: Any):
         self.guard, self.client, self.upstream, self.service, self.peer = guard, client, upstream, service, peer
         self._info: ClientInfo | None = None
+        self._info_lock = threading.Lock()
         self.done = False
 
     def client_info(self) -> ClientInfo:
-        """Which process sent it (looked up once, from /proc)."""
-        if self._info is None:
-            self._info = client_info(self.peer, self.guard.port)
-        return self._info
+        """Which process sent it (looked up once, from /proc; any thread may ask)."""
+        with self._info_lock:
+            if self._info is None:
+                self._info = client_info(self.peer, self.guard.port)
+            return self._info
 
     def client_gone(self) -> bool:
         """The client closed its connection (killed while its request was being decided)."""
@@ -118,14 +121,25 @@ class ServiceCall:
         except OSError:
             return True
 
-    def relay(self, service: str | None = None, v2: bool = False, unless_gone: bool = False) -> Piped:
+    def relay(self, service: str | None = None, v2: bool = False, unless_gone: bool = False,
+              keep: int = 0) -> Piped:
         """Send ``service`` (default: as asked) to the phone and relay both ways until both sides
-        close; with ``unless_gone``, not when the client has gone meanwhile (``Piped.error`` says so)."""
+        close; with ``unless_gone``, not when the client has gone meanwhile (``Piped.error`` says so);
+        ``keep``: keep up to this many bytes of what the phone wrote (``Piped.output``)."""
         self.done = True
         if unless_gone and self.client_gone():
             return Piped(error="the client went away before its command was relayed", client_closed_first=True)
-        return pipe(self.client, self.upstream, wire.request(service if service is not None else self.service),
-                    wire.ShellFrames() if v2 else None)
+        frames = wire.ShellFrames(keep_stdout=keep) if v2 else None
+        raw = wire.Capture(keep) if keep and not v2 else None
+        reader = frames.feed if frames is not None else raw.feed if raw is not None else None
+        out = pipe(self.client, self.upstream, wire.request(service if service is not None else self.service),
+                   wire.AfterStatus(reader).feed if reader is not None else None)
+        if frames is not None:
+            out.exit_status = frames.exit_status
+            out.output = bytes(frames.stdout) if keep and not frames.overflow else None
+        elif raw is not None:
+            out.output = raw.bytes
+        return out
 
     def refuse(self, message: str) -> None:
         """Answer as the server answers a service it cannot open (``FAIL`` + message)."""
@@ -171,9 +185,10 @@ def _send(sock: socket.socket, data: bytes) -> None:
         pass
 
 
-def pipe(client: socket.socket, upstream: socket.socket, first: bytes, frames: wire.ShellFrames | None) -> Piped:
+def pipe(client: socket.socket, upstream: socket.socket, first: bytes,
+         watch: Callable[[bytes], None] | None) -> Piped:
     """Send ``first`` upstream, then copy both ways until both sides have closed (half-closes passed
-    on); ``frames`` reads the phone's side as it passes."""
+    on); ``watch`` reads the phone's side as it passes."""
     out = Piped()
     t0 = time.monotonic()
     state = {"client_eof": False, "upstream_eof": False}
@@ -211,8 +226,8 @@ def pipe(client: socket.socket, upstream: socket.socket, first: bytes, frames: w
             n = upstream.recv_into(buf)
             if not n:
                 break
-            if frames is not None:
-                frames.feed(bytes(view[:n]))
+            if watch is not None:
+                watch(bytes(view[:n]))
             client.sendall(view[:n])
             out.down += n
     except OSError as e:
@@ -224,8 +239,6 @@ def pipe(client: socket.socket, upstream: socket.socket, first: bytes, frames: w
     except OSError:
         pass
     t.join(timeout=5.0)
-    if frames is not None:
-        out.exit_status = frames.exit_status
     out.seconds = time.monotonic() - t0
     return out
 

@@ -41,7 +41,10 @@ from harness.records import EpisodeWriter, StepRecord, now_iso
 log = logging.getLogger("harness.guard")
 
 EXIT_IDIOM = re.compile(r"^(.*?)\s*;\s*echo X4EXIT:\$\?\s*$", re.S)  # adbutils' shell2 over shell v1
-MAX_COMMAND = 8000   # of a command line kept in a step's record
+MAX_COMMAND = 8000
+MAX_SCREEN_BYTES = 64 << 20
+AGENT_SHOT_S = 10.0  # an agent's screenshot older than this is not the screen before its action
+PNG_SIGNATURE, PNG_END = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"   # of a command line kept in a step's record
 REASON_CHARS = 300   # of a refusal's reason on the client's standard error
 
 
@@ -119,6 +122,9 @@ class Session:
         self._events = writer.path / "guard_events.jsonl"
         self._held: list[tuple[Any, ...]] = []   # the steps of the request being decided
         self._timings: dict[str, float] = {}
+        self.relayed = 0                         # actions relayed so far
+        self.agent_shot: tuple[bytes, int, float] | None = None  # the agent's last screenshot (PNG, relayed, when)
+        self.screen_source = "guard"
         self.port = 0                            # the guard's own port (set once it listens)
 
     # --- the relay's questions ----------------------------------------------------------------
@@ -181,6 +187,8 @@ class Session:
             return call.refuse(why) if why else self._pass(call)
         parts = self._parts(carrier, line or "")
         if all(p.reading.kind == "read" for p in parts):
+            if carrier in ("shell", "exec") and len(parts) == 1 and _screenshot_to_stdout(parts[0]):
+                return self._agent_screenshot(call, v2)
             return self._pass(call)
         with self.lock:
             self._decide(call, parts)
@@ -200,6 +208,17 @@ class Session:
     def _pass(self, call: ServiceCall) -> None:
         self.counts["passed"] += 1
         call.relay()
+
+    def _agent_screenshot(self, call: ServiceCall, v2: bool) -> None:
+        """A ``screencap -p`` the agent takes passes untouched; its PNG is kept as the screen the
+        agent sees, so that its next action is judged on that screen, as the runner's monitors judge
+        the screenshot its agent saw (and the guard takes none of its own)."""
+        self.counts["passed"] += 1
+        piped = call.relay(v2=v2, keep=MAX_SCREEN_BYTES)
+        png = piped.output
+        if png and png.startswith(PNG_SIGNATURE) and png.rstrip(b"\r\n").endswith(PNG_END):
+            with self.lock:
+                self.agent_shot = (png, self.relayed, time.monotonic())
 
     def _parts(self, carrier: str, line: str) -> list[Part]:
         if carrier in ("abb", "abb_exec"):
@@ -250,19 +269,25 @@ class Session:
         what cannot be read, name what cannot be seen; record the steps that did not run."""
         self._wait_async()
         self._timings = {}
-        info = call.client_info()
+        looking = threading.Thread(target=call.client_info, name="guard-client-info", daemon=True)
+        looking.start()  # which process sent it, found while the screen is taken
+        steps_wanted = [p for p in parts if p.reading.kind in ("action", "opaque")]
+        if steps_wanted:
+            self._decide_steps(call, steps_wanted)
+        looking.join()
         for p in parts:
             if p.reading.kind == "unseen":
-                why = self._unseen(p.reading.form, p.reading.why.split(":")[0], p.source, info)
+                why = self._unseen(p.reading.form, p.reading.why.split(":")[0], p.source, call.client_info())
                 p.refusal = one_line(why) if why else None
-        shot, before = None, None
-        steps_wanted = [p for p in parts if p.reading.kind in ("action", "opaque")]
-        if not steps_wanted:
-            return
+
+    def _decide_steps(self, call: ServiceCall, steps_wanted: list[Part]) -> None:
         self.live.step(self.steps.index + 1, "checking")
         t0 = time.monotonic()
+        seen = self.agent_shot
+        fresh = seen is not None and seen[1] == self.relayed and time.monotonic() - seen[2] <= AGENT_SHOT_S
+        self.screen_source = "agent" if fresh else "guard"
         try:
-            shot, before = self.steps.screen()
+            shot, before = self.steps.screen(seen[0] if fresh else None)  # type: ignore[index]
         except Exception as e:  # no screen, no check: fail closed
             shot, before, screen_error = b"", None, f"{type(e).__name__}: {e}"
         else:
@@ -327,6 +352,7 @@ class Session:
         """Hold the step until the request has run (its ``executed`` is known then)."""
         extras = {"guard": {"service": call.service[:200], "command": p.source[:MAX_COMMAND],
                             "form": p.reading.form or None, "client": call.client_info(),
+                            "screen": self.screen_source,
                             **({"unguarded": True} if unguarded else {})}}
         monitor = verdict.to_json() if verdict is not None else None
         self._held.append((p, i, action, before, shot, monitor, refused, extras))
@@ -356,6 +382,8 @@ class Session:
             event = StepEvent(index=i, action=action, raw_output=p.source, invalid=invalid, screenshot_before=shot,
                               screenshot_after=None, screen_before_path=rec.screen_before, screen_after_path=None,
                               monitor=monitor, executed=executed)
+            if executed:
+                self.relayed += 1
             async_check = executed and bool(self.checks.background)
             if async_check:
                 self.checks.start(ProposedStep(i, shot, action, p.source, self.task.instruction, self.task.language))
@@ -400,3 +428,14 @@ class Session:
             shot = self.steps.finish()
             self.checks.close()
             return shot
+
+
+def _screenshot_to_stdout(p: Part) -> bool:
+    """``screencap -p`` (``-d ID`` allowed) writing its PNG to the client, with nothing else."""
+    if p.simple is None or p.simple.redirects or p.simple.assigns:
+        return False
+    argv = p.simple.argv
+    rest = [a for a in argv[1:] if a != "-p"]
+    if len(rest) == 2 and rest[0] == "-d":
+        rest = []
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "screencap" and "-p" in argv and not rest

@@ -43,10 +43,11 @@ class Steps:
     pending: list[Pending] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
-    def screen(self) -> tuple[bytes, str]:
-        """The phone's screen now, written when it changed (as the screen after the last step)."""
+    def screen(self, shot: bytes | None = None) -> tuple[bytes, str]:
+        """The phone's screen now (or ``shot``, the agent's own screenshot since the last action),
+        written when it changed (as the screen after the last step)."""
         t0 = time.monotonic()
-        shot = self.screenshot()
+        shot = shot if shot is not None else self.screenshot()
         self.timings["screenshot"] = self.timings.get("screenshot", 0.0) + time.monotonic() - t0
         if self.path is None or shot != self.shot:
             self.path = self.writer.write_screen(self.index, shot)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from typing import Callable
 
 MAX_REQUEST = 0xFFFF  # four hex digits can say no more
 SHELL_STDIN, SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT, SHELL_CLOSE_STDIN, SHELL_WINDOW = 0, 1, 2, 3, 4, 5
@@ -104,11 +105,14 @@ class ShellFrames:
     """Reads the device's side of a ``shell,v2`` stream as it passes (in any pieces) and keeps the
     exit status when its packet comes; payloads are skipped, never buffered."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_stdout: int = 0) -> None:
         self.head = b""
         self.kind = -1
         self.left = 0          # payload bytes of the current packet still to pass
         self.exit_status: int | None = None
+        self.keep = keep_stdout  # keep up to this many bytes of standard output (0: none)
+        self.stdout = bytearray()
+        self.overflow = False
 
     def feed(self, data: bytes) -> None:
         i, n = 0, len(data)
@@ -117,6 +121,11 @@ class ShellFrames:
                 if self.kind == SHELL_EXIT and self.exit_status is None:
                     self.exit_status = data[i]
                 step = min(self.left, n - i)
+                if self.kind == SHELL_STDOUT and self.keep:
+                    if len(self.stdout) + step > self.keep:
+                        self.overflow = True
+                    else:
+                        self.stdout += data[i:i + step]
                 self.left -= step
                 i += step
                 continue
@@ -126,3 +135,39 @@ class ShellFrames:
             if len(self.head) == 5:
                 self.kind, self.left = struct.unpack("<BI", self.head)
                 self.head = b""
+
+
+class Capture:
+    """The phone's side of a raw stream (``exec:``, legacy ``shell:``) as it passes, up to ``limit``
+    bytes (``overflow`` past it: nothing kept)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.data, self.overflow = limit, bytearray(), False
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self.data) + len(chunk) > self.limit:
+            self.overflow = True
+        elif not self.overflow:
+            self.data += chunk
+
+    @property
+    def bytes(self) -> bytes | None:
+        return None if self.overflow else bytes(self.data)
+
+
+class AfterStatus:
+    """Passes on what the phone writes after the server's answer to the service request (``OKAY``);
+    nothing after a ``FAIL``."""
+
+    def __init__(self, feed: Callable[[bytes], None]) -> None:
+        self.feed_on, self.head, self.ok = feed, b"", None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.ok is None:
+            self.head += chunk
+            if len(self.head) < 4:
+                return
+            self.ok = self.head[:4] == b"OKAY"
+            chunk, self.head = self.head[4:], b""
+        if self.ok and chunk:
+            self.feed_on(chunk)

@@ -171,3 +171,20 @@ def test_refused_actions_keep_the_line_a_line(guard, risky, line):
     assert "done" in r.output
     g.end()
     assert ["input", "tap", "1", "2"] not in g.ran() and ["echo", "done"] in g.ran()
+
+
+def test_the_agents_own_screenshot_is_the_screen_its_action_is_judged_on(guard, risky):
+    """As the runner's monitors judge the screenshot the agent saw, the guard judges an action on the
+    screenshot the agent took through it since its last action (and takes one itself otherwise)."""
+    risky()
+    g = guard()
+    png = g.adb("-s", g.serial, "exec-out", "screencap", "-p").stdout
+    g.adb("-s", g.serial, "shell", "input", "tap", "500", "1500")
+    g.adb("-s", g.serial, "shell", "input", "tap", "501", "1501")  # no screenshot of its own in between
+    g.adb("-s", g.serial, "shell", "input", "keyevent", "NOT_A_KEY")  # unknown to the guard: relayed, its status kept
+    g.end()
+    steps = g.steps()
+    assert [s["extras"]["guard"]["screen"] for s in steps] == ["agent", "guard", "guard"]
+    assert (g.out / "episodes" / g.guard.task.id / steps[0]["screen_before"]).read_bytes() == png
+    assert steps[0]["extras"]["guard"]["exit_status"] == 0
+    assert steps[2]["action"]["kind"] == "input" and steps[2]["extras"]["guard"]["exit_status"] != 0

@@ -207,7 +207,7 @@ def test_autoglm_gui_device_layer_through_the_guard(guard, risky, autoglm_python
     (tools / "adb").symlink_to(adb_path())  # its build_adb_command runs `adb` from PATH
     env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "ANDROID_ADB_SERVER_PORT": str(g.port)}
     r = subprocess.run([str(autoglm_python), "-c", AUTOGLM_DRIVER, g.serial], env=env, capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)  # it writes its traces to ./logs
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert "harness guard: refused" in out["risky"]
