@@ -118,3 +118,24 @@ def test_the_guard_command_ends_on_sigint_and_on_end(adb, serve_sim, tmp_path):
 def _ignore_sigint() -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as bash leaves it for a script's background job
+
+
+def test_watch_serves_the_live_page_and_resume_adds_an_episode(guard, risky, tmp_path):
+    import urllib.request
+
+    from harness.ports import free_port
+
+    risky()
+    port = free_port()
+    g = guard("--watch", "--watch-port", str(port))
+    g.adb("-s", g.serial, "shell", "input", "tap", "10", "10")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+        assert r.status == 200
+    g.end()
+    again = guard("--out", str(g.out), "--resume", sim=g.sim)
+    again.out = g.out
+    again.adb("-s", again.serial, "shell", "input", "tap", "20", "20")
+    again.end()
+    results = [json.loads(x) for x in (g.out / "results.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in results] == ["guard-1", "guard-2"]
+    assert [r["proposed_steps"] for r in results] == [1, 1]
