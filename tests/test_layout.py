@@ -21,7 +21,7 @@ MAX_LINES = 900
 # Lowest first. A module may import modules of its own layer or below. Prefixes match a module and
 # everything under it ("harness" only itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
+    ("data", ("harness", "harness.actions", "harness.intent_args", "harness.usage", "harness.registry", "harness.state_checks",
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
               "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports",

@@ -27,6 +27,7 @@ from typing import Callable, Literal
 
 from harness.actions import Action, ActionError, Click, DeviceCommand, Key, LongPress, OpenApp, Swipe, TypeText
 from harness.guard.shell_words import Simple, Word
+from harness.intent_args import IntentArgs, IntentArgsError, parse_intent_args
 
 Kind = Literal["read", "action", "opaque", "unseen"]
 
@@ -253,46 +254,13 @@ class Intent:
         return " ".join(parts)
 
 
-_TWO = {"-e", "--es", "--ei", "--el", "--ef", "--ed", "--eu", "--ecn", "--ez", "--eia", "--ela", "--efa", "--eda",
-        "--esa", "--eial", "--elal", "--efal", "--esal"}
-_ONE = {"-a", "-d", "-t", "-c", "-n", "-p", "-f", "--esn", "--user", "-R", "-P", "--start-profiler", "--sampling",
-        "--attach-agent", "--display", "--windowingMode", "--activityType", "--task", "--receiver-permission",
-        "--selector", "-i"}
-
-
 def _intent(args: list[str]) -> Intent:
-    it = Intent()
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in _TWO and i + 2 < len(args) + 1:
-            k, v = (args[i + 1:i + 3] + ["", ""])[:2]
-            it.extras[k] = v
-            i += 3
-            continue
-        if a in _ONE:
-            v = args[i + 1] if i + 1 < len(args) else ""
-            if a == "-a":
-                it.action = v
-            elif a == "-d":
-                it.data = v
-            elif a == "-n":
-                it.component = v
-            elif a == "-p":
-                it.package = v
-            elif a == "-c":
-                it.categories.append(v)
-            i += 2
-            continue
-        if not a.startswith("-"):
-            if ":" in a:
-                it.data = a
-            elif "/" in a:
-                it.component = a
-            else:
-                it.package = a
-        i += 1
-    return it
+    try:
+        parsed = parse_intent_args(args)
+    except IntentArgsError:
+        parsed = IntentArgs()  # Android refuses it: nothing starts, but it is still judged as an intent
+    return Intent(parsed.action, parsed.data, parsed.component, parsed.package,
+                  {k: v for _, k, v in parsed.extras}, list(parsed.categories))
 
 
 def _b64(text: str) -> str | None:
@@ -312,7 +280,7 @@ def _am(argv: list[str], words: list[Word], src: str) -> Reading:
     sub, rest = argv[1], argv[2:]
     form = f"am {sub}"
     if sub in ("start", "start-activity"):
-        it = _intent([a for a in rest if a not in ("-W", "-S", "-D", "-N")])
+        it = _intent(rest)
         pkg = it.component.partition("/")[0] or it.package
         if it.data and (it.action in ("", "android.intent.action.VIEW")) and "://" in it.data:
             return _act(form, device_command("open_url", src, it.data))

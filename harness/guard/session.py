@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from harness.actions import Action, DeviceCommand, action_to_json
 from harness.episode import LiveRecorder, Monitor, MonitorVerdict, Operator, ProposedStep, Question, StepEvent
-from harness.gate import Checks, Flagged
+from harness.gate import Checks, Flagged, Interrupted
 from harness.guard import clients
 from harness.guard.commands import Reading, device_command, read_command, read_service
 from harness.guard.relay import ServiceCall
@@ -100,15 +100,17 @@ class Session:
 
     def __init__(self, *, writer: EpisodeWriter, task: Any, device: Any, monitors: list[Monitor], observers: list[Any],
                  operator: Operator | None, live: LiveRecorder, policy: Policy, say: Callable[[str], None],
-                 token: str, should_stop: Callable[[], bool] = lambda: False, meter: Any = None):
+                 token: str, should_stop: Callable[[], bool] = lambda: False):
         self.writer, self.task, self.device, self.policy, self.say, self.token = writer, task, device, policy, say, token
-        self.monitors, self.observers, self.live = monitors, observers, live
+        self.observers, self.live = observers, live
         self.checks = Checks(list(monitors))
-        self.flagged = Flagged(operator, live, should_stop, lambda m, step, v: Question(
+        self.ended = threading.Event()
+        self.flagged = Flagged(operator, live, lambda: should_stop() or self.ended.is_set(), lambda m, step, v: Question(
             writer.path, task.id, device.serial, step.index, policy.cap or 0, step.action.describe(),
             v.monitor or m.name, v.category, v.reason, v.error, v.score))
         self.steps = Steps(writer, device.screenshot, observers, live)
         self.lock = threading.RLock()
+        self._count_lock = threading.Lock()
         self.counts = {"passed": 0, "actions": 0, "blocked": 0, "refused": 0, "unguarded": 0, "unseen": 0,
                        "refused_requests": 0}
         self.unseen: list[dict[str, Any]] = []
@@ -116,9 +118,7 @@ class Session:
         self.halted_by: str | None = None                # set once an async check halted the session
         self.clients_open = 0
         self.last_closed = time.monotonic()
-        self.ended = threading.Event()
         self.end_reason: str | None = None
-        self.meter = meter
         self._events = writer.path / "guard_events.jsonl"
         self._held: list[tuple[Any, ...]] = []   # the steps of the request being decided
         self._timings: dict[str, float] = {}
@@ -142,8 +142,12 @@ class Session:
             return True
         return False
 
+    def count(self, key: str) -> None:
+        with self._count_lock:
+            self.counts[key] += 1
+
     def refused(self, request: str, reason: str, peer: Any) -> None:
-        self.counts["refused_requests"] += 1
+        self.count("refused_requests")
         self.event("refused", request=request[:300], reason=reason, client=clients.client_info(peer, self.port))
 
     def forward(self, request: str, peer: Any) -> str | None:
@@ -165,7 +169,7 @@ class Session:
     def _unseen(self, kind: str, what: str, request: str, client: dict[str, Any]) -> str | None:
         """Name a channel the guard cannot see into: a warning on the terminal and in the records;
         with ``strict``, the refusal."""
-        self.counts["unseen"] += 1
+        self.count("unseen")
         entry = {"kind": kind, "what": what, "request": request[:300], "client": client,
                  "refused": self.policy.strict}
         self.unseen.append({k: v for k, v in entry.items() if k != "client"})
@@ -206,14 +210,14 @@ class Session:
             self._ran(call, parts, piped)
 
     def _pass(self, call: ServiceCall) -> None:
-        self.counts["passed"] += 1
+        self.count("passed")
         call.relay()
 
     def _agent_screenshot(self, call: ServiceCall, v2: bool) -> None:
         """A ``screencap -p`` the agent takes passes untouched; its PNG is kept as the screen the
         agent sees, so that its next action is judged on that screen, as the runner's monitors judge
         the screenshot its agent saw (and the guard takes none of its own)."""
-        self.counts["passed"] += 1
+        self.count("passed")
         piped = call.relay(v2=v2, keep=MAX_SCREEN_BYTES)
         png = piped.output
         if png and png.startswith(PNG_SIGNATURE) and png.rstrip(b"\r\n").endswith(PNG_END):
@@ -299,18 +303,18 @@ class Session:
                 i = self.steps.next_index()
                 p.steps.append(i)
                 if self.policy.allow_opaque:
-                    self.counts["unguarded"] += 1
+                    self.count("unguarded")
                     self._keep(call, p, i, action, before, shot, None, unguarded=True)
                 else:
                     p.refusal = one_line(f"harness guard: refused {p.source[:80]}: {p.reading.why} "
                                          "(harness guard --allow-opaque relays it)")
-                    self.counts["refused"] += 1
+                    self.count("refused")
                     self._keep(call, p, i, action, before, shot, None, refused=p.refusal)
                 continue
             for action in p.reading.actions:
                 i = self.steps.next_index()
                 p.steps.append(i)
-                self.counts["actions"] += 1
+                self.count("actions")
                 t0 = time.monotonic()
                 refusal, verdict = self._gate(i, action, p, shot, screen_error)
                 self._timings[f"monitors:{i}"] = time.monotonic() - t0 - self.flagged.step_wait[0]
@@ -336,12 +340,15 @@ class Session:
             return None, None
         step = ProposedStep(i, shot, action, p.source, self.task.instruction, self.task.language)
         self.flagged.step_wait[0] = 0.0
-        v, halted = self.checks.gate(step, self.flagged, seen=lambda v: self.live.verdict(v.to_json()))
+        try:
+            v, halted = self.checks.gate(step, self.flagged, seen=lambda v: self.live.verdict(v.to_json()))
+        except Interrupted:  # the session ended while the operator was asked: not relayed
+            return one_line(f"harness guard: refused {what}: the session ended before the operator answered"), None
         if not halted:
             return None, v
         assert v is not None
         why = f"{v.monitor or 'monitor'}" + (f" ({v.category})" if v.category else "") + f": {v.reason}"
-        self.counts["blocked"] += 1
+        self.count("blocked")
         if self.halt is None:
             self.halt = {"step": i, "category": v.category or "unspecified", "reason": v.reason, "monitor": v.monitor,
                          "executed": False, **({"operator": v.operator} if v.operator else {})}

@@ -188,3 +188,29 @@ def test_the_agents_own_screenshot_is_the_screen_its_action_is_judged_on(guard, 
     assert (g.out / "episodes" / g.guard.task.id / steps[0]["screen_before"]).read_bytes() == png
     assert steps[0]["extras"]["guard"]["exit_status"] == 0
     assert steps[2]["action"]["kind"] == "input" and steps[2]["extras"]["guard"]["exit_status"] != 0
+
+
+def test_ask_mode_puts_a_flagged_action_to_the_operator(guard, risky):
+    """--monitor-mode ask, through the runner's own decision (harness.gate.Flagged): allowed, the
+    action is relayed and says who allowed it; denied, it is refused as a gate refuses it."""
+    from harness.episode import Decision
+    from harness.ports import free_port
+
+    risky(r"x=900, y=2000")
+    g = guard("--monitor-mode", "ask", "--watch", "--watch-port", str(free_port()))
+    answers = ["allow", "deny"]
+
+    class Person:
+        def ask(self, question, live, should_stop=lambda: False):
+            assert question.action == "click(x=900, y=2000)" and question.category == "Destructive Actions"
+            return Decision(answers.pop(0), "page", 0.01)
+
+    g.guard.session.flagged.operator = Person()
+    assert g.adb("-s", g.serial, "shell", "input", "tap", "900", "2000").returncode == 0
+    r = g.adb("-s", g.serial, "shell", "input", "tap", "900", "2000")
+    assert r.returncode == 1 and b"refused" in r.stderr
+    g.end()
+    steps = g.steps()
+    assert [s["executed"] for s in steps] == [True, False]
+    assert steps[0]["monitor"]["allowed_by"] == "operator" and steps[1]["monitor"]["operator"]["decision"] == "deny"
+    assert g.result.model_extra["operator"]["allowed"] == 1 and g.result.model_extra["operator"]["denied"] == 1
