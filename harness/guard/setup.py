@@ -174,6 +174,10 @@ def open_session(args: argparse.Namespace, argv: list[str] | None = None) -> Gua
                                                   "reconnect_timeout": 0.0, "allow_clear": False}))
     except RunError as e:
         raise GuardError(str(e)) from None
+    if cfg.adb_port == args.port and cfg.adb_host in ("127.0.0.1", "localhost", "::1"):
+        raise GuardError(f"the real adb server would be the guard itself (port {args.port}, from --adb-port or "
+                         "ANDROID_ADB_SERVER_PORT): give the guard another --port, or name the real server with "
+                         "--adb-port")
     device = AdbDevice(args.device, host=cfg.adb_host, port=cfg.adb_port)
     desc = device.describe()
     if not desc.healthy:

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.cli import main
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.offline.test_offline_crate import REPLIES, kind
@@ -139,3 +141,26 @@ def test_watch_serves_the_live_page_and_resume_adds_an_episode(guard, risky, tmp
     results = [json.loads(x) for x in (g.out / "results.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in results] == ["guard-1", "guard-2"]
     assert [r["proposed_steps"] for r in results] == [1, 1]
+
+
+def test_bad_set_ups_are_refused_before_the_phone_is_touched(adb, tmp_path, capsys):
+    from harness.ports import free_port
+
+    port = str(free_port())
+    base = ["guard", "--device", "127.0.0.1:1", "--port", port, "--out", str(tmp_path / "r")]
+    for extra, why in ((["--instruction", "x", "--adb-port", port], "would be the guard itself"),
+                       ([], "--instruction TEXT"), (["--task", "t"], "--suite and --task go together"),
+                       (["--suite", "tasks/sim", "--task", "nope"], "no such task"),
+                       (["--instruction", "x", "--monitor-mode", "reflect"], "invalid choice")):
+        with pytest.raises(SystemExit) if "invalid choice" in why else _nothing():
+            assert main([*base, *extra, "--adb-port", extra[-1] if "itself" in why else str(adb.port)]) == 2
+        assert why in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
