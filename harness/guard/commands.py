@@ -238,29 +238,22 @@ def _input(argv: list[str], words: list[Word], src: str) -> Reading:
 
 
 # --- activity manager ------------------------------------------------------------------------------
-@dataclass
-class Intent:
-    action: str = ""
-    data: str = ""
-    component: str = ""
-    package: str = ""
-    extras: dict[str, str] = field(default_factory=dict)
-    categories: list[str] = field(default_factory=list)
-
-    def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("act", self.action), ("dat", self.data), ("cmp", self.component),
-                                             ("pkg", self.package)) if v]
-        parts += [f"cat={c}" for c in self.categories] + [f"extra {k}={v[:200]}" for k, v in self.extras.items()]
-        return " ".join(parts)
-
-
-def _intent(args: list[str]) -> Intent:
+def _intent(args: list[str]) -> IntentArgs:
     try:
-        parsed = parse_intent_args(args)
+        return parse_intent_args(args)
     except IntentArgsError:
-        parsed = IntentArgs()  # Android refuses it: nothing starts, but it is still judged as an intent
-    return Intent(parsed.action, parsed.data, parsed.component, parsed.package,
-                  {k: v for _, k, v in parsed.extras}, list(parsed.categories))
+        return IntentArgs()  # Android refuses it: nothing starts, but it is still judged as an intent
+
+
+def _extras(it: IntentArgs) -> dict[str, str]:
+    return {k: v for _, k, v in it.extras}
+
+
+def _describe(it: IntentArgs) -> str:
+    parts = [f"{k}={v}" for k, v in (("act", it.action), ("dat", it.data), ("cmp", it.component),
+                                         ("pkg", it.package)) if v]
+    parts += [f"cat={c}" for c in it.categories] + [f"extra {k}={v[:200]}" for k, v in _extras(it).items()]
+    return " ".join(parts)
 
 
 def _b64(text: str) -> str | None:
@@ -286,14 +279,14 @@ def _am(argv: list[str], words: list[Word], src: str) -> Reading:
             return _act(form, device_command("open_url", src, it.data))
         if pkg and not it.data and not it.extras and it.action in ("", "android.intent.action.MAIN"):
             return _act(form, OpenApp(app=pkg[:200]))
-        return _act(form, device_command("intent", src, it.describe()))
+        return _act(form, device_command("intent", src, _describe(it)))
     if sub == "broadcast":
         return _broadcast(_intent(rest), src, form)
     if sub in ("force-stop", "stop-app", "kill", "kill-all"):
         pkgs = [a for a in rest if not a.startswith("-") and not a.isdigit()]
         return _act(form, device_command("force_stop", src, " ".join(pkgs)))
     if sub in ("startservice", "start-service", "start-foreground-service", "stopservice", "stop-service"):
-        return _act(form, device_command("service", src, _intent(rest).describe()))
+        return _act(form, device_command("service", src, _describe(_intent(rest))))
     if sub == "instrument":
         return Reading("unseen", why="an on-device test runner (am instrument): actions through it are not gated",
                        form=form)
@@ -302,8 +295,9 @@ def _am(argv: list[str], words: list[Word], src: str) -> Reading:
     return _act(form, device_command("activity_manager", src, sub))
 
 
-def _broadcast(it: Intent, src: str, form: str) -> Reading:
-    msg = it.extras.get("msg", "")
+def _broadcast(it: IntentArgs, src: str, form: str) -> Reading:
+    extras = _extras(it)
+    msg = extras.get("msg", "")
     if it.action == "ADB_INPUT_TEXT":
         return _act(f"{form} ADBKeyboard", TypeText(text=msg[:10_000]))
     if it.action == "ADB_INPUT_B64":
@@ -312,22 +306,22 @@ def _broadcast(it: Intent, src: str, form: str) -> Reading:
             return _act(f"{form} ADBKeyboard", TypeText(text=text[:10_000]))
     if it.action == "ADB_INPUT_CHARS":
         try:
-            text = "".join(chr(int(v)) for v in it.extras.get("chars", "").split(",") if v.strip())
+            text = "".join(chr(int(v)) for v in extras.get("chars", "").split(",") if v.strip())
             return _act(f"{form} ADBKeyboard", TypeText(text=text[:10_000]))
         except (ValueError, OverflowError):
             pass
     if it.action == "ADB_INPUT_CODE":
-        k = _key(it.extras.get("code", ""))
+        k = _key(extras.get("code", ""))
         if k is not None:
             return _act(f"{form} ADBKeyboard", k)
     if it.action == "ADB_CLEAR_TEXT":
         return _act(f"{form} ADBKeyboard", TypeText(text="", clear=True))
     if "clipboard" in it.action.lower() or it.action.startswith("clipper."):
-        text = it.extras.get("text")
-        if text is not None and it.extras.get("encoding") == "base64":
+        text = extras.get("text")
+        if text is not None and extras.get("encoding") == "base64":
             text = _b64(text) or text
         return _act(f"{form} clipboard", device_command("clipboard", src, text))
-    return _act(form, device_command("broadcast", src, it.describe()))
+    return _act(form, device_command("broadcast", src, _describe(it)))
 
 
 def _monkey(argv: list[str], words: list[Word], src: str) -> Reading:

@@ -185,6 +185,17 @@ def _send(sock: socket.socket, data: bytes) -> None:
         pass
 
 
+def _read_within(c: socket.socket, what: str) -> str | None:
+    """A client's next request, within REQUEST_TIMEOUT_S (a client that stalls mid-request is dropped)."""
+    c.settimeout(REQUEST_TIMEOUT_S)
+    try:
+        return wire.read_request(c)
+    except socket.timeout:
+        raise WireError(f"no {what} within {REQUEST_TIMEOUT_S:g} s") from None
+    finally:
+        c.settimeout(None)
+
+
 def pipe(client: socket.socket, upstream: socket.socket, first: bytes,
          watch: Callable[[bytes], None] | None) -> Piped:
     """Send ``first`` upstream, then copy both ways until both sides have closed (half-closes passed
@@ -326,12 +337,7 @@ class GuardServer:
 
     def _requests(self, c: socket.socket, peer: Any) -> None:
         while not self._stopping.is_set():
-            c.settimeout(REQUEST_TIMEOUT_S)
-            try:
-                text = wire.read_request(c)
-            except socket.timeout:
-                raise WireError(f"no complete request within {REQUEST_TIMEOUT_S:g} s") from None
-            c.settimeout(None)
+            text = _read_within(c, "complete request")
             if text is None:
                 return
             if not self._host_request(c, peer, text):
@@ -530,12 +536,7 @@ class GuardServer:
                 answer += tid
             up.settimeout(None)
             c.sendall(answer)
-            c.settimeout(REQUEST_TIMEOUT_S)
-            try:
-                service = wire.read_request(c)
-            except socket.timeout:
-                raise WireError(f"no service asked for within {REQUEST_TIMEOUT_S:g} s of the transport switch") from None
-            c.settimeout(None)
+            service = _read_within(c, "service asked for after the transport switch")
             if service is None:
                 return False
             if service.startswith("host"):
