@@ -273,19 +273,18 @@ class Session:
         what cannot be read, name what cannot be seen; record the steps that did not run."""
         self._wait_async()
         self._timings = {}
-        looking = threading.Thread(target=call.client_info, name="guard-client-info", daemon=True)
-        looking.start()  # which process sent it, found while the screen is taken
+        # which process sent it: looked up beside the screen and the checks, read when the steps are
+        # recorded (after the relay), so it costs the action nothing
+        threading.Thread(target=call.client_info, name="guard-client-info", daemon=True).start()
         steps_wanted = [p for p in parts if p.reading.kind in ("action", "opaque")]
         if steps_wanted:
             self._decide_steps(call, steps_wanted)
-        looking.join()
         for p in parts:
             if p.reading.kind == "unseen":
                 why = self._unseen(p.reading.form, p.reading.why.split(":")[0], p.source, call.client_info())
                 p.refusal = one_line(why) if why else None
 
     def _decide_steps(self, call: ServiceCall, steps_wanted: list[Part]) -> None:
-        self.live.step(self.steps.index + 1, "checking")
         t0 = time.monotonic()
         seen = self.agent_shot
         fresh = seen is not None and seen[1] == self.relayed and time.monotonic() - seen[2] <= AGENT_SHOT_S
@@ -358,8 +357,7 @@ class Session:
               verdict: MonitorVerdict | None, refused: str | None = None, unguarded: bool = False) -> None:
         """Hold the step until the request has run (its ``executed`` is known then)."""
         extras = {"guard": {"service": call.service[:200], "command": p.source[:MAX_COMMAND],
-                            "form": p.reading.form or None, "client": call.client_info(),
-                            "screen": self.screen_source,
+                            "form": p.reading.form or None, "screen": self.screen_source,
                             **({"unguarded": True} if unguarded else {})}}
         monitor = verdict.to_json() if verdict is not None else None
         self._held.append((p, i, action, before, shot, monitor, refused, extras))
@@ -368,6 +366,7 @@ class Session:
         """Record the steps of a request once it ran (or was answered without the phone)."""
         held, self._held = self._held, []
         for p, i, action, before, shot, monitor, refused, extras in held:
+            extras["guard"]["client"] = call.client_info()
             timings = {"screenshot": self._timings.get("screenshot", 0.0), "monitors": self._timings.get(f"monitors:{i}", 0.0),
                        **({"operator": self._timings[f"operator:{i}"]} if f"operator:{i}" in self._timings else {}),
                        **({"action": piped.seconds} if piped is not None else {})}
