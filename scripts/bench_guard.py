@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.device.adb_server import AdbServer, adb_path  # noqa: E402
-from harness.ports import START_TRIES, free_port  # noqa: E402
+from harness.core.ports import START_TRIES, free_port  # noqa: E402
 from bench_rows import row, write_rows  # noqa: E402  (scripts/, beside this file)
 
 
@@ -55,8 +55,8 @@ def _adb(port: int, *args: str) -> bytes:
 
 
 def _guard(serial: str, adb_port: int, out: Path, *extra: str):
-    from harness.cli import build_parser
-    from harness.guard.setup import open_session
+    from harness.cli.main import build_parser
+    from harness.cli.guard_setup import open_session
 
     argv = ["guard", "--device", serial, "--port", str(free_port()), "--out", str(out), "--instruction", "bench",
             "--adb-port", str(adb_port), *extra]

@@ -1,5 +1,5 @@
 """What a command sent to the phone does, read by allowlist: an action (a screen action in the
-unified action space with the phone's coordinates, or a :class:`harness.actions.DeviceCommand` for
+unified action space with the phone's coordinates, or a :class:`harness.core.actions.DeviceCommand` for
 one that changes the phone otherwise), a read that changes nothing (passed through untouched), a
 channel the guard cannot see into (an on-device server, an interactive shell), or a command it
 cannot read (a shell inside the shell, a computed command name). A command the guard does not know
@@ -25,9 +25,9 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from harness.actions import Action, ActionError, Click, DeviceCommand, Key, LongPress, OpenApp, Swipe, TypeText
+from harness.core.actions import Action, ActionError, Click, DeviceCommand, Key, LongPress, OpenApp, Swipe, TypeText
 from harness.guard.shell_words import Simple, Word
-from harness.intent_args import IntentArgs, IntentArgsError, parse_intent_args
+from harness.core.intent_args import IntentArgs, IntentArgsError, parse_intent_args
 
 Kind = Literal["read", "action", "opaque", "unseen"]
 

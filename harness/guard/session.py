@@ -2,7 +2,7 @@
 
 A service whose commands only read passes through untouched and unmetered. A command that acts on
 the phone becomes one step per action: the screen before it is taken over the guard's own
-connection, the monitors check it through :mod:`harness.gate` (the runner's code: fail closed,
+connection, the monitors check it through :mod:`harness.run.gate` (the runner's code: fail closed,
 ``gate``/``ask``/``async``, a calibration file, the operator), and a blocked action is never
 relayed. In a shell line the blocked command is replaced by one that prints the reason on standard
 error and fails (``sh -c 'echo REASON >&2; exit 1'``), so the rest of the line runs and the
@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.actions import Action, DeviceCommand, action_to_json
-from harness.episode import LiveRecorder, Monitor, MonitorVerdict, Operator, ProposedStep, Question, StepEvent
-from harness.gate import Checks, Flagged, Interrupted
+from harness.core.actions import Action, DeviceCommand, action_to_json
+from harness.core.episode import LiveRecorder, Monitor, MonitorVerdict, Operator, ProposedStep, Question, StepEvent
+from harness.run.gate import Checks, Flagged, Interrupted
 from harness.guard import clients
 from harness.guard.commands import Reading, device_command, read_command, read_service
 from harness.guard.relay import ServiceCall

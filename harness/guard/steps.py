@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.episode import LiveRecorder, StepEvent, StepObserver
+from harness.core.episode import LiveRecorder, StepEvent, StepObserver
 from harness.records import EpisodeWriter, StepRecord
 
 log = logging.getLogger("harness.guard")

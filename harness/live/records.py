@@ -40,7 +40,7 @@ EVIDENCE_FILE = "evidence.jsonl"
 DECISIONS_DIR = "decisions"
 TOKEN_FILE = ".live-token"
 
-DECISIONS = ("allow", "deny", "hand_back", "give_up")  # harness.episode.ANSWERS: flagged_action, needs_user
+DECISIONS = ("allow", "deny", "hand_back", "give_up")  # harness.core.episode.ANSWERS: flagged_action, needs_user
 ANSWERERS = ("terminal", "page", "timeout", "nobody")
 ASK_ID_RE = re.compile(r"[0-9]{1,6}-[0-9a-f]{8}")
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{32,128}")

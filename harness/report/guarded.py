@@ -20,7 +20,7 @@ def _n(g: dict[str, Any], key: str) -> int:
 
 
 def summary(rows: Iterable[Any]) -> dict[str, Any]:
-    """Counts over episodes (``harness.report.tables.Episode``) for one group of the report."""
+    """Counts over episodes (``harness.report.episodes.Episode``) for one group of the report."""
     gs = [e.guard for e in rows if e.guard is not None]
     return {"guarded": len(gs), **{f"guard_{k}": sum(_n(g, k) for g in gs)
                                    for k in ("actions", "blocked", "refused", "unguarded", "unseen")}}

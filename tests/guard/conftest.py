@@ -93,7 +93,7 @@ class Guarded:
 
 
 def guard_args(*extra: str) -> Any:
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
     return build_parser().parse_args(["guard", *extra])
 
 
@@ -102,8 +102,8 @@ def guard(adb, serve_sim, monitor: Monitor, tmp_path: Path, capsys) -> Iterator[
     """``guard(*flags, monitor=True, sim=None)``: a fresh simulated phone (or ``sim``) guarded by
     ``harness guard --device S --port P --out RUN --instruction ... [flags]``; with ``monitor`` the
     crate-s gate on the scripted endpoint."""
-    from harness.guard.setup import open_session
-    from harness.ports import free_port
+    from harness.cli.guard_setup import open_session
+    from harness.core.ports import free_port
 
     made: list[Guarded] = []
 

@@ -150,7 +150,7 @@ def test_async_mode_halts_the_session_after_a_flagged_action_ran(guard, risky):
 
 
 def test_a_dead_monitor_endpoint_blocks_every_action(guard, risky, adb):
-    from harness.ports import free_port
+    from harness.core.ports import free_port
 
     g = guard(monitor_on=False)
     g.end()
@@ -191,10 +191,10 @@ def test_the_agents_own_screenshot_is_the_screen_its_action_is_judged_on(guard, 
 
 
 def test_ask_mode_puts_a_flagged_action_to_the_operator(guard, risky):
-    """--monitor-mode ask, through the runner's own decision (harness.gate.Flagged): allowed, the
+    """--monitor-mode ask, through the runner's own decision (harness.run.gate.Flagged): allowed, the
     action is relayed and says who allowed it; denied, it is refused as a gate refuses it."""
-    from harness.episode import Decision
-    from harness.ports import free_port
+    from harness.core.episode import Decision
+    from harness.core.ports import free_port
 
     risky(r"x=900, y=2000")
     g = guard("--monitor-mode", "ask", "--watch", "--watch-port", str(free_port()))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.offline.test_offline_crate import REPLIES, kind
+from tests.offline_judge.test_offline_crate import REPLIES, kind
 
 
 def _center(xml: str, pattern: str) -> tuple[int, int]:
@@ -83,7 +83,7 @@ def test_a_task_through_the_guard_is_reset_judged_reported_and_viewed(guard, ris
 def test_the_guard_command_ends_on_sigint_and_on_end(adb, serve_sim, tmp_path):
     """`harness guard` as its users start it, in the background: Ctrl-C (SIGINT, which a script's
     background jobs otherwise ignore) and `harness guard --end` each end the episode recorded."""
-    from harness.ports import free_port
+    from harness.core.ports import free_port
 
     sim = serve_sim()
     for how in ("sigint", "end", "idle"):
@@ -125,7 +125,7 @@ def _ignore_sigint() -> None:
 def test_watch_serves_the_live_page_and_resume_adds_an_episode(guard, risky, tmp_path):
     import urllib.request
 
-    from harness.ports import free_port
+    from harness.core.ports import free_port
 
     risky()
     port = free_port()
@@ -144,7 +144,7 @@ def test_watch_serves_the_live_page_and_resume_adds_an_episode(guard, risky, tmp
 
 
 def test_bad_set_ups_are_refused_before_the_phone_is_touched(adb, tmp_path, capsys):
-    from harness.ports import free_port
+    from harness.core.ports import free_port
 
     port = str(free_port())
     base = ["guard", "--device", "127.0.0.1:1", "--port", port, "--out", str(tmp_path / "r")]

@@ -40,7 +40,7 @@ class PassAll:
 
 @pytest.fixture(scope="module")
 def two_phones(adb):
-    from harness.ports import START_TRIES, free_port
+    from harness.core.ports import START_TRIES, free_port
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
 

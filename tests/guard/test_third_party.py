@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from harness.device.adb_server import adb_path
-from harness.cli import main
+from harness.cli.main import main
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.guard.registries import npm_package, pypi_venv
-from tests.offline.test_offline_crate import REPLIES, kind
+from tests.offline_judge.test_offline_crate import REPLIES, kind
 
 pytestmark = pytest.mark.slow
 MOBILE_MCP = "1.0.4"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from harness.intent_args import IntentArgsError, parse_intent_args
+from harness.core.intent_args import IntentArgsError, parse_intent_args
 from harness.sim.shell.context import CommandError, Ctx, pid_for
 from harness.sim.shell.table import command
 
@@ -44,7 +44,7 @@ class Intent:
 
 
 def _parse_intent(args: list[str]) -> Intent:
-    """``am start``/``am broadcast`` intent arguments (Intent.parseCommandArgs, harness.intent_args),
+    """``am start``/``am broadcast`` intent arguments (Intent.parseCommandArgs, harness.core.intent_args),
     the extras typed as their flags say."""
     try:
         parsed = parse_intent_args(args)
