@@ -12,6 +12,7 @@ from harness.core.actions import (
                                   MAX_COORD,
                                   MAX_KEYCODE,
                                   NeedsUser,
+                                  DeviceCommand,
                                   MAX_TEXT,
                                   ActionError,
                                   Answer,
@@ -48,6 +49,8 @@ EXAMPLES = [
     ({"type": "answer", "text": "42"}, Answer),
     ({"type": "finish", "status": "infeasible"}, Finish),
     ({"type": "needs_user", "text": "Please enter the card PIN"}, NeedsUser),
+    ({"type": "device_command", "kind": "uninstall", "target": "com.example.bank",
+      "command": "pm uninstall com.example.bank"}, DeviceCommand),
 ]
 
 
