@@ -20,7 +20,8 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from harness.core.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.core.actions import (Action, Answer, Click, DeviceCommand, DoubleTap, Finish, Key, LongPress, OpenApp,
+                                  Swipe, TypeText, Wait)
 from harness.core.resample import resize as resample_image
 
 DRAW_VERSION = 1  # bump when the drawing changes: it is part of the step-evidence cache key
@@ -53,6 +54,8 @@ def banner_text(action: Action) -> str | None:
         return f"wait {action.seconds:g} s"
     if isinstance(action, Finish):
         return f"finish ({action.status})"
+    if isinstance(action, DeviceCommand):  # harness guard: a command run on the phone, as it is
+        return f"command ({action.kind}): {action.command[:160]}"
     return None
 
 

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.core", "harness.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.run", "harness.farm")),
+    ("runner", ("harness.run", "harness.farm", "harness.guard")),
     ("commands", ("harness.offline_judge", "harness.report", "harness.live", "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__")),
 ]
@@ -38,7 +38,7 @@ APART = [("agents", "judges"), ("harness.device", "harness.sim")]
 
 # The runner reaches the live view and the operator through harness.core.episode's protocols only:
 # nothing harness.live holds is imported by it, directly or through another module.
-RUNNER = ("harness.run", "harness.farm")
+RUNNER = ("harness.run", "harness.farm", "harness.guard")
 LIVE = "harness.live"
 
 

@@ -15,7 +15,8 @@ import threading
 from typing import Callable
 
 from harness import __version__
-from harness.cli import agents, demo, devices, imports, judge, judge_eval, record, report, run, sim, static, tasks, view
+from harness.cli import (agents, demo, devices, guard, imports, judge, judge_eval, record, report, run, sim, static,
+                         tasks, view)
 from harness.core.ports import StartError
 from harness.core.tasks import TaskError, errors_of
 from harness.core.user_error import UserError
@@ -28,6 +29,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     run.add_parser,             # harness run
     devices.add_devices_parser,  # harness devices [prepare|restore|capture]
     devices.add_adb_parser,     # harness adb
+    guard.add_parser,           # harness guard
     agents.add_parser,          # harness agents [parse]
     demo.add_parser,            # harness demo
     report.add_parser,          # harness report

@@ -19,6 +19,8 @@ JSON shapes (``type`` selects the kind)::
     {"type": "finish", "status": "complete"}  # or "infeasible"
     {"type": "needs_user", "text": "Please enter the PIN"}  # the agent hands the phone to a person
     {"type": "note", "text": "price 12.5"}    # the agent records something; nothing happens on the phone
+    {"type": "device_command", "kind": "uninstall", "target": "com.example.bank",
+     "command": "pm uninstall com.example.bank"}   # read by harness guard from an agent's adb traffic
 """
 
 from __future__ import annotations
@@ -163,6 +165,21 @@ class NeedsUser(_Base):
     text: str = Field(default="", max_length=MAX_TEXT)
 
 
+class DeviceCommand(_Base):
+    """A command that changes the phone other than through its screen (uninstalling an app, clearing
+    its data, a setting, a file deleted, a reboot) or acts in a way the screen actions cannot say (a
+    URL or an intent opened, the clipboard set): what ``harness guard`` reads from an agent's adb
+    traffic, so that a monitor judges it as what it is. ``kind`` names what it does, ``target`` what
+    it acts on (a package, a setting, a URL, a path; None when the command names none), ``command``
+    the command line as the phone's shell runs it (untrusted agent text). No agent proposes it and the
+    runner's devices do not run it (ActionError)."""
+
+    type: Literal["device_command"] = "device_command"
+    kind: str = Field(min_length=1, max_length=40)
+    target: str | None = Field(default=None, max_length=MAX_TEXT)
+    command: str = Field(max_length=MAX_TEXT)
+
+
 class Note(_Base):
     """An action of the agent's own that asks nothing of the phone: AutoGLM's ``Note`` (keep the page's
     content for later) and ``Call_API`` (summarise it), a tool call to a service this harness does
@@ -174,11 +191,11 @@ class Note(_Base):
 
 
 Action = Annotated[
-    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish, NeedsUser, Note],
+    Union[Click, LongPress, DoubleTap, Swipe, TypeText, Key, OpenApp, Wait, Answer, Finish, NeedsUser, Note, DeviceCommand],
     Field(discriminator="type"),
 ]
 ACTION_TYPES = ("click", "long_press", "double_tap", "swipe", "type", "key", "open_app", "wait", "answer", "finish",
-                "needs_user", "note")
+                "needs_user", "note", "device_command")
 # actions that change nothing on the phone: the device is not asked to do them
 NO_DEVICE_EFFECT = (Answer, Finish, NeedsUser, Note)
 

@@ -15,7 +15,7 @@ from harness.core.run_tasks import load_run_tasks
 from harness.core.verdicts import LIVE, VerdictsError, blocked_before_running, judge_column, read_sources
 from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
                              read_results)
-from harness.report import handovers
+from harness.report import guarded, handovers
 
 UNKNOWN = "unknown"
 
@@ -139,6 +139,7 @@ class Episode:
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
     blocked: bool = False                   # halted by a gate before the action ran (harness.core.verdicts)
+    guard: dict[str, Any] | None = None     # harness guard's counts (harness.report.guarded)
 
     @property
     def language(self) -> str:
@@ -292,7 +293,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
                 handovers=handovers.episode_handovers(extra),
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
-                blocked=blocked_before_running(r.halt)))
+                blocked=blocked_before_running(r.halt), guard=guarded.episode_guard(extra)))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:

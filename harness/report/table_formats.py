@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from harness.core.verdicts import LIVE
-from harness.report import handovers
+from harness.report import guarded, handovers
 from harness.report.episodes import ReportError
 from harness.report.tables import Report
 
@@ -68,7 +68,7 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
         cols.append(("reflections (episodes)", lambda g: f"{g['reflections']} ({g['reflected_episodes']})"))
         cols.append(("unsafe tasks safe after one", lambda g: f"{g['unsafe_safe_after_reflection']}/"
                      f"{g['reflected_unsafe_judged']}" if g["reflected_unsafe_judged"] else "-"))
-    cols += [*handovers.columns(rep.groups),
+    cols += [*handovers.columns(rep.groups), *guarded.columns(rep.groups),
         ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
         ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
@@ -156,7 +156,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "cap_mean", "tokens_total", "tokens_mean", "wall_total_s", "wall_mean_s", "monitor_checks",
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
              "operator_denied", "operator_timed_out", "operator_wait_s", "reflections", "reflected_episodes",
-             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS]
+             "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS,
+             *guarded.CSV_KEYS]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -170,7 +171,8 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
                 g["wall_total_s"], g["wall_mean_s"], g["monitor_checks"], g["monitor_errors"], g["ran_unchecked"],
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
                 g["operator_timed_out"], g["operator_wait_s"], g["reflections"], g["reflected_episodes"],
-                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS]]
+                g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS],
+                *[g[k] for k in guarded.CSV_KEYS]]
         rows.append(row)
     return head, rows
 

@@ -42,7 +42,7 @@ from typing import Any, Iterable
 from harness.core.usage import role_tokens
 from harness.core.verdicts import LIVE, counts_unsafe, episode_unsafe, is_safety_judge, judge_base
 from harness.records import UNSCORED_STATUSES, distinct_runs
-from harness.report import handovers
+from harness.report import guarded, handovers
 from harness.report.episodes import Episode, ReportError, load_episodes
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 
@@ -209,6 +209,7 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
         out[f"operator_{key}"] = sum(int(a.get(key) or 0) for a in asked)
     out["operator_wait_s"] = round(sum(float(a.get("wait_s") or 0.0) for a in asked), 3)
     out.update(handovers.summary(scored, primary))
+    out.update(guarded.summary(rows))
     out.update(reflection_counts(scored, safety))
     walls = [e.duration_s for e in rows if e.duration_s is not None]
     out["wall_total_s"] = sum(walls) if walls else None

@@ -32,32 +32,26 @@ that into the run folder, where a live view reads it.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import dataclasses
 import logging
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.client import transport as model_transport
 from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.core.daemon_pool import DaemonPool
+from harness.run.gate import Checks as _Checks, Flagged, Interrupted  # noqa: F401  (the gate's decision, shared)
 from harness.device.base import Device, DeviceError, InfraError, TaskUnavailable
-from harness.core.episode import (REFLECT_MAX, REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
+from harness.core.episode import (REFLECT_MODES, Agent, CandidatePixels, EpisodeContext, EpisodeEnd, Feedback,
                                   HandingOperator, LiveRecorder, Monitor, MonitorVerdict, NoLiveView, Observation, Operator,
                                   OperatorStep, PixelPreparingAgent, PreparingAgent, ProposedStep, Question, ReflectingAgent,
-                                  Status, StepEvent, StepObserver, nobody_to_ask)
+                                  Status, StepEvent, StepObserver)
 from harness.records import EpisodeWriter, StepRecord, kept_thought, now_iso
 from harness.core.screenshot import Screenshot
 from harness.core.tasks import Task
 from harness.core.usage import Meter
 
 log = logging.getLogger("harness.run.runner")
-
-
-class Interrupted(Exception):
-    """The run is being stopped (Ctrl-C): the episode is abandoned unrecorded, to be redone on --resume."""
 
 
 @dataclass
@@ -81,94 +75,6 @@ class EpisodeOutcome:
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user: each hand-over (HandOvers.done)
     operator_steps: int = 0             # steps a person did during hand-overs (not the agent's, not capped)
     reflections: int = 0                # mode reflect: flagged proposals the agent was told about
-
-
-MONITOR_TIMEOUT_S = 120.0  # a monitor that states no timeout_s
-GATE_MODES = ("gate", "ask", *REFLECT_MODES)  # checked before the action runs
-
-
-class _Checks:
-    """Monitors' checks, each on a worker thread and bounded by its monitor's ``timeout_s``. A
-    check that raises or does not answer in time gives :meth:`MonitorVerdict.check_failed`.
-
-    Gate monitors (and ``ask`` ones) are asked and waited for before the action runs. Async monitors
-    are asked as the action starts and waited for at the next step boundary, before the next action
-    can run; the step's record is held until then so that it carries its own check's verdict.
-    ``flagged`` counts verdicts that found the action risky."""
-
-    def __init__(self, monitors: list[Monitor]):
-        self.gates = [m for m in monitors if m.mode in GATE_MODES]
-        self.background = [m for m in monitors if m.mode not in GATE_MODES]
-        self.pool = DaemonPool(max(2, 2 * len(monitors)), thread_name_prefix="monitor") if monitors else None
-        self.pending: list[tuple[int, Monitor, cf.Future, float]] = []
-        self.made = self.flagged = self.failed = self.ran_unchecked = 0
-
-    def _submit(self, m: Monitor, step: ProposedStep) -> tuple[cf.Future, float]:
-        assert self.pool is not None
-        started = time.monotonic()
-        return self.pool.submit(_check_by, m, step, started + _timeout(m)), started
-
-    def _result(self, m: Monitor, fut: cf.Future, started: float) -> MonitorVerdict:
-        timeout = _timeout(m)
-        try:
-            v = fut.result(timeout=max(0.0, started + timeout - time.monotonic()))
-        except cf.TimeoutError:
-            v = MonitorVerdict.check_failed(m, f"no answer within {timeout:g}s")
-        except Exception as e:  # a broken monitor must not take the episode down: it fails closed
-            v = MonitorVerdict.check_failed(m, f"{type(e).__name__}: {e}")
-        if not isinstance(v, MonitorVerdict):
-            v = MonitorVerdict.check_failed(m, f"check returned {type(v).__name__}, not a verdict")
-        v.monitor = v.monitor or m.name
-        v.latency_s = v.latency_s or (time.monotonic() - started)
-        self.made += 1
-        if v.risky is True:
-            self.flagged += 1
-        if v.failed:
-            self.failed += 1
-            if not v.halt:
-                self.ran_unchecked += 1
-        return v
-
-    def gate(self, step: ProposedStep, flagged: Callable[[Monitor, ProposedStep, MonitorVerdict], MonitorVerdict],
-             seen: Callable[[MonitorVerdict], None] = lambda v: None) -> tuple[MonitorVerdict | None, bool]:
-        """Every gate's verdict on ``step`` in turn until one halts: (the verdict to record, halted).
-        Each verdict goes to ``seen`` as it arrives; the halting verdict of a gate in another mode
-        than ``gate`` goes to ``flagged``, whose answer stands instead (an ``ask`` gate's: with the
-        operator's decision; a ``reflect`` gate's: with the feedback for the agent, still halting
-        the action)."""
-        last = None
-        for m in self.gates:
-            v = self._result(m, *self._submit(m, step))
-            seen(v)
-            if v.halt and m.mode != "gate":
-                v = flagged(m, step, v)
-            last = v
-            if v.halt:
-                return v, True
-        return last, False
-
-    def start(self, step: ProposedStep) -> None:
-        for m in self.background:
-            self.pending.append((step.index, m, *self._submit(m, step)))
-
-    def wait(self) -> tuple[int, MonitorVerdict] | None:
-        """Wait for every pending async check: (step, verdict) of the first that halts, else of
-        the last one, else None when nothing was pending."""
-        found = last = None
-        for idx, m, fut, started in self.pending:
-            v = self._result(m, fut, started)
-            last = (idx, v)
-            if v.halt and found is None:
-                found = (idx, v)
-        self.pending = []
-        return found or last
-
-    def stats(self) -> dict[str, int]:
-        return {"made": self.made, "flagged": self.flagged, "failed": self.failed, "ran_unchecked": self.ran_unchecked}
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def agent_indexes(cap: int, taken: list[int]):
@@ -245,16 +151,6 @@ class HandOvers:
     def summary(self) -> dict[str, Any]:
         return {"count": len(self.done), "operator_steps": len(self.indexes),
                 "wait_s": round(sum(h.get("wait_s") or 0.0 for h in self.done), 3)}
-def _timeout(m: Monitor) -> float:
-    return getattr(m, "timeout_s", None) or MONITOR_TIMEOUT_S
-
-
-def _check_by(m: Monitor, step: ProposedStep, deadline: float) -> MonitorVerdict:
-    """``m.check(step)`` with every model call it makes ending by ``deadline`` (the monitor's own)."""
-    with model_transport.deadline(deadline):
-        return m.check(step)
-
-
 def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[StepObserver, Any]]:
     """Every observer's ``finish(end)`` at once, each on a thread of its own, so the verdicts wait
     for the slowest judge rather than for the sum of them: (observer, its return value or the
@@ -310,10 +206,13 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     abandoned = False            # interrupted: the episode is redone on --resume, nothing more to wait for
     if live is None:
         live = operator.live_records(writer.path) if operator is not None else NoLiveView()
-    asked = {"asked": 0, "allowed": 0, "denied": 0, "timed_out": 0, "wait_s": 0.0}
+    flagged = Flagged(operator, live, should_stop, lambda m, step, v: Question(
+        writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name, v.category,
+        v.reason, v.error, v.score))
+    asked = flagged.asked
     handovers = HandOvers(operator, device, writer, live, list(observers), task, cap, should_stop)
-    step_wait = [0.0]            # the current step's time waiting for the operator
-    in_row = [0]                 # flagged proposals reflected on since an action last ran
+    step_wait = flagged.step_wait  # the current step's time waiting for the operator
+    in_row = flagged.in_row        # flagged proposals reflected on since an action last ran
 
     def write(record: StepRecord, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
@@ -322,35 +221,6 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         for k, v in timings.items():
             totals[k] = totals.get(k, 0.0) + v
         live.recorded(record.index)
-
-    def ask(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
-        """The operator's decision on a flagged action (``ask`` mode): the verdict with it."""
-        nonlocal abandoned
-        q = Question(writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name,
-                     v.category, v.reason, v.error, v.score)
-        d = operator.ask(q, live, should_stop) if operator is not None else nobody_to_ask()
-        if d is None:  # the run is stopping: the episode is redone on --resume
-            abandoned = True
-            raise Interrupted()
-        asked["asked"] += 1
-        asked["allowed" if d.allowed else "denied"] += 1
-        asked["timed_out"] += d.by == "timeout"
-        asked["wait_s"] += d.wait_s
-        step_wait[0] += d.wait_s
-        return dataclasses.replace(v, halt=not d.allowed, operator=d.to_json())
-
-    def flagged(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
-        """A halting verdict of a gate in mode ask or reflect: the verdict that stands (reflect: with
-        the feedback for the agent, unless it is the monitor's limit or a check that failed)."""
-        if m.mode in REFLECT_MODES:
-            limit = getattr(m, "reflect_max", None) or REFLECT_MAX
-            if not v.failed and in_row[0] + 1 < limit:
-                fb = Feedback(step.index, step.action.describe(), v.monitor or m.name, v.category, v.reason,
-                              in_row[0] + 1, limit, v.score)
-                return dataclasses.replace(v, feedback=fb.to_json())
-            if m.mode != "reflect,ask":
-                return v
-        return ask(m, step, v)
 
     def release_held() -> tuple[int, MonitorVerdict] | None:
         """Wait for the pending async checks and write the step they belong to, with its verdict."""
@@ -460,7 +330,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             if halt is None and proposed is not None and proposal.confirm is not None:
                 # the agent itself asks before this action (AutoGLM's sensitive Tap): the operator's
                 # answer decides, as for a monitor in mode ask; nobody to ask halts, as its source stops
-                asked_v = ask(None, proposed, MonitorVerdict(  # type: ignore[arg-type]  (the verdict names its asker)
+                asked_v = flagged.ask(None, proposed, MonitorVerdict(  # type: ignore[arg-type]  (the verdict names its asker)
                     halt=True, category="sensitive_action", monitor="agent", reason=proposal.confirm[:2000]))
                 confirmed = {"text": proposal.confirm[:2000], **(asked_v.operator or {})}
                 if asked_v.halt:
@@ -601,7 +471,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
         out.status, out.error = "infra_error", str(e)
     finally:
         try:
-            if held and not abandoned:  # an infra error while a check ran: keep what was recorded
+            if held and not (abandoned or flagged.stopped):  # an infra error while a check ran: keep what was recorded
                 release_held()
         except Exception:  # the records' own failure is reported by the caller
             log.debug("could not write the held step: %s", traceback.format_exc())

@@ -13,6 +13,7 @@ from harness.core.actions import (
                                   MAX_KEYCODE,
                                   NeedsUser,
                                   Note,
+                                  DeviceCommand,
                                   MAX_TEXT,
                                   ActionError,
                                   Answer,
@@ -50,6 +51,8 @@ EXAMPLES = [
     ({"type": "finish", "status": "infeasible"}, Finish),
     ({"type": "needs_user", "text": "Please enter the card PIN"}, NeedsUser),
     ({"type": "note", "text": "Call_API: sum up the prices noted"}, Note),
+    ({"type": "device_command", "kind": "uninstall", "target": "com.example.bank",
+      "command": "pm uninstall com.example.bank"}, DeviceCommand),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from harness.core.intent_args import IntentArgsError, parse_intent_args
 from harness.sim.shell.context import CommandError, Ctx, pid_for
 from harness.sim.shell.table import command
 
@@ -42,82 +43,25 @@ class Intent:
         return "Intent { " + " ".join(parts) + " }"
 
 
-_NO_ARG_OPTS = {"-W", "-S", "-D", "-N", "--receiver-foreground", "--receiver-registered-only", "--activity-clear-task",
-                "--activity-new-task", "--activity-clear-top", "--activity-single-top", "--activity-no-history",
-                "--activity-reorder-to-front", "--activity-brought-to-front", "--grant-read-uri-permission",
-                "--grant-write-uri-permission", "--exclude-stopped-packages", "--include-stopped-packages",
-                "--debug-log-resolution", "--track-allocation", "--streaming", "--async", "--allow-background-activity-starts"}
-
-
 def _parse_intent(args: list[str]) -> Intent:
-    """``am start``/``am broadcast`` intent arguments (Intent.parseCommandArgs)."""
-    it = Intent()
-    i = 0
-
-    def need(k: int = 1) -> list[str]:
-        nonlocal i
-        vals = args[i + 1 : i + 1 + k]
-        if len(vals) < k:
-            raise CommandError(f"Error: No argument supplied for '{args[i]}'", 255)
-        i += k
-        return vals
-
-    while i < len(args):
-        a = args[i]
-        if a == "-a":
-            it.action = need()[0]
-        elif a == "-d":
-            it.data = need()[0]
-        elif a == "-t":
-            need()
-        elif a == "-c":
-            it.categories.append(need()[0])
-        elif a == "-n":
-            it.component = need()[0]
-        elif a == "-p":
-            it.package = need()[0]
-        elif a == "-f":
-            v = need()[0]
-            it.flags = int(v, 16) if v.lower().startswith("0x") else int(v)
-        elif a in ("-e", "--es", "--eu", "--ecn", "--esa", "--esal"):
-            k, v = need(2)
-            it.extras[k] = v
-        elif a == "--esn":
-            it.extras[need()[0]] = ""
-        elif a in ("--ei", "--el"):
-            k, v = need(2)
+    """``am start``/``am broadcast`` intent arguments (Intent.parseCommandArgs, harness.core.intent_args),
+    the extras typed as their flags say."""
+    try:
+        parsed = parse_intent_args(args)
+    except IntentArgsError as e:
+        raise CommandError(str(e), 255) from None
+    it = Intent(action=parsed.action, data=parsed.data, component=parsed.component, package=parsed.package,
+                categories=list(parsed.categories), flags=parsed.flags, wait=parsed.wait, stop_first=parsed.stop_first)
+    for flag, k, v in parsed.extras:
+        if flag in ("--ei", "--el"):
             try:
                 it.extras[k] = int(v)
             except ValueError:
                 raise CommandError(f"Error: invalid integer for '{k}': {v}", 255) from None
-        elif a in ("--ef", "--ed"):
-            k, v = need(2)
-            it.extras[k] = v
-        elif a == "--ez":
-            k, v = need(2)
+        elif flag == "--ez":
             it.extras[k] = v.lower() in ("true", "t", "1", "yes")
-        elif a in ("--eia", "--ela", "--efa", "--eda", "--eial", "--elal", "--efal"):
-            k, v = need(2)
-            it.extras[k] = v
-        elif a == "-W":
-            it.wait = True
-        elif a == "-S":
-            it.stop_first = True
-        elif a in ("--user", "-R", "-P", "--start-profiler", "--sampling", "--attach-agent", "--display",
-                   "--windowingMode", "--activityType", "--task", "--receiver-permission", "--selector"):
-            need()
-        elif a in _NO_ARG_OPTS or a.startswith("--activity-"):
-            pass
-        elif a.startswith("-"):
-            pass
         else:
-            if ":" in a:
-                it.data = a
-            elif "/" in a:
-                it.component = a
-            else:
-                it.package = a
-        i += 1
+            it.extras[k] = v
     if it.component:
         it.activity = it.component.partition("/")[2]
     return it

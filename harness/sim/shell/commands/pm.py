@@ -74,5 +74,77 @@ def pm(c: Ctx) -> int:
     if sub == "dump":
         dump_package(c, rest)
         return 0
+    if sub in ("query-activities", "query-intent-activities"):
+        return _query_activities(c, rest)
     c.error(f"Unknown command: {sub}")
     return 1
+
+
+MAIN, LAUNCHER_CATEGORY, HOME = "android.intent.action.MAIN", "android.intent.category.LAUNCHER", "android.intent.category.HOME"
+
+
+def _activities(c: Ctx, action: str, categories: list[str]) -> list[tuple[str, str]]:
+    """(package, activity class) of the activities an intent of ``action`` and ``categories`` resolves
+    to: the apps' own for MAIN + LAUNCHER (what a launcher, and mobile-mcp's app list, ask), the
+    launcher's for MAIN + HOME, none for other intents (the phone's apps declare no others)."""
+    apps = getattr(c.shell.phone, "apps", None) or {}
+    if action == MAIN and categories == [LAUNCHER_CATEGORY]:
+        out = []
+        for pkg in sorted(apps):
+            act = getattr(apps[pkg], "activity", ".MainActivity")
+            out.append((pkg, pkg + act if act.startswith(".") else act))
+        return out
+    if action == MAIN and categories == [HOME]:
+        return [("com.android.launcher3", "com.android.launcher3.uioverrides.QuickstepLauncher")]
+    return []
+
+
+def _query_activities(c: Ctx, rest: list[str]) -> int:
+    """``cmd package query-activities [--brief] [--components] -a ACTION -c CATEGORY``, printed as
+    PackageManagerShellCommand.runQueryIntentActivities prints it: "N activities found:", then per
+    activity "  Activity #i:" and ResolveInfo.dump (its match line, then ActivityInfo with the
+    activity's name, packageName and flags, and its ApplicationInfo); ``--components`` prints only
+    each package/class."""
+    action, categories, brief, components = "", [], False, False
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a == "-a" and i + 1 < len(rest):
+            action, i = rest[i + 1], i + 2
+            continue
+        if a == "-c" and i + 1 < len(rest):
+            categories.append(rest[i + 1])
+            i += 2
+            continue
+        brief |= a == "--brief"
+        components |= a == "--components"
+        i += 2 if a in ("--user", "-d", "-t", "-n", "-p") else 1
+    found = _activities(c, action, categories)
+    if not found:
+        c.line("No activities found")
+        return 0
+    if components:
+        for pkg, act in found:
+            c.line(f"{pkg}/{act[len(pkg):] if act.startswith(pkg + '.') else act}")
+        return 0
+    c.line(f"{len(found)} activities found:")
+    for k, (pkg, act) in enumerate(found):
+        c.line(f"  Activity #{k}:")
+        c.line("    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false")
+        if brief:
+            c.line(f"    {pkg}/{act}")
+            continue
+        c.line("    ActivityInfo:")
+        c.line(f"      name={act}")
+        c.line(f"      packageName={pkg}")
+        c.line("      enabled=true exported=true directBootAware=false")
+        c.line(f"      taskAffinity={pkg} targetActivity=null persistableMode=PERSIST_ROOT_ONLY")
+        c.line("      launchMode=0 flags=0x3 privateFlags=0x0 theme=0x0")
+        c.line("      screenOrientation=-1 configChanges=0x0 softInputMode=0x0")
+        c.line("      lockTaskLaunchMode=LOCK_TASK_LAUNCH_MODE_DEFAULT")
+        c.line("      resizeMode=RESIZE_MODE_RESIZEABLE")
+        c.line("      ApplicationInfo:")
+        c.line(f"        packageName={pkg}")
+        c.line(f"        processName={pkg}")
+        c.line("        enabled=true minSdkVersion=24 targetSdkVersion=34")
+    return 0
