@@ -101,7 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ag_sub = ag.add_subparsers(dest="agents_cmd", required=False)
     ap = ag_sub.add_parser("parse", help="parse raw model outputs (one JSON string per line) into unified actions")
     ap.add_argument("file", nargs="?", help="file of outputs (default stdin)")
-    ap.add_argument("--agent", required=True, help="uitars, uitars-v1, doubao, m3a, qwen or vlm")
+    ap.add_argument("--agent", required=True, help="uitars, uitars-v1, doubao, m3a, qwen, vlm, autoglm, gui-owl or mai-ui")
     ap.add_argument("--size", type=size_arg, required=True, help="device screen WIDTHxHEIGHT, e.g. 1080x2400")
     ap.add_argument("--opt", action="append", metavar="KEY=VALUE",
                     help="parser option, e.g. coords=thousand, version=3 (repeatable)")
