@@ -126,7 +126,7 @@ def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_ta
     assert out.status == "finished" and out.verdicts["oracle"] is True
     assert out.steps == 3 and out.operator_steps == len(ops)  # the cap counts the agent's three steps only
     (h,) = out.handovers
-    assert h["outcome"] == "handed_back" and h["by"] == "page" and h["operator_steps"] == [s.index for s in ops]
+    assert h["outcome"] == "handed_back" and h["by"] == "stand_in" and h["operator_steps"] == [s.index for s in ops]
     assert h["wait_s"] > 0
     # the oracle: the milestone the person reached (the app unlocked) is theirs. (It reads the phone's
     # state as each of their steps is read, which can be after their next touch: the typing step is
@@ -209,7 +209,7 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
     page = next(p for p in index.parent.rglob("*.html") if pin_task.id in p.name).read_text()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert len(re.findall(r'<section class="step[^"]*\bop\b', page)) == first.operator_steps
-    assert "hand-over</b> at" in page and "handed_back by page" in page and "a person, during the hand-over" in page
+    assert "hand-over</b> at" in page and "handed_back by stand_in" in page and "a person, during the hand-over" in page
 
 
 def test_judges_never_blame_the_agent_for_a_persons_step():
