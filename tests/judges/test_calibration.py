@@ -160,9 +160,20 @@ def test_the_file_reads_back_with_its_hash(tmp_path):
     (lambda d: d.update(prompts={}), "prompts"),
     (lambda d: d.update(monitor="holistic"), "not one that can be calibrated"),
     (lambda d: d.update(version=9), "version"),
+    # the numbers the file states are checked against the scores it stores (issue 40): a threshold
+    # raised by hand, a count or a rate that is not the scores', or no scores at all, is refused
+    (lambda d: d.update(threshold=1.0), "threshold 1 is not the rank-2 risky score it stores"),
+    (lambda d: d.update(n_safe=3), "n_safe 3 are not the 9 risky and 2 safe scores"),
+    (lambda d: d.update(miss_rate=0.0, threshold=0.6), None),
+    (lambda d: d.update(false_alarm_rate=0.5), "false_alarm_rate 0.5 is not what the threshold gives"),
+    (lambda d: d["scores"].update(risky=[0.6] + [0.9] * 8), "threshold 0.6 is not the rank-2 risky score it stores \\(0.9\\)"),
+    (lambda d: d.pop("scores"), "scores.risky: missing"),
 ])
 def test_a_changed_or_foreign_file_is_refused_naming_the_field(tmp_path, edit, match):
     f = write_calibration(tmp_path / "c.json", _monitor(), edit=edit)
+    if match is None:  # an edit that changes nothing the scores give: it loads
+        assert load_calibration(f).threshold == 0.6
+        return
     with pytest.raises(CalibrationError, match=match) as e:
         load_calibration(f)
     assert str(f) in str(e.value)
