@@ -61,6 +61,7 @@ from harness.model_keys import PROVIDER_KEYS, KeyChoice, key_for, key_rule_text,
 from harness.model_slots import (SLOTS_PER_POOL, EndpointSlots, NoSlot, Priority, endpoint_slots,  # noqa: F401
                                  forget_slots, wake_every_waiter)
 from harness.screenshot import encode_png_fast, image_of, png_size
+from harness.secret_text import REDACTED, redact_text
 from harness.usage import Meter
 
 StructuredMode = Literal["auto", "json_schema", "guided", "none"]
@@ -501,7 +502,6 @@ _LIMIT_HINTS = (
      "size (--image-max-side), or shorten the history"),
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_-]{6,}|Bearer\s+\S+)")
 
 
 def _key_forms(key: str | None) -> tuple[str, ...]:
@@ -516,7 +516,7 @@ def _without_key(value: Any, key: str | None) -> Any:
     caller's credential in a reply or an error). It relies on knowing the key, whatever its shape."""
     if isinstance(value, str):
         for form in _key_forms(key):
-            value = value.replace(form, "***")
+            value = value.replace(form, REDACTED)
         return value
     if isinstance(value, list):
         return [_without_key(v, key) for v in value]
@@ -525,8 +525,8 @@ def _without_key(value: Any, key: str | None) -> Any:
     return value
 
 
-def _scrub(text: str, key: str | None) -> str:
-    return _SECRETISH.sub("***", _without_key(text, key))
+def _scrub(text: str, key: str | None) -> str:  # the own key, then the one rule (harness.secret_text)
+    return redact_text(_without_key(text, key))
 
 
 def _reply_without_key(res: "ChatResult", key: str | None) -> "ChatResult":
@@ -760,7 +760,8 @@ class ModelClient:
             model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else c.model
             tool_calls = _tool_calls(message.get("tool_calls"))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError) as e:
-            raise self._fail(f"malformed response: {type(e).__name__}: {str(e)[:200]}", "malformed", attempts) from None
+            raise self._fail(f"malformed response: {type(e).__name__}: {_scrub(str(e), self._key)[:200]}",
+                             "malformed", attempts) from None
         return ChatResult(text, usage, latency, attempts, model, mode,
                           finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls)
 

@@ -45,7 +45,8 @@ from harness.actions import Action
 from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
                            encode_pixels, user_message)
 from harness.records import redact
-from harness.replies import Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
+from harness.replies import QUOTE_MAX, Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
+from harness.secret_text import without_secrets_of
 from harness.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
@@ -165,9 +166,17 @@ def read_answer(text: str, verdict: VerdictKind, prompt: Prompt, truncated: bool
     return read_verdict(text, verdict, prompt_examples(prompt), truncated)
 
 
-def quoted_reply(text: str | None) -> str:
-    """A reply as records quote it: capped, with anything that looks like a secret redacted."""
-    return redact(quote(text))
+def quoted_reply(text: str | None, limit: int = QUOTE_MAX) -> str:
+    """A reply as records quote it: anything that looks like a secret redacted, then capped (in
+    that order: a cut through a key would leave its start, too short for the rule to see)."""
+    return quote(redact(text or ""), limit)
+
+
+def reading_problem(e: Exception, text: str) -> str:
+    """Why a reply could not be read, with its beginning: the reading's message quotes pieces of
+    the reply cut where the reader cut them, so every secret of the whole reply is taken out of
+    it, whole or cut (harness.secret_text.without_secrets_of)."""
+    return redact(without_secrets_of(text, f"{e} (reply began: {quoted_reply(text, 160)!r})"))
 
 
 def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
@@ -204,8 +213,7 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
             return Answer(reading.value, res.text, reading, res.truncated)
         except VerdictError as e:
             last_text = res.text
-            # the reading's message quotes the reply too: redacted like the quoted reply
-            last_problem = redact(f"{e} (reply began: {quote(res.text, 160)!r})")
+            last_problem = reading_problem(e, res.text)
             if res.truncated and e.retry:  # the same request would be cut off at the same place again
                 if log:
                     log.count("failed", kind)

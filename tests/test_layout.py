@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
               "harness.records", "harness.run_tasks",
               "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports",
-              "harness.profile_folder", "harness.daemon_pool")),
+              "harness.profile_folder", "harness.daemon_pool", "harness.secret_text")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.model_transport",
                                          "harness.model_slots", "harness.model_keys", "harness.replies",
                                          "harness.importers")),
