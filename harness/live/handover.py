@@ -76,7 +76,8 @@ class OperatorTouches:
                     extras["warnings"] = list(s.warnings)
                 self.count += 1
                 try:
-                    self.on_step(OperatorStep(s.action, s.before.png, s.after.png if s.after else None, extras))
+                    self.on_step(OperatorStep(s.action, s.before.png, s.after.png if s.after else None, extras,
+                                              unread="; ".join(s.warnings) if s.action is None else None))
                 except Exception:  # the runner's records failing is the runner's to report: stop reading
                     log.exception("an operator step could not be recorded")
                     self.stop_event.set()
