@@ -66,15 +66,19 @@ def _at_the_cut(before: int) -> str:
     return text
 
 
-def test_a_key_crossing_the_cut_of_a_quoted_reply_leaves_nothing():
-    text = _at_the_cut(12)
+@pytest.mark.parametrize("before", [3, 7, 12, 40])
+def test_a_key_crossing_the_cut_of_a_quoted_reply_leaves_nothing(before):
+    """Whatever is left of the key where the quote is cut (3 characters: ``sk-``; 7: ``sk-a1B2``, too
+    short for the rule to see; 12; 40), none of it is in the quote: it was redacted before the cut."""
+    text = _at_the_cut(before)
     quoted = quoted_reply(text)
-    assert quoted.endswith("more characters]") and not leaks(quoted), quoted[-80:]
+    assert quoted.endswith("more characters]") and "sk-" not in quoted and not leaks(quoted), quoted[-80:]
     step = ProposedStep(1, png(1), Click(x=3, y=4), None, "pay", "en")
     with ScriptedModelServer(lambda req: Reply(text)) as s:
         v = monitor(s, categories=["Privacy Violations"]).check(step)
     assert v.halt is True and v.extras["failure"] == "disagree"
-    assert not leaks(json.dumps(v.to_json(), default=str))  # the quote, the reason and the error recorded
+    recorded = json.dumps(v.to_json(), default=str)  # the quote, the reason and the error recorded
+    assert "sk-" not in recorded and not leaks(recorded)
 
 
 @pytest.mark.parametrize("reply", [
