@@ -32,7 +32,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tests" / "promises.yaml"

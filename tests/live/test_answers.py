@@ -5,20 +5,13 @@ human`` answers as itself, never as the page."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
-from harness.actions import Click, Finish
-from harness.episode import AgentOutput, Decision
+from harness.episode import Decision
 from harness.live.handover import answer_handover
-from harness.live.operator import Operator
 from harness.live.records import new_ask_id, read_decision
-from harness.records import RunWriter, iter_steps
-from harness.runner import run_episode
-from tests.fakes.local_device import LocalSimDevice
-from tests.live.test_ask_runner import _answer_on_page
-from tests.test_runner import HaltOn, ScriptedAgent, task  # noqa: F401  (fixture)
+from tests.live.test_ask_runner import answered_on_page
+from tests.test_runner import task  # noqa: F401  (fixture)
 
 
 @pytest.mark.parametrize("kind, decision, allowed", [
@@ -30,17 +23,8 @@ def test_only_the_question_kinds_own_yes_is_allowed(kind, decision, allowed):
 
 
 def test_a_hand_back_written_for_a_flagged_action_halts_it(tmp_path, task):
-    dev = LocalSimDevice()
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    stop = threading.Event()
-    answer = _answer_on_page(ep.path, "hand_back", stop)
-    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, monitors=[HaltOn(mode="ask")], operator=Operator(30, page=True))
-    stop.set()
-    answer.join(5)
-    w.close()
-    (step,) = list(iter_steps(ep.path))
+    out, steps, dev, _ = answered_on_page(tmp_path, task, "hand_back")
+    (step,) = steps
     assert out.status == "halted" and step.executed is False
     assert not [e for e in dev.phone.events if e["type"] == "tap"]
     op = step.monitor["operator"]

@@ -10,18 +10,11 @@ import threading
 
 import pytest
 
-import agents  # noqa: F401  (registers the agents)
-from agents.uitars import resized_size
 from harness import hierarchy
 from harness.live.handover import waiting_handover
-from harness.live.operator import Operator
-from harness.live.records import EpisodeLive, claim_decision
-from harness.records import RunWriter, iter_steps
-from harness.runner import run_episode
+from harness.live.records import claim_decision
 from harness.sim.phone_api import DeviceInfo
-from judges.oracle import OracleConfig, OracleJudge
-from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.live.test_handover import CALL_USER, _agent, pin_task  # noqa: F401  (fixture)
+from tests.live.test_handover import handed_over, pin_task  # noqa: F401  (fixture)
 
 
 def _centre(device, rid: str) -> tuple[int, int]:
@@ -52,32 +45,7 @@ def _person_through_input(run_dir, device, box: dict) -> threading.Thread:
 @pytest.mark.slow
 def test_a_hand_over_whose_touches_cannot_be_read_credits_the_agent_nothing(tmp_path, serve_sim, pin_task):
     phone = serve_sim(1080, 2400, info=DeviceInfo(touchscreen=False))
-    device = phone.device()
-    state = {"n": 0}
-
-    def responder(req):
-        state["n"] += 1
-        if state["n"] == 1:
-            return Reply(CALL_USER)
-        if state["n"] == 2:
-            rw, rh = resized_size((1080, 2400), max_pixels=1_000_000)
-            x, y = _centre(device, "action_card")
-            return Reply(f"Thought: Unlocked. The Card tile.\nAction: click(start_box='({round(x * rw / 1080)},"
-                         f"{round(y * rh / 2400)})')")
-        return Reply("Thought: The card page is open.\nAction: finished(content='')")
-
-    run_dir = tmp_path / "run"
-    w = RunWriter(run_dir)
-    ep = w.start_episode(pin_task.id)
-    box: dict = {}
-    person = _person_through_input(run_dir, phone.device(), box)
-    with ScriptedModelServer(responder) as srv:
-        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
-                          operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
-    person.join(30)
-    w.close()
-    assert "error" not in box, box.get("error")
-    steps = list(iter_steps(ep.path))
+    out, steps, _ = handed_over(tmp_path, phone, pin_task, _person_through_input)
     by = [s.by or "agent" for s in steps]
     # the person's part is one step of theirs that says it could not be read
     assert by == ["agent", "operator", "agent", "agent"], by
