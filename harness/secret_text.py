@@ -27,6 +27,7 @@ takes out every secret of the whole text, and the start of one where a piece was
 
 from __future__ import annotations
 
+import bisect
 import re
 
 REDACTED = "***redacted***"
@@ -37,9 +38,9 @@ VALUE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),        # GitHub tokens
 )
 BEARER = re.compile(r"\b(Bearer)(\s+)([A-Za-z0-9._~+/=\-]{8,})", re.IGNORECASE)
-_TOKEN_CHAR = r"A-Za-z0-9._~+/=\-"
-_CUT = r"(?=\.\.\.|…|'?$)"  # where a quote was cut: its ellipsis, or the end of the text
-_FRAGMENT_MIN = 3          # a cut start shorter than this says nothing of the key ("sk")
+_CUT = re.compile(r"\.\.\.|…|'?$")   # where a quote was cut: its ellipsis, or the end of the text
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-")
+_FRAGMENT_MIN = 3  # a cut start shorter than this says nothing of the key ("sk")
 
 
 def redact_text(text: str) -> str:
@@ -58,11 +59,21 @@ def secrets_in(text: str) -> list[str]:
 
 def without_secrets_of(source: str, message: str) -> str:
     """``message``, which quotes pieces of ``source`` (maybe cut), with every secret of ``source``
-    replaced: whole wherever it appears, and its start (at least 3 characters) where a piece was
-    cut through it (an ellipsis or the end follows). Then the rule itself, for the rest."""
-    for secret in secrets_in(source):
-        message = message.replace(secret, REDACTED)
-        starts = [re.escape(secret[:k]) for k in range(len(secret) - 1, _FRAGMENT_MIN - 1, -1)]
-        if starts:
-            message = re.sub(f"(?<![{_TOKEN_CHAR}])(?:{'|'.join(starts)}){_CUT}", REDACTED, message)
+    replaced: whole wherever it appears (the rule sees it), and its start (at least 3 characters)
+    where a piece was cut through it (an ellipsis or the end follows), too short for the rule."""
+    found = sorted(secrets_in(source))
+    cuts = []
+    for m in _CUT.finditer(message) if found else ():  # the run of key characters a cut ends: a secret's start?
+        start = end = m.start()
+        while start > 0 and message[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        # the piece may start at the run's start or after a "." (an ellipsis before it) or "/+=~"
+        for at in [start] + [k + 1 for k in range(start, end) if message[k] in "./+=~"]:
+            piece = message[at:end]
+            i = bisect.bisect_left(found, piece)
+            if len(piece) >= _FRAGMENT_MIN and i < len(found) and found[i].startswith(piece):
+                cuts.append((at, end))
+                break
+    for start, end in reversed(cuts):
+        message = message[:start] + REDACTED + message[end:]
     return redact_text(message)

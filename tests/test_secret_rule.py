@@ -49,7 +49,7 @@ def test_the_rule_lives_in_the_data_layer_and_imports_nothing_of_the_client():
     tree = ast.parse(Path("harness/secret_text.py").read_text(encoding="utf-8"))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert imported <= {"__future__", "re"}, imported
+    assert imported <= {"__future__", "bisect", "re"}, imported  # the standard library only
 
 
 def _at_the_cut(before: int) -> str:
@@ -97,6 +97,8 @@ def test_a_key_crossing_the_cut_of_a_reading_error_leaves_nothing(reply):
 
 def test_a_cut_start_is_taken_out_only_where_a_piece_was_cut():
     # (starts too short for the rule itself: 'sk-a1B2', 4 characters after sk-)
-    message = f"quoted: {KEY[:7]}... and elsewhere {KEY[:7]}x and sk- alone, cut at the end: {KEY[:7]}"
+    message = (f"quoted: {KEY[:7]}... and elsewhere {KEY[:7]}x and sk- alone, two cuts in a row: 'ab...{KEY[:5]}...' "
+               f"cut at the end: {KEY[:7]}")
     out = without_secrets_of(f"x {KEY} y", message)
-    assert out == f"quoted: {REDACTED}... and elsewhere {KEY[:7]}x and sk- alone, cut at the end: {REDACTED}"
+    assert out == (f"quoted: {REDACTED}... and elsewhere {KEY[:7]}x and sk- alone, two cuts in a row: 'ab...{REDACTED}...' "
+                   f"cut at the end: {REDACTED}")
