@@ -10,7 +10,7 @@ the step cap while the episode goes on. A reply cut by the client at its byte li
 (``--model-max-reply-bytes``) or by the server at ``max_tokens`` is marked ``truncated`` (with
 ``truncated_by``) in the step's extras, and an unparseable one says which limit to raise.
 
-Every model agent reflects (:class:`harness.episode.ReflectingAgent`, ``--monitor-mode reflect``):
+Every model agent reflects (:class:`harness.core.episode.ReflectingAgent`, ``--monitor-mode reflect``):
 ``reflect(feedback)`` turns a monitor's refusal into the feedback prompt (``agents/prompts/
 feedback_en.md``, ``feedback_zh.md``) and puts it where the family's conversation takes a user's
 word (docs/agents.md, "Feedback after a refused action"); the multi-turn families (uitars, vlm)
@@ -25,12 +25,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.actions import Action, action_to_json
-from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, Priority, prefetch,
-                           prefetch_pixels)
+from harness.core.actions import Action, action_to_json
+from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy, prefetch, prefetch_pixels
+from harness.client.slots import Priority
 from harness.records import THOUGHT_CHARS
-from harness.registry import RegistryError
+from harness.core.registry import RegistryError
 
 from agents.parsing import Parsed, ParseError, clean_text, read_reply, with_tool_calls
 from agents.prompts import Prompt, load_prompt
@@ -235,13 +237,13 @@ class ModelAgent:
 
     # --- episode ------------------------------------------------------------------------------
     def encodings(self, screen: tuple[int, int]) -> list[tuple[ImagePolicy, tuple[int, int] | None]]:
-        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.model
+        """The encodings of a new screenshot of ``screen`` a model step asks :func:`harness.client.images
         .encode_image` for, ``(policy, size)`` (what :meth:`prepare` and :meth:`prepare_pixels`
         start early)."""
         return []
 
     def prepare(self, obs: Observation) -> None:
-        """Start encoding the new screenshot as soon as it arrives (harness.episode.PreparingAgent),
+        """Start encoding the new screenshot as soon as it arrives (harness.core.episode.PreparingAgent),
         unless the next step is the queued second half of the last action (no model call)."""
         if self.pending:
             return
@@ -250,7 +252,7 @@ class ModelAgent:
 
     def prepare_pixels(self, frame: CandidatePixels) -> None:
         """The same from a raw frame's pixels, before its PNG is encoded
-        (harness.episode.PixelPreparingAgent)."""
+        (harness.core.episode.PixelPreparingAgent)."""
         if self.pending:
             return
         for policy, size in self.encodings(frame.screen_size):
@@ -263,7 +265,7 @@ class ModelAgent:
         self.turns = []
         self.told = {}
 
-    # --- feedback after a refused action (harness.episode.ReflectingAgent) --------------------
+    # --- feedback after a refused action (harness.core.episode.ReflectingAgent) --------------------
     def feedback_language(self) -> str:
         """The language of the feedback turn: English, the language of the families' prompts (vlm
         follows its prompt's language)."""
@@ -386,7 +388,7 @@ class ModelAgent:
 
         Per-agent hooks: ``history_text(action, screen)`` writes one action as the agent's model
         would (its points converted from device pixels of the episode's screen,
-        ``EpisodeContext.screen_size``, by :func:`harness.actions.from_device`);
+        ``EpisodeContext.screen_size``, by :func:`harness.core.actions.from_device`);
         ``replace_history(texts)`` puts those texts where the agent keeps its history (the default
         is for the multi-turn agents, ``uitars`` and ``vlm``)."""
         if self.ctx is None:

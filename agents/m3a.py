@@ -40,16 +40,17 @@ from typing import Any, Callable, Literal
 
 from PIL import Image, ImageDraw, ImageFont
 
-from harness import hierarchy
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
-                             TypeText, Wait, from_device)
+from harness.core import hierarchy
+from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
+                                  TypeText, Wait, from_device)
 from harness.device.base import DeviceError
-from harness.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
-from harness.hierarchy import Element
-from harness.model import EncodedImage, ImagePolicy, ModelConfig, encode_pixels, run_in_background
-from harness import resample
-from harness.screenshot import image_of
-from harness.registry import AGENTS
+from harness.core.episode import AgentOutput, CandidatePixels, EpisodeContext, Feedback, Observation
+from harness.core.hierarchy import Element
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, run_in_background
+from harness.core import resample
+from harness.core.screenshot import image_of
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, feedback_text, image_record, language_name
 from agents.parsing import (ElementAction, ParseError, Parsed, as_int, clean_text, content_direction, device_point,
@@ -559,7 +560,7 @@ class M3AAgent(ModelAgent):
                                hierarchy=obs.hierarchy)
 
     def prepare_pixels(self, frame: CandidatePixels) -> None:
-        """Start the step's image work as soon as a frame's pixels arrive (harness.episode
+        """Start the step's image work as soon as a frame's pixels arrive (harness.core.episode
         .PixelPreparingAgent; :meth:`prepare` when the PNG comes first): the three jobs of
         :meth:`_screen_work` run on the shared image workers, the longest (marks) first."""
         if self.pending:

@@ -20,7 +20,7 @@ Known failure shapes handled here (FIELD_NOTES section 7; ``../shared/reference/
   expected, are refused (never clamped silently: a refused step is recorded, a wrong tap is not
   obviously wrong).
 
-All conversions to device pixels go through :func:`harness.actions.to_device`.
+All conversions to device pixels go through :func:`harness.core.actions.to_device`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any, Callable, Literal
 
 from pydantic import ValidationError
 
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp,
-                             Swipe, TypeText, Wait, action_to_json, to_device)
+from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, NeedsUser, OpenApp,
+                                  Swipe, TypeText, Wait, action_to_json, to_device)
 
 
 class ParseError(ValueError):
@@ -44,7 +44,7 @@ class ParseError(ValueError):
 def read_reply(parse: Callable[[str], "Parsed"], text: str) -> tuple["Parsed | None", "ParseError | None"]:
     """``parse(text)``, or the ParseError that says why the reply holds no usable action: one the
     parser raised, or a value an action refuses (an answer or a typed text over
-    harness.actions.MAX_TEXT, a wait over 60 s...), which is the model's mistake too, an invalid
+    harness.core.actions.MAX_TEXT, a wait over 60 s...), which is the model's mistake too, an invalid
     step, never an error ending the episode."""
     try:
         return parse(text), None
@@ -262,7 +262,7 @@ def reveal_swipe(direction: str, screen: tuple[int, int], start: tuple[int, int]
 
 
 # --- keys and text ----------------------------------------------------------------------------------
-# names models use for keys -> what harness.actions.Key accepts (a named key or an Android keycode)
+# names models use for keys -> what harness.core.actions.Key accepts (a named key or an Android keycode)
 _KEYS: dict[str, str | int] = {
     "back": "back", "home": "home", "enter": "enter", "return": "enter", "delete": "delete", "del": "delete",
     "backspace": "delete", "app_switch": "app_switch", "recent": "app_switch", "recents": "app_switch",
@@ -545,7 +545,7 @@ def tars_call(action: Action, point: Callable[[int, int], tuple[float, float]],
               notation: TarsNotation = TarsNotation()) -> str:
     """A unified action as a UI-TARS-style call (the ``uitars`` and ``vlm`` protocols; the inverse of
     :func:`map_tars_call`), e.g. ``click(start_box='(546,1204)')``. ``point`` maps device pixels to
-    the protocol's space (:func:`harness.actions.from_device`); points are written as integers.
+    the protocol's space (:func:`harness.core.actions.from_device`); points are written as integers.
 
     A swipe is written ``scroll(start_box, direction)`` with the content direction (how the prompts
     describe moving the content), or with both points (``notation.swipe``); other keys than Home and

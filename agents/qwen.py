@@ -43,11 +43,12 @@ from typing import Any, Literal
 
 from ui_tars.action_parser import smart_resize
 
-from harness.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
-                             TypeText, Wait, from_device)
-from harness.episode import AgentOutput, EpisodeContext, Feedback, Observation
-from harness.model import ModelConfig, encode_image
-from harness.registry import AGENTS
+from harness.core.actions import (Action, Answer, Click, CoordSpace, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe,
+                                  TypeText, Wait, from_device)
+from harness.core.episode import AgentOutput, EpisodeContext, Feedback, Observation
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, feedback_text, image_record, send_size
 from agents.parsing import (ParseError, Parsed, as_point, clean_text, device_point, direction_of, finger_swipe,
@@ -253,7 +254,7 @@ _BUTTON_OF_KEY = {"back": "Back", "home": "Home", "enter": "Enter", 82: "Menu"}
 
 def call_arguments(action: Action, point: Any) -> dict[str, Any]:
     """A unified action as the ``mobile_use`` arguments (for a ground-truth progress line); ``point``
-    maps device pixels to the model's space (:func:`harness.actions.from_device`)."""
+    maps device pixels to the model's space (:func:`harness.core.actions.from_device`)."""
     def xy(x: int, y: int) -> list[int]:
         px, py = point(x, y)
         return [round(px), round(py)]

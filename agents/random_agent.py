@@ -8,9 +8,9 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.actions import Click, Key, Swipe, TypeText
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.registry import AGENTS
+from harness.core.actions import Click, Key, Swipe, TypeText
+from harness.core.episode import AgentOutput, EpisodeContext, Observation
+from harness.core.registry import AGENTS
 from agents.replay import episode_rng
 
 

@@ -14,10 +14,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import hierarchy
-from harness.actions import Click, Finish, Key, action_to_json
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.registry import AGENTS
+from harness.core import hierarchy
+from harness.core.actions import Click, Finish, Key, action_to_json
+from harness.core.episode import AgentOutput, EpisodeContext, Observation
+from harness.core.registry import AGENTS
 
 
 def episode_rng(seed: int, task_id: str, salt: str) -> random.Random:

@@ -13,11 +13,11 @@ import yaml
 from pydantic import ValidationError
 
 from agents.replay import play_next
-from harness import hierarchy
-from harness.actions import Finish
-from harness.episode import AgentOutput, EpisodeContext, Observation
-from harness.registry import AGENTS
-from harness.tasks import RefStep
+from harness.core import hierarchy
+from harness.core.actions import Finish
+from harness.core.episode import AgentOutput, EpisodeContext, Observation
+from harness.core.registry import AGENTS
+from harness.core.tasks import RefStep
 
 
 @dataclass

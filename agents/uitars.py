@@ -32,7 +32,7 @@ Common to all three:
 - Images: sent at exactly the ``smart_resize`` size, so the model points in what it sees.
 - Parsing: the output is normalised (agents.parsing), rewritten as one canonical call and read by the
   package's ``parse_action_to_structure_output(factor=1000, model_type="qwen25vl")`` for 1.5 (0-1
-  fractions of the resized image) or ``"qwen2vl"`` for the 0-1000 variants; ``harness.actions.to_device``
+  fractions of the resized image) or ``"qwen2vl"`` for the 0-1000 variants; ``harness.core.actions.to_device``
   maps the fractions to device pixels. A trailing newline in ``type`` submits; ``scroll(direction)``
   is the content direction (``down`` shows what is below: the finger moves up); ``drag`` and the
   two-point ``scroll`` are the finger's path; ``finished(content)`` with an answer is an Answer then a
@@ -53,10 +53,11 @@ from typing import Any, Literal
 from ui_tars.action_parser import parse_action_to_structure_output, smart_resize
 from ui_tars.prompt import MOBILE_USE_DOUBAO
 
-from harness.actions import Action, CoordSpace, from_device, to_device
-from harness.episode import AgentOutput, Observation
-from harness.model import ModelConfig, encode_image, user_message
-from harness.registry import AGENTS
+from harness.core.actions import Action, CoordSpace, from_device, to_device
+from harness.core.episode import AgentOutput, Observation
+from harness.client.config import ModelConfig
+from harness.client.images import encode_image, user_message
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, ServerResize, StepTrace, encoding_note, image_record, language_name, send_size
 from agents.parsing import (ParseError, Parsed, TarsNotation, device_point, first_tars_call, map_tars_call,

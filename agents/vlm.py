@@ -26,10 +26,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Action, CoordSpace, from_device
-from harness.episode import AgentOutput, Observation
-from harness.model import ImagePolicy, ModelConfig, encode_image
-from harness.registry import AGENTS
+from harness.core.actions import Action, CoordSpace, from_device
+from harness.core.episode import AgentOutput, Observation
+from harness.client.config import ModelConfig
+from harness.client.images import ImagePolicy, encode_image
+from harness.core.registry import AGENTS
 
 from agents.common import ModelAgent, StepTrace, image_record
 from agents.parsing import (ParseError, Parsed, device_point, first_tars_call, map_tars_call, point_of,
@@ -118,7 +119,7 @@ class VLMConfig:
 
 def sent_size(screen: tuple[int, int], policy: ImagePolicy) -> tuple[int, int]:
     """The size a screenshot of ``screen`` is sent at under ``policy``'s caps (the rule of
-    :func:`harness.model.encode_image` without ``size``)."""
+    :func:`harness.client.images.encode_image` without ``size``)."""
     return policy.target(screen)
 
 

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.records import RecordError, distinct_runs, read_results
-from harness.run_tasks import load_run_tasks
-from harness.verdicts import EpisodeVerdicts, VerdictsError, is_safety_judge, judge_column
-from harness.verdicts import read_sources as read_verdict_sources
+from harness.core.run_tasks import load_run_tasks
+from harness.core.verdicts import EpisodeVerdicts, VerdictsError, is_safety_judge, judge_column
+from harness.core.verdicts import read_sources as read_verdict_sources
 
 # Judges whose verdict is about safety; ``True`` means "unsafe" for every one of them (a judge that
 # answers the other way round must say so in SAFETY_TRUE_MEANS_SAFE).
@@ -209,7 +209,7 @@ def load_labels(path: str | Path) -> list[Label]:
 
 def read_sources(run_dirs: Iterable[str | Path], judgement_sets: Iterable[str] | None = None,
                  include_live: bool = True, warnings: list[str] | None = None) -> list[EpisodeVerdicts]:
-    """Every (episode, source) with its verdicts (:func:`harness.verdicts.read_sources`); a record
+    """Every (episode, source) with its verdicts (:func:`harness.core.verdicts.read_sources`); a record
     that cannot be read is an :class:`AgreementError`."""
     try:
         return read_verdict_sources(run_dirs, judgement_sets, include_live, warnings)

@@ -27,7 +27,7 @@ steps picks the same t. CORA (arXiv:2604.09155) calibrates a phone agent guard's
 boundary with conformal risk control; this is that step for the ``crate-s`` monitor.
 
 This module reads and writes no records; :mod:`judges.step_scores` collects the labelled scores and
-``harness judge-eval --calibrate`` (:mod:`harness.calibrate_command`) writes the file.
+``harness judge-eval --calibrate`` (:mod:`harness.cli.calibrate`) writes the file.
 """
 
 from __future__ import annotations

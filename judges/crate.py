@@ -40,11 +40,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from harness.actions import Finish, NeedsUser
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.model import EncodedImage, ImagePolicy, ModelClient, ModelConfig
-from harness.registry import JUDGES, RegistryError
-from harness.replies import VerdictKind
+from harness.core.actions import Finish, NeedsUser
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage, ImagePolicy
+from harness.core.registry import JUDGES, RegistryError
+from harness.client.replies import VerdictKind
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall,
                              StepKind, action_text, ask_json, disk_cache, encode_screen, shared_memory, step_evidence)
 from judges.prompts import LANGUAGES, load_prompt

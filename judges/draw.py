@@ -20,8 +20,8 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from harness.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
-from harness.resample import resize as resample_image
+from harness.core.actions import Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.core.resample import resize as resample_image
 
 DRAW_VERSION = 1  # bump when the drawing changes: it is part of the step-evidence cache key
 MARK = (255, 32, 48, 255)
@@ -187,7 +187,7 @@ def scaled(screenshot: bytes, max_long_side: int | None = None, max_pixels: int 
 def annotate_pixels(screenshot: bytes, action: Action | None, screen_size: tuple[int, int] | None = None,
                     max_long_side: int | None = None, max_pixels: int | None = None,
                     resample: str = "bilinear") -> Image.Image:
-    """The screenshot with the action drawn, as an image for ``harness.model.encode_pixels``. With
+    """The screenshot with the action drawn, as an image for ``harness.client.images.encode_pixels``. With
     size caps the image is scaled down first and drawn on at that size, which costs a fraction of
     drawing at full size and leaves the encoder nothing to resize."""
     img, size = scaled(screenshot, max_long_side, max_pixels, resample)

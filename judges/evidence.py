@@ -6,7 +6,7 @@ or CRATE-S's risk finding; seed 001 section 3.1.1, FIELD_NOTES section 2).
 Also here, because every judge needs them:
 
 - :func:`ask_json`: one model call whose reply is read by the one reading rule
-  (:func:`harness.replies.read_verdict`, with the verdict kinds of ``judges/verdict_kinds.py``):
+  (:func:`harness.client.replies.read_verdict`, with the verdict kinds of ``judges/verdict_kinds.py``):
   a reply that holds no verdict at all (empty, prose only, only the prompt's example) is asked
   again (``parse_retries``); a reply whose verdicts cannot be read, disagree or are not clear is
   not (the model answered; asking until an answer reads well would choose the answer). What
@@ -41,13 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.actions import Action
-from harness.model import (ChatResult, EncodedImage, ImagePolicy, ModelClient, ModelConfig, ModelError, Priority,
-                           encode_pixels, user_message)
+from harness.core.actions import Action
+from harness.client.calls import ModelClient
+from harness.client.config import ChatResult, ModelConfig, ModelError
+from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, user_message
+from harness.client.slots import Priority
 from harness.records import redact
-from harness.replies import QUOTE_MAX, Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
-from harness.secret_text import without_secrets_of
-from harness.usage import Meter
+from harness.client.replies import QUOTE_MAX, Reading, VerdictError, VerdictKind, examples_in, quote, read_verdict
+from harness.core.secret_text import without_secrets_of
+from harness.core.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
 from judges.verdict_kinds import CRATE_S_STEP as CRATE_S_STEP_REPLY
@@ -175,7 +177,7 @@ def quoted_reply(text: str | None, limit: int = QUOTE_MAX) -> str:
 def reading_problem(e: Exception, text: str) -> str:
     """Why a reply could not be read, with its beginning: the reading's message quotes pieces of
     the reply cut where the reader cut them, so every secret of the whole reply is taken out of
-    it, whole or cut (harness.secret_text.without_secrets_of)."""
+    it, whole or cut (harness.core.secret_text.without_secrets_of)."""
     return redact(without_secrets_of(text, f"{e} (reply began: {quoted_reply(text, 160)!r})"))
 
 
@@ -184,7 +186,7 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
              asker: Asker = Asker()) -> Answer:
     """One judge call: render the prompt, send it with the images and the verdict's strict schema
     (the client uses structured output where the endpoint can do it), and read the reply by the
-    one rule (:func:`harness.replies.read_verdict`).
+    one rule (:func:`harness.client.replies.read_verdict`).
 
     A reply with no verdict at all is asked again up to ``parse_retries`` times; one whose
     verdicts are unreadable, disagree or are not clear is a :class:`JudgeCallError` at once (kind

@@ -24,9 +24,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.model import ModelConfig
-from harness.registry import JUDGES
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
+from harness.client.config import ModelConfig
+from harness.core.registry import JUDGES
 from judges.crate import image_policy, need_model, pick_language, shown_action, step_label
 from judges.evidence import Asker, CallLog, JudgeCallError, ask_json, encode_screen
 from judges.prompts import LANGUAGES, load_prompt

@@ -46,10 +46,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.model import EncodedImage, ModelConfig
-from harness.registry import JUDGES
-from harness.tasks import Milestone, MilestoneGroup
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
+from harness.client.config import ModelConfig
+from harness.client.images import EncodedImage
+from harness.core.registry import JUDGES
+from harness.core.tasks import Milestone, MilestoneGroup
 from judges.crate import (StepCollector, evidence_lines, image_policy, need_model, pick_language, shown_action,
                           step_label)
 from judges.evidence import (CRATE_STEP, Asker, CallLog, EvidenceStore, JudgeCallError, StepCall, ask_json,

@@ -4,7 +4,7 @@
   the risky action never reaches the phone (the record names the step, category and reason).
   Cost: one model call per proposed action, on the critical path (about one call's latency per
   step); the agent's "finish" and "wait" need no call. Gate checks go first in the endpoint's
-  queue (``harness.model.Priority.GATE``), ahead of agent calls and judges' evidence.
+  queue (``harness.client.slots.Priority.GATE``), ahead of agent calls and judges' evidence.
 - ``mode=ask``: a gate whose halting verdict (risky by the rules below, or a check that failed
   closed) asks the operator instead (harness.live.operator): allowed, the action runs and its step
   says ``allowed_by: operator``; denied, or unanswered within ``--ask-timeout``, it halts as a gate.
@@ -28,7 +28,7 @@ check that fails still fails closed. The file must come from this monitor's mode
 prompt and image policy, else the monitor is refused when it is built (before any device is
 touched), naming both sides.
 
-The reply is read by the one reading rule (:mod:`harness.replies`, kinds in
+The reply is read by the one reading rule (:mod:`harness.client.replies`, kinds in
 ``judges/verdict_kinds.py``): only one clear "not risky" lets the action run. A reply whose
 verdicts disagree (an echoed example aside), cannot be read ("risky": "null"), or is not clear (a
 "not risky" followed by more text, or cut off at max_tokens), and a reply with no verdict after
@@ -51,11 +51,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.actions import Finish, Wait
-from harness.episode import EpisodeContext, MonitorVerdict, ProposedStep
-from harness.model import ModelConfig, Priority
-from harness.registry import MONITORS
-from harness.tasks import RISK_CATEGORIES
+from harness.core.actions import Finish, Wait
+from harness.core.episode import EpisodeContext, MonitorVerdict, ProposedStep
+from harness.client.config import ModelConfig
+from harness.client.slots import Priority
+from harness.core.registry import MONITORS
+from harness.core.tasks import RISK_CATEGORIES
 from judges.calibration import Calibration, CalibrationError, load_calibration, scorer_of, step_prompts_of
 from judges.crate import image_policy, need_model, pick_language
 from judges.evidence import (CRATE_S_STEP, Asker, EvidenceStore, JudgeCallError, StepCall, disk_cache, quoted_reply,

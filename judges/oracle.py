@@ -27,9 +27,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
-from harness.registry import JUDGES
-from harness.tasks import Milestone, MilestoneGroup, Task
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent, Verdict
+from harness.core.registry import JUDGES
+from harness.core.tasks import Milestone, MilestoneGroup, Task
 
 
 _TOKEN = re.compile(r"\d+(?:[.:]\d+)*|[a-z]+|[^\W\d_]")

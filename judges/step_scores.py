@@ -45,7 +45,7 @@ from typing import Any
 
 from harness.records import (RESULTS_FILE, TRAJECTORY_FILE, RecordError, check_inside, episode_dir, file_sha256,
                              iter_steps, own_file)
-from harness.verdicts import JUDGEMENTS_DIR, LIVE, EpisodeVerdicts, VerdictsError, read_sources
+from harness.core.verdicts import JUDGEMENTS_DIR, LIVE, EpisodeVerdicts, VerdictsError, read_sources
 from judges.agreement import Label, LabelIndex
 from judges.calibration import CalibrationError, prompt_language, scorer_key, scorer_of
 

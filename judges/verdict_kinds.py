@@ -1,7 +1,7 @@
 """What each judge's verdict holds, how it is read, and the strict JSON schema asked for it.
 
-One :class:`harness.replies.VerdictKind` per question a judge asks (the reading rule itself, the
-same for all of them, is :func:`harness.replies.read_verdict`):
+One :class:`harness.client.replies.VerdictKind` per question a judge asks (the reading rule itself, the
+same for all of them, is :func:`harness.client.replies.read_verdict`):
 
 | kind | asked by | verdict keys | must agree |
 |---|---|---|---|
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.replies import VerdictKind, as_bool, as_score, as_step, as_text, match_keys
-from harness.tasks import RISK_CATEGORIES
+from harness.client.replies import VerdictKind, as_bool, as_score, as_step, as_text, match_keys
+from harness.core.tasks import RISK_CATEGORIES
 
 # --- categories -------------------------------------------------------------------------------------
 _CATEGORY_KEYS = {"".join(ch for ch in c.lower() if ch.isalnum()): c for c in RISK_CATEGORIES}

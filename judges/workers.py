@@ -6,7 +6,7 @@ An offline pass instead gives every judge of every worker one shared pool sized 
 (``EpisodeContext.workers``): a pool per judge per episode, with up to 2K episodes open at once, was
 hundreds of threads, each with its stack and malloc arena, and the memory of ``harness judge`` grew
 with them (issue 18). With a shared pool, the end of an episode cancels what it left queued there.
-The threads are daemons (harness.daemon_pool): one stuck in a call never holds the process at exit.
+The threads are daemons (harness.core.daemon_pool): one stuck in a call never holds the process at exit.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import concurrent.futures as cf
 import threading
 from typing import Any, Callable
 
-from harness.daemon_pool import DaemonPool
+from harness.core.daemon_pool import DaemonPool
 
 
 class EpisodeWorkers:

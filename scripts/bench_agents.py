@@ -42,12 +42,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import agents  # noqa: E402,F401
 from bench_all import Lab, row  # noqa: E402
-from harness import model as model_mod  # noqa: E402
-from harness.actions import Key, OpenApp  # noqa: E402
-from harness.episode import CandidatePixels, EpisodeContext, Observation, PixelPreparingAgent  # noqa: E402
-from harness.model import ModelConfig  # noqa: E402
-from harness.registry import AGENTS  # noqa: E402
-from harness.tasks import parse_task  # noqa: E402
+from harness.client import images as model_mod  # noqa: E402
+from harness.core.actions import Key, OpenApp  # noqa: E402
+from harness.core.episode import CandidatePixels, EpisodeContext, Observation, PixelPreparingAgent  # noqa: E402
+from harness.client.config import ModelConfig  # noqa: E402
+from harness.core.registry import AGENTS  # noqa: E402
+from harness.core.tasks import parse_task  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 
 TARGET_MS = 30.0

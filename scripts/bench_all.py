@@ -192,8 +192,8 @@ class _DeadSpotTapper:
         pass
 
     def step(self, obs: Any) -> Any:
-        from harness.actions import Click
-        from harness.episode import AgentOutput
+        from harness.core.actions import Click
+        from harness.core.episode import AgentOutput
 
         # the launcher's empty lower half: nothing changes, as in scripts/bench_runner.py
         return AgentOutput(Click(x=obs.screen_size[0] // 2, y=obs.screen_size[1] // 2))
@@ -228,8 +228,8 @@ class _TimedJudge:
 def bench_overhead(lab: Lab, steps: int) -> list[dict[str, Any]]:
     from harness.live.records import EpisodeLive
     from harness.records import RunWriter, iter_steps
-    from harness.runner import run_episode
-    from harness.tasks import parse_task
+    from harness.run.runner import run_episode
+    from harness.core.tasks import parse_task
     from judges.oracle import OracleConfig, OracleJudge
 
     dev = lab.device(lab.phone())
@@ -278,7 +278,7 @@ def bench_settle(lab: Lab, steps: int) -> list[dict[str, Any]]:
     ``screencap -p`` encodes as a phone does (RGBA, Skia's zlib level 6: harness.sim.render); a
     second phone with the sim's default, the fast zlib level 1, is measured beside it, so the gain
     over a cheaper PNG path is shown too."""
-    from harness.actions import Key, OpenApp
+    from harness.core.actions import Key, OpenApp
     from harness.device.config import SettleConfig
     from harness.sim.render import PHONE_SCREENCAP_PNG_LEVEL
 
@@ -317,7 +317,7 @@ def bench_settle(lab: Lab, steps: int) -> list[dict[str, Any]]:
 
 # --- 5. payload -------------------------------------------------------------------------------------
 def bench_payload() -> list[dict[str, Any]]:
-    from harness.model import ImagePolicy, encode_image
+    from harness.client.images import ImagePolicy, encode_image
     from harness.sim.phone import SimPhone
 
     phone = SimPhone(1080, 2400)
@@ -347,10 +347,10 @@ LONG_UNITS = {"chinese": "明天的会议改到下午三点，请准时参加。
 
 def _screens_with_text(text: str) -> tuple[float, float]:
     """(seconds of the screenshot with ``text`` in Lena's compose field, seconds with it sent)."""
-    from harness.hierarchy import find, parse
+    from harness.core.hierarchy import find, parse
     from harness.sim import render
     from harness.sim.phone import SimPhone
-    from harness.tasks import Selector
+    from harness.core.tasks import Selector
 
     render._wrap_cached.cache_clear()  # measure the first screenshot of a text, as a run meets it
     phone = SimPhone(1080, 2400)
@@ -397,7 +397,7 @@ def bench_viewer(clients: int = 200) -> list[dict[str, Any]]:
 
     from harness.report.serve import ViewServer
     from harness.report.viewer import write_viewer
-    from tests.offline.sample_runs import make_run
+    from tests.offline_judge.sample_runs import make_run
 
     with tempfile.TemporaryDirectory() as tmp:
         run = make_run(Path(tmp) / "run", [(f"t{i}", 10, "finished") for i in range(10)], size=(540, 1200))
@@ -481,7 +481,9 @@ def bench_live(steps: int = 30) -> list[dict[str, Any]]:
 def _model_waiting_replay(base_url: str) -> Any:
     """The replay agent, but each step first makes one call to the (scripted) model server."""
     from agents.replay import ReplayAgent, ReplayConfig
-    from harness.model import ModelClient, ModelConfig, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig
+    from harness.client.images import user_message
 
     class ModelWaitingReplay(ReplayAgent):
         name = "replay-waiting-on-model"
@@ -499,8 +501,8 @@ def _model_waiting_replay(base_url: str) -> Any:
 
 def bench_scale(lab: Lab, latency: float, episodes: int, serials: list[str]) -> list[dict[str, Any]]:
     from harness.records import RunWriter, read_results
-    from harness.suite import Plugins, SuiteConfig, run_suite
-    from harness.tasks import parse_task
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
+    from harness.core.tasks import parse_task
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     import yaml
@@ -544,7 +546,7 @@ def _peak():
     except OSError:
         pass
 atexit.register(_peak)
-from harness.cli import main
+from harness.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

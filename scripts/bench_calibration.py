@@ -56,9 +56,9 @@ def held_out(risky: list[float], safe: list[float], n: int, alpha: float, splits
 
 def from_records(episodes: int) -> tuple[float, int]:
     """Seconds to collect and calibrate ``episodes`` written episodes of 10 monitored steps."""
-    from harness.calibrate_command import calibrate
-    from harness.episode import MonitorVerdict
-    from harness.model import ModelConfig
+    from harness.cli.calibrate import calibrate
+    from harness.core.episode import MonitorVerdict
+    from harness.client.config import ModelConfig
     from harness.records import EpisodeResult, RunWriter
     from judges.monitor import CrateSMonitor, CrateSMonitorConfig
     from PIL import Image

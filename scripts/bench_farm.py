@@ -140,8 +140,8 @@ def driver_ceiling(phones: int, actors: int, steps: int, episodes: int, work: Pa
     from harness.farm.driver import FarmStation
     from harness.farm.nodes import Node
     from harness.records import RunWriter
-    from harness.suite import SuiteConfig, describe_progress, run_stations
-    from harness.tasks import parse_task
+    from harness.run.suite import SuiteConfig, describe_progress, run_stations
+    from harness.core.tasks import parse_task
     from tests.fakes.phoneless_actor import PhonelessActor
 
     hosts = [PhonelessActor.remote(steps) for _ in range(actors)]

@@ -51,10 +51,11 @@ from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
-from harness.model import ModelConfig, Priority  # noqa: E402
+from harness.client.config import ModelConfig  # noqa: E402
+from harness.client.slots import Priority  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
-from harness.runner import run_episode  # noqa: E402
-from harness.tasks import load_suite  # noqa: E402
+from harness.run.runner import run_episode  # noqa: E402
+from harness.core.tasks import load_suite  # noqa: E402
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge  # noqa: E402
 from judges.holistic import HolisticConfig, HolisticJudge  # noqa: E402
 from judges.milestones import MilestoneJudge, MilestonesConfig, flatten  # noqa: E402

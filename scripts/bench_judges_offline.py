@@ -13,7 +13,7 @@ test double) answering every request after L seconds, and judges the run offline
            calls remain. Reported as its wall time and as a fraction of pass 1.
 
 The default judge is ``crate`` (CRATE: one call per step, one per episode); ``--judge count`` uses
-the test-only sequential judge of tests/offline/count_judge.py (no cache; pass 2 is then skipped).
+the test-only sequential judge of tests/offline_judge/count_judge.py (no cache; pass 2 is then skipped).
 
 The server runs in its own process (a real model server is one), so its CPU time is not counted
 against the judging process. Screenshots are small (270x600 by default, --size): the crate judge
@@ -52,7 +52,7 @@ from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from PIL import Image, ImageDraw  # noqa: E402
 
-from harness.model import ModelConfig  # noqa: E402
+from harness.client.config import ModelConfig  # noqa: E402
 from harness.offline_judge import judge_runs, prepare_judges  # noqa: E402
 from harness.records import EpisodeResult, RunWriter, file_sha256  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text  # noqa: E402
@@ -219,7 +219,7 @@ def main() -> int:
                     "N2 episodes, each in its own process (peak memory, wall / ideal); e.g. 200,2000")
     args = ap.parse_args()
     if args.judge == "count":
-        import tests.offline.count_judge as cj
+        import tests.offline_judge.count_judge as cj
         judge = cj.NAME
     else:
         judge = "crate"

@@ -3,7 +3,7 @@
 A model's reply is untrusted: a megabyte of reasoning before the JSON, a megabyte of ``{``, quotes
 that never close, brackets nested a hundred thousand deep. Two readers meet it first:
 
-- ``harness.model.parse_json_reply``, which finds the judges' and monitors' JSON in a reply;
+- ``harness.client.json_reply.parse_json_reply``, which finds the judges' and monitors' JSON in a reply;
 - each agent family's output parser (``agents.parsing.PARSERS``), which reads an action from it.
 
 Each shape is read at a small size n (``--small``, default 125,000 characters) and at 8n (a
@@ -31,7 +31,7 @@ from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 import agents  # noqa: E402,F401  (registers every agent family's parser)
 from agents.parsing import PARSERS, ParseError  # noqa: E402
-from harness.model import ReplyError, parse_json_reply  # noqa: E402
+from harness.client.json_reply import ReplyError, parse_json_reply  # noqa: E402
 
 TARGET = 16.0
 FAST_S = 0.01

@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
-from harness.actions import Click  # noqa: E402
+from harness.core.actions import Click  # noqa: E402
 from harness.device.adb import AdbDevice  # noqa: E402
 from harness.device.adb_server import AdbServer  # noqa: E402
-from harness.episode import AgentOutput  # noqa: E402
+from harness.core.episode import AgentOutput  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
 from harness.records import RunWriter  # noqa: E402
-from harness.runner import run_episode  # noqa: E402
+from harness.run.runner import run_episode  # noqa: E402
 from harness.sim.process import start_sim_process  # noqa: E402
-from harness.tasks import parse_task  # noqa: E402
+from harness.core.tasks import parse_task  # noqa: E402
 
 
 class DeadSpotTapper:

@@ -58,9 +58,9 @@ def record_one(work: Path) -> tuple[dict[str, Any], Any, dict[str, bytes]]:
     from agents.replay import ReplayAgent, ReplayConfig
     from harness.farm.actor import episode_files
     from harness.records import RunWriter
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from harness.sim.phone import SimPhone
-    from harness.tasks import parse_task
+    from harness.core.tasks import parse_task
     from tests.fakes.local_device import LocalSimDevice
 
     raw = next(t for t in yaml.safe_load((ROOT / "tasks/sim/wallet.yaml").read_text(encoding="utf-8")) if t["id"] == TASK)

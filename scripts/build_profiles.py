@@ -32,7 +32,7 @@ from harness import __version__  # noqa: E402
 from harness.device.capture import device_of, foreground_of  # noqa: E402
 from harness.device.getprop import parse_props  # noqa: E402
 from harness.device.read_only_commands import to_capture  # noqa: E402
-from harness.profile_folder import Answer, Manifest, file_for, read_manifest, write_manifest  # noqa: E402
+from harness.core.profile_folder import Answer, Manifest, file_for, read_manifest, write_manifest  # noqa: E402
 from harness.records import now_iso  # noqa: E402
 
 OUT = ROOT / "harness" / "sim" / "profiles"
@@ -130,7 +130,7 @@ def fill(b: Built, pixel8: dict[str, bytes], sources: list[str], notes: list[str
 def _getevent_lp(devices: list[dict]) -> str:
     """A ``getevent -lp`` listing of ``devices`` in getevent.c's layout (for listings read off
     another dump), printed by the simulated kernel from the devices."""
-    from harness import input_codes as C
+    from harness.core import input_codes as C
     from harness.sim.evdev import AbsInfo, InputDevice, format_capabilities
 
     lines = []
@@ -144,7 +144,7 @@ def _getevent_lp(devices: list[dict]) -> str:
 
 # --- the profiles -----------------------------------------------------------------------------------
 def mtk_tablet(ref: Reference, pixel8: dict[str, bytes]) -> Built:
-    from harness import input_codes as C
+    from harness.core import input_codes as C
 
     b = Built("mtk-tablet-android13", "MediaTek tablet tb8168p1_64_bsp_k510 (AXXS), Android 13 / SDK 33, 480x800 240dpi")
     full = ref.read("dumpsys/mtk_tb8168_android13_dumpsys_window_full.txt").decode("utf-8")
@@ -228,12 +228,12 @@ def emulator_a11(ref: Reference, pixel8: dict[str, bytes]) -> Built:
         notes=["`dumpsys window displays` is the simulated phone's own (no transcript of an Android 11 one): the "
             "foreground app is read from it first, as on an Android 11 phone; the windows transcript serves "
             "the fallback and mTopFocusedDisplayId.",
-            "`getevent -lp` is printed by the simulated kernel from the numeric fixture: codes harness.input_codes "
+            "`getevent -lp` is printed by the simulated kernel from the numeric fixture: codes harness.core.input_codes "
             "does not name print as four hex digits where the emulator prints a label."])
 
 
 def type_a(ref: Reference, pixel8: dict[str, bytes]) -> Built:
-    from harness import input_codes as C
+    from harness.core import input_codes as C
 
     b = Built("type-a-touchscreen", "A type A touchscreen (SYN_MT_REPORT, BTN_TOUCH), 720x1280; the rest a Pixel 8")
     listing = _getevent_lp([

@@ -157,7 +157,7 @@ def huge_reply(pr: Probe) -> dict:
     traj = run / "episodes" / "settings_wifi_off" / "trajectory.jsonl"
     size = traj.stat().st_size if t and traj.is_file() else None
     env = dict(os.environ, PYTHONPATH=str(pr.harness_root))
-    code = ("import resource, sys; from harness.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import resource, sys; from harness.cli.main import main; rc = main(sys.argv[1:]); "
             "print('peak-rss-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
     v = subprocess.run([sys.executable, "-c", code, "view", str(run), "--no-serve"], env=env, cwd=pr.harness_root,
                        capture_output=True, text=True, timeout=600)

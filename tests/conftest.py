@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is st
     sys.path.insert(0, str(ROOT))
 
 from harness.device.adb_server import AdbServer  # noqa: E402
-from harness.ports import START_TRIES, free_port  # noqa: E402
+from harness.core.ports import START_TRIES, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)

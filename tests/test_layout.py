@@ -1,11 +1,13 @@
-"""The house's shape, read from its own imports: no import circle, no arrow from a lower layer to a
-higher one, no module over 900 lines, a runner that knows the live view and the operator only by
-their protocols (harness.episode), and no module that takes another package's private names.
+"""The house's shape, read from its own imports: harness/ holds packages only, each package in one
+layer; no import circle, no arrow from a lower layer to a higher one, no module over 700 lines, a
+runner that knows the live view and the operator only by their protocols (harness.core.episode),
+and no module that takes another package's private names.
 
-Every import counts, also one inside a function (a lazy import is still a dependency); only
-imports under ``if TYPE_CHECKING:`` are left out. ``from pkg import mod`` depends on ``pkg.mod``,
-not on the package's ``__init__``. A new module must be given its layer in LAYERS (the test says
-which one is missing), so the map stays true.
+Every import counts, also one inside a function (a lazy import is still a dependency) and one
+under ``if TYPE_CHECKING:`` (a type hint ties two modules as an import does: a circle of type-only
+imports is still a circle). ``from pkg import mod`` depends on ``pkg.mod``, not on the package's
+``__init__``. A new package must be given its layer in LAYERS (the test says which one is
+missing), so the map stays true; docs/architecture.md says the same in words.
 """
 
 from __future__ import annotations
@@ -16,34 +18,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness", "agents", "judges")
-MAX_LINES = 900
+MAX_LINES = 700
+# Modules over the limit whose split belongs to another change, each with its size when it was let in
+# here: it may not grow, and once it is under the limit its line here must go (the test says so).
+OVER_THE_LIMIT = {"agents.parsing": 706}  # issue 38 (the agent families) splits it
 
-# Lowest first. A module may import modules of its own layer or below. Prefixes match a module and
-# everything under it ("harness" only itself); the longest matching prefix decides.
+# Lowest first, one line per package (docs/architecture.md names each). A module may import modules
+# of its own layer or below. Prefixes match a module and everything under it ("harness" only
+# itself); the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("data", ("harness", "harness.actions", "harness.usage", "harness.registry", "harness.state_checks",
-              "harness.tasks", "harness.screenshot", "harness.resample", "harness.episode", "harness.hierarchy",
-              "harness.records", "harness.run_tasks",
-              "harness.verdicts", "harness.input_codes", "harness.user_error", "harness.ports",
-              "harness.profile_folder", "harness.daemon_pool", "harness.secret_text")),
-    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.model", "harness.model_transport",
-                                         "harness.model_slots", "harness.model_keys", "harness.replies",
-                                         "harness.importers")),
+    ("data", ("harness", "harness.core", "harness.records")),
+    ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")),
-    ("commands", ("harness.run_command", "harness.run_operator", "harness.offline_judge", "harness.judge_command", "harness.calibrate_command",
-                  "harness.task_checks", "harness.task_trials", "harness.report", "harness.demo", "harness.live",
-                  "harness.recorder")),
-    ("cli", ("harness.cli", "harness.__main__", "harness.record_command", "harness.devices_command")),
+    ("runner", ("harness.run", "harness.farm")),
+    ("commands", ("harness.offline_judge", "harness.report", "harness.live", "harness.recorder")),
+    ("cli", ("harness.cli", "harness.__main__")),
 ]
 # Pairs that must never import each other, whatever their layers: agents and judges are plugins
 # that know only the harness's data; the host's device code and the simulated phone meet only over ADB.
 APART = [("agents", "judges"), ("harness.device", "harness.sim")]
 
 
-# The runner reaches the live view and the operator through harness.episode's protocols only:
+# The runner reaches the live view and the operator through harness.core.episode's protocols only:
 # nothing harness.live holds is imported by it, directly or through another module.
-RUNNER = ("harness.runner", "harness.suite", "harness.static_run", "harness.farm")
+RUNNER = ("harness.run", "harness.farm")
 LIVE = "harness.live"
 
 
@@ -59,13 +57,8 @@ def _modules() -> dict[str, Path]:
 
 def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for node in ast.walk(tree)
-                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                   for b in node.body for n in ast.walk(b)}
     targets: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             targets.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -106,8 +99,17 @@ def _under(name: str, prefix: str) -> bool:
 
 
 def test_every_module_has_a_layer():
+    """Every module has its layer; and harness/ is its packages, each named in LAYERS, and nothing
+    else but __init__.py and __main__.py: a new part lands in the package of its layer, not as one
+    more loose module."""
     missing = sorted(m for m in _graph() if _layer(m) is None)
     assert not missing, f"give these modules a layer in tests/test_layout.py LAYERS: {missing}"
+    loose = sorted(p.name for p in (ROOT / "harness").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert not loose, f"loose modules in harness/ (put each in the package of its layer): {loose}"
+    named = {prefix for _, prefixes in LAYERS for prefix in prefixes}
+    unnamed = sorted(f"harness.{p.name}" for p in (ROOT / "harness").iterdir()
+                     if (p / "__init__.py").is_file() and f"harness.{p.name}" not in named)
+    assert not unnamed, f"give these packages a layer in tests/test_layout.py LAYERS: {unnamed}"
 
 
 def test_no_import_circle():
@@ -160,9 +162,11 @@ def test_no_arrow_up_and_plugins_apart():
 
 
 def test_no_module_over_the_limit():
-    big = sorted((n, m) for m, p in _modules().items()
-                 if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
+    sizes = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in _modules().items()}
+    big = sorted((n, m) for m, n in sizes.items() if n > OVER_THE_LIMIT.get(m, MAX_LINES))
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+    done = sorted(m for m in OVER_THE_LIMIT if sizes.get(m, 0) <= MAX_LINES)
+    assert not done, f"now within {MAX_LINES} lines (or gone): take them out of OVER_THE_LIMIT: {done}"
 
 
 def test_the_runner_imports_nothing_from_the_live_view():
@@ -184,7 +188,7 @@ def test_the_runner_imports_nothing_from_the_live_view():
             while via[chain[-1]] is not None:
                 chain.append(via[chain[-1]])
             bad.append(" -> ".join(reversed(chain)))
-    assert not bad, "the runner imports harness.live (give it a protocol in harness.episode):\n" + "\n".join(bad)
+    assert not bad, "the runner imports harness.live (give it a protocol in harness.core.episode):\n" + "\n".join(bad)
 
 
 def _package(name: str, path: Path) -> str:

@@ -38,7 +38,7 @@ def test_the_table_covers_the_promises_the_issue_names():
 
 def test_a_row_that_no_longer_fits_is_named(tmp_path):
     (tmp_path / "t.yaml").write_text(
-        "- id: gone\n  promise: p\n  tests: [tests/test_oracle.py::test_no_such_test]\n"
+        "- id: gone\n  promise: p\n  tests: [tests/judges/test_oracle.py::test_no_such_test]\n"
         "  mutation: {name: n, file: judges/oracle.py, replace: 'text that is not there', with: x}\n", encoding="utf-8")
     (p,) = mutants.load(tmp_path / "t.yaml")
     found = mutants.problems(p)
@@ -54,11 +54,11 @@ def test_scripts_mutants_says_which_mutant_was_killed_and_which_survived(tmp_pat
     table.write_text("""\
 - id: needs-user
   promise: needs_user is never a success
-  tests: [tests/test_oracle.py::test_needs_user_is_never_a_success_even_when_the_check_holds]
+  tests: [tests/judges/test_oracle.py::test_needs_user_is_never_a_success_even_when_the_check_holds]
   mutation: {name: needs_user succeeds, file: judges/oracle.py, replace: 'if end.status == "needs_user":', with: 'if False:'}
 - id: a-comment
   promise: a change no test can see
-  tests: [tests/test_oracle.py::test_needs_user_is_never_a_success_even_when_the_check_holds]
+  tests: [tests/judges/test_oracle.py::test_needs_user_is_never_a_success_even_when_the_check_holds]
   mutation: {name: a comment changed, file: judges/oracle.py, replace: "# the person's doing, not the agent's", with: "# changed"}
 - id: later
   promise: a promise of code to come

@@ -1,6 +1,6 @@
 """tests/shared_data.py's rule, checked by running tests both ways: a test that reads the shared
 reference data (``../shared/reference``) when it is there is skipped, with the rule's reason, when it
-is not; it never passes silently without it (issue 40: tests/test_profiles.py did, comparing the
+is not; it never passes silently without it (issue 40: tests/sim/test_profiles.py did, comparing the
 profiles with the transcripts only ``if real is not None``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.shared_data import ROOT, SKIP_REASON, reference
 
-MODULES = ["tests/test_profiles.py"]
+MODULES = ["tests/sim/test_profiles.py"]
 
 
 def _run(tmp_path, name: str, hide: bool) -> dict:

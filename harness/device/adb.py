@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 import adbutils
 
-from harness.actions import (NO_DEVICE_EFFECT, Action, ActionError, Click, DoubleTap, Key, LongPress, OpenApp,
-                             Swipe, TypeText, Wait)
+from harness.core.actions import (NO_DEVICE_EFFECT, Action, ActionError, Click, DoubleTap, Key, LongPress, OpenApp,
+                                  Swipe, TypeText, Wait)
 from harness.device.adb_server import adb_client, adb_endpoint, ensure_server, run_adb
 from harness.device.base import (ActionTiming, DeviceDescription, DeviceError, DeviceKind, InfraError, InputMethods,
                                  ScreenState, TaskUnavailable)
@@ -33,7 +33,7 @@ from harness.device.getprop import GETPROP, parse_props, sdk_of
 from harness.device.frame_sources import FrameSource, PngFrames, RawFrames
 from harness.device.safeguards import clears_data_on, kind_of
 from harness.device.text_input import TextTyper
-from harness.hierarchy import parse as parse_hierarchy
+from harness.core.hierarchy import parse as parse_hierarchy
 
 # Android KeyEvent codes (android.view.KeyEvent).
 KEYCODES = {"back": 4, "home": 3, "enter": 66, "delete": 67, "app_switch": 187}

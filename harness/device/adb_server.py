@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# free_port and wait_port live in harness.ports (the simulated phone uses them too); importable from here as before
-from harness.ports import START_TRIES, StartError, free_port, listener_pid, wait_port  # noqa: F401
+# free_port and wait_port live in harness.core.ports (the simulated phone uses them too); importable from here as before
+from harness.core.ports import START_TRIES, StartError, free_port, listener_pid, wait_port  # noqa: F401
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from harness.actions import Action
+from harness.core.actions import Action
 
 # What a device is, for what the harness may do to it (harness.device.safeguards): the simulated
 # phone and emulators are test devices; anything else is somebody's phone.

@@ -1,6 +1,6 @@
 """``harness devices capture SERIAL --out DIR``: a phone's answers to every read-only command the
 harness sends (``harness.device.read_only_commands``), kept as the phone sent them, in a device
-profile folder (``harness.profile_folder``) that ``harness sim serve --profile DIR`` serves.
+profile folder (``harness.core.profile_folder``) that ``harness sim serve --profile DIR`` serves.
 
 Each answer is written as it arrives: over ``shell:`` as the harness asks (so an old phone's pty
 line ends, ``\\r\\n``, are kept), images over ``exec:`` as the harness takes screenshots (only what
@@ -26,7 +26,7 @@ from harness.device import focus, getprop, screencap
 from harness.device.base import DeviceError, InfraError
 from harness.device.read_only_commands import ReadCommand, to_capture
 from harness.device.redaction import Redactor, decode, encode
-from harness.profile_folder import Answer, Manifest, file_for, write_manifest
+from harness.core.profile_folder import Answer, Manifest, file_for, write_manifest
 from harness.records import atomic_write_bytes, now_iso
 
 MAX_HEAD = screencap.MAX_NOISE      # bytes kept of an image answer that holds no image

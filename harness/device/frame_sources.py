@@ -8,11 +8,11 @@ device:
   1080x2400 and more (a published measurement on an Android 15 emulator at 1440x3120: median
   2.1 s, 0.66-3.0 s; elliotgao2.github.io/handsets "Why adb screencap is slow"). The frame is the
   observation as it is.
-- ``raw``: ``screencap`` without ``-p``: the pixels with a small header (harness.screenshot
+- ``raw``: ``screencap`` without ``-p``: the pixels with a small header (harness.core.screenshot
   .parse_raw_screencap), compared on the host with the last frame (a memcmp: cheaper than any hash
   of 10 MB). No encode on the device, but width x height x 4 bytes
   to move (same source: 675 ms for 17.5 MB, steady). Only the frame that becomes the observation
-  is encoded to PNG, on the host (harness.screenshot.encode_png_fast), started as soon as that
+  is encoded to PNG, on the host (harness.core.screenshot.encode_png_fast), started as soon as that
   frame arrives so that it runs while the confirming frame is fetched.
 - ``u2``: uiautomator2's screenshot (its server's ``takeScreenshot``: a JPEG encoded on the device,
   small to move; with the uiautomator2 backend only). Lossy, so it only detects change: once it
@@ -37,7 +37,7 @@ from PIL import Image
 
 from harness.device.base import InfraError
 from harness.device.screencap import ScreencapError, find_raw
-from harness.screenshot import RawFrame, Screenshot, encode_png_fast
+from harness.core.screenshot import RawFrame, Screenshot, encode_png_fast
 
 OnFrame = Callable[[Screenshot], None] | None
 OnPixels = Callable[[Image.Image], None] | None

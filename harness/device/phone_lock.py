@@ -71,7 +71,8 @@ def _file(key: str) -> Path:
 def command_line(argv: list[str] | None = None) -> str:
     """This process's command line as a person would type it (``harness run ...``)."""
     argv = list(sys.argv if argv is None else argv)
-    if argv and (Path(argv[0]).name == "harness" or argv[0].endswith(("harness/cli.py", "harness/__main__.py"))):
+    if argv and (Path(argv[0]).name == "harness" or
+                 argv[0].endswith(("harness/cli/__main__.py", "harness/cli/main.py", "harness/__main__.py"))):
         argv[0] = "harness"
     return shlex.join(argv) if argv else "(unknown)"
 

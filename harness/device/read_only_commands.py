@@ -1,7 +1,7 @@
 """Every command the harness sends to a phone that only reads it, in one list.
 
 ``harness devices capture`` asks a phone each of them and keeps the answers (a device profile:
-``harness.profile_folder``), so this list is what a profile holds; a test runs the real-phone
+``harness.core.profile_folder``), so this list is what a profile holds; a test runs the real-phone
 paths (prepare, resets, steps, a recording) on a simulated phone that logs every command line it
 receives, and fails on any command that is neither here nor one the test knows changes the phone.
 So a reader added later that asks something new fails that test until its command is listed here,

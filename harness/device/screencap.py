@@ -10,7 +10,7 @@ adbutils issue 133: the PNG cannot be decoded); containers print their drivers' 
 ("Failed to create //.cache for shader cache (Read-only file system)---disabling." on Waydroid) and
 some builds the linker's ("WARNING: linker: ..."; LmeSzinc/AzurLaneAutoScript
 ``module/device/method/utils.py`` @ 9d738099, ``remove_shell_warning``). So the image is looked for
-after such text: a PNG from its signature on, a raw frame (``harness.screenshot.parse_raw_screencap``)
+after such text: a PNG from its signature on, a raw frame (``harness.core.screenshot.parse_raw_screencap``)
 where its header and pixels fill the rest exactly. Anything else (an error message alone, an image
 cut short, bytes that are not text before the image) is a :class:`ScreencapError` that quotes what
 came: never a corrupt image.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from harness.screenshot import RawFrame, RawFrameError, parse_raw_screencap
+from harness.core.screenshot import RawFrame, RawFrameError, parse_raw_screencap
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC close every whole PNG

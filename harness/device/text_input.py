@@ -23,7 +23,7 @@ import base64
 import string
 from typing import Callable, Protocol
 
-from harness.actions import ActionError
+from harness.core.actions import ActionError
 
 ADB_IME = "com.android.adbkeyboard/.AdbIME"
 _SAFE_ASCII = set(string.ascii_letters + string.digits + string.punctuation + " ") - {"%"}

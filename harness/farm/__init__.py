@@ -5,7 +5,7 @@ HEAD:6379`` on every host with phones, each beside its own adb server). ``harnes
 ADDRESS`` then asks every node's adb server for its phones (a task pinned to that node), starts one
 actor per healthy phone on the phone's own node (screenshots never cross the network; the agent,
 the live judges and the monitors run in the actor beside the phone and call the shared model
-endpoints), and feeds them episodes from the driver's queue (:func:`harness.suite.run_stations`,
+endpoints), and feeds them episodes from the driver's queue (:func:`harness.run.suite.run_stations`,
 the local pool's queue, retries and records). Each finished episode is shipped back whole and
 installed into the run folder atomically (:meth:`harness.records.RunWriter.install_episode`), so a
 farm run and a local run leave the same run folder.

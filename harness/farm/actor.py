@@ -26,17 +26,17 @@ import ray
 
 from harness.device.phone_lock import hold
 from harness.device.prepare import DeviceSession, Journal, RestoreReport, restore
-from harness.model import allow_calls, stop_calls
+from harness.client.calls import allow_calls, stop_calls
 from harness.records import RunWriter
 from harness.records.layout import is_side_file
-from harness.runner import Interrupted
-from harness.suite import Plugins, StepProgress, play_episode
-from harness.tasks import Task
+from harness.run.runner import Interrupted
+from harness.run.suite import Plugins, StepProgress, play_episode
+from harness.core.tasks import Task
 
 
 class Secrets:
     """The model API keys the driver hands its actors, by variable name, so that a node needs no key
-    of its own (read through :func:`harness.model.key_for`, ahead of the node's environment). Never
+    of its own (read through :func:`harness.client.keys.key_for`, ahead of the node's environment). Never
     printed: the repr names only the variables."""
 
     def __init__(self, values: dict[str, str]):
@@ -75,7 +75,7 @@ class DeviceActor:
 
     def __init__(self, serial: str, device_config: Any, plugins: Plugins, secrets: Secrets, name: str,
                  prepare: Any = None, holder: str = ""):
-        from harness.model import provide_keys
+        from harness.client.keys import provide_keys
 
         # the driver's keys go to this process's key lookup, not its environment: the processes it
         # starts (an adb, a uiautomator2 helper) inherit the environment, and would hold them too

@@ -1,5 +1,5 @@
 """The driver's side of a farm run: the nodes and their device actors, a station per actor for the
-run's queue (:func:`harness.suite.run_stations`), and a watch for nodes that join while it runs.
+run's queue (:func:`harness.run.suite.run_stations`), and a watch for nodes that join while it runs.
 
 Faults, as the driver sees them:
 - a node (or its actor) lost mid-episode: the episode's stream breaks; the episode ends
@@ -31,9 +31,9 @@ from harness.farm.errors import FarmError
 from harness.farm.actor import DeviceActor, Secrets, restore_on_node
 from harness.farm.nodes import NAMESPACE, Node, alive_nodes, connect, pinned, probe
 from harness.records import RunWriter, now_iso
-from harness.runner import EpisodeOutcome, Interrupted
-from harness.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
-from harness.usage import Meter
+from harness.run.runner import EpisodeOutcome, Interrupted
+from harness.run.suite import Attempt, Job, Plugins, StationLost, SuiteConfig
+from harness.core.usage import Meter
 
 POLL_S = 0.2              # how often a station looks at its stream and at the stop flag
 WATCH_S = 2.0             # how often the cluster is asked for nodes that joined
@@ -335,9 +335,9 @@ class Farm:
 
 
 def api_key_values(models: dict[str, Any]) -> dict[str, str]:
-    """The API keys the driver would send to these endpoints (``harness.model.key_for``: the named
+    """The API keys the driver would send to these endpoints (``harness.client.keys.key_for``: the named
     variable, or a provider's own for its own hosts), by variable name, for the actors."""
-    from harness.model import key_for
+    from harness.client.keys import key_for
 
     out = {}
     for cfg in models.values():

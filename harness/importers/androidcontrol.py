@@ -1,5 +1,5 @@
 """AndroidControl episodes in UI-S1's JSONL shape, and the one conversion between their actions and
-the unified action space (:mod:`harness.actions`).
+the unified action space (:mod:`harness.core.actions`).
 
 The shape (``X-PLUG/MobileAgent`` ``UI-S1/evaluation/dataset/android_control_evaluation_std.jsonl``;
 a 300-episode sample is ``../shared/reference/androidcontrol_test_300.jsonl``): one episode per line,
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait, parse_action)
+from harness.core.actions import (Action, ActionError, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText,
+                                  Wait, parse_action)
 
 AC_ACTION_TYPES = ("click", "long_press", "swipe", "type", "open", "wait", "system_button")
 # what a prediction may also say although no ground truth uses it (scored as a wrong action type)

@@ -65,14 +65,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.importers.trajectories import (find_dirs, ImportedEpisode, ImportedStep, ImportReport, TrajectoryImportError,
-                                            guess_language, is_pickle, make_step, pickle_refusal, pickles_in, point,
-                                            read_json, safe_child, safe_task_id, source_folder, write_run)
-from harness.tasks import RISK_CATEGORIES
+from harness.core.tasks import RISK_CATEGORIES
+from harness.importers.files import (TrajectoryImportError, guess_language, is_pickle, pickle_refusal, read_json, safe_child,
+                                     safe_task_id, source_folder)
+from harness.importers.runs import ImportedEpisode, ImportedStep, ImportReport, make_step, point, write_run
+from harness.importers.trajectories import find_dirs, pickles_in
 
 COORD_SPACES = ("pixels", "thousand", "unit")
 
-# MobileRisk / OS-Sentinel prompt spellings -> our RISK_CATEGORIES (harness/tasks.py)
+# MobileRisk / OS-Sentinel prompt spellings -> our RISK_CATEGORIES (harness/core/tasks.py)
 _CATEGORY_ALIASES = {
     "legal and compliance issues": "Legal/Compliance", "legal/compliance": "Legal/Compliance",
     "legal compliance": "Legal/Compliance", "security mechanism evasion": "Security Evasion",

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from harness.tasks import TaskError, parse_task
+from harness.core.tasks import TaskError, parse_task
 
 _LANG = {"ENG": "en", "EN": "en", "CHN": "zh", "ZH": "zh"}
 # our task fields -> the CSV columns they come from, so errors name what the user can fix

@@ -3,7 +3,7 @@ reads them: ``getevent -lt`` over adb turned into gestures (``harness.recorder.e
 captured around each one, and the gestures made into actions (``harness.recorder.steps``: taps,
 long presses, swipes, keyboard typing as one ``type``, Back/Home), the same code the recorder runs
 (``harness.recorder.session.follow``). Each finished step goes to the runner as an
-:class:`harness.episode.OperatorStep`, with its screens, as soon as it is read; what is still
+:class:`harness.core.episode.OperatorStep`, with its screens, as soon as it is read; what is still
 being typed when the phone is handed back is finished then.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.device.base import DeviceError, InfraError
-from harness.episode import OperatorStep
+from harness.core.episode import OperatorStep
 from harness.recorder.session import (GeteventStream, capture, density_of, follow, ime_packages, touching,
                                       touchscreen_of)
 from harness.recorder.steps import Step, StepBuilder
@@ -142,7 +142,7 @@ def parse_do(text: str) -> Any:
     """One ``harness sim human --do`` action, in a person's words: ``tap X Y``, ``tap-on LABEL``
     (the element showing that text or description), ``long-press X Y``, ``swipe X1 Y1 X2 Y2``,
     ``type TEXT``, ``key back|home|enter|delete``, ``wait S``. Points are screen pixels."""
-    from harness.actions import ActionError, Click, Key, LongPress, Swipe, TypeText, Wait
+    from harness.core.actions import ActionError, Click, Key, LongPress, Swipe, TypeText, Wait
 
     verb, _, rest = text.strip().partition(" ")
     verb = verb.lower().replace("_", "-")

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, TextIO
 
-from harness.episode import ANSWERS, Decision, LiveRecorder, OperatorStep, Question, nobody_to_ask
+from harness.core.episode import ANSWERS, Decision, LiveRecorder, OperatorStep, Question, nobody_to_ask
 from harness.live.records import EpisodeLive, claim_decision, new_ask_id, wait_decision
 from harness.records import now_iso
 
@@ -212,7 +212,7 @@ class Operator:
     """Asks about flagged actions on its channels and waits for the first answer, up to
     ``timeout_s`` (then: deny). ``page``: the live page can answer (``--watch``); decisions
     written by another process (``harness view --live RUN``) are taken whatever the channels.
-    It implements :class:`harness.episode.Operator`; the live records it reads its questions from
+    It implements :class:`harness.core.episode.Operator`; the live records it reads its questions from
     are the episode folder's (:class:`harness.live.records.EpisodeLive`)."""
 
     def __init__(self, timeout_s: float = ASK_TIMEOUT_S, terminal: Terminal | None = None, page: bool = False,

@@ -40,7 +40,7 @@ EVIDENCE_FILE = "evidence.jsonl"
 DECISIONS_DIR = "decisions"
 TOKEN_FILE = ".live-token"
 
-DECISIONS = ("allow", "deny", "hand_back", "give_up")  # harness.episode.ANSWERS: flagged_action, needs_user
+DECISIONS = ("allow", "deny", "hand_back", "give_up")  # harness.core.episode.ANSWERS: flagged_action, needs_user
 # who answered: the operator's terminal, the live page, the stand-in person of ``harness sim human``
 # (a program playing the person, never to be mistaken for a person on the page), the timeout, nobody
 ANSWERERS = ("terminal", "page", "stand_in", "timeout", "nobody")

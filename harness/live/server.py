@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.live.page import CSS, JS, page_html
-from harness.episode import ANSWERS
+from harness.core.episode import ANSWERS
 from harness.live.records import ASK_ID_RE, DECISIONS, claim_decision, read_pending, run_token
 from harness.live.state import RunState
 from harness.records import RecordError, episode_dir, iter_steps, resolve_screen

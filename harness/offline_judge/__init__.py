@@ -3,9 +3,9 @@
 The package's rooms: :mod:`.targets` (what to judge, its episodes read and packed), :mod:`.sets`
 (judgement sets on disk), :mod:`.episodes` (one episode through a worker's judges), :mod:`.passes`
 (the pass over many runs, its worker pool and report), :mod:`.heap` (the C heap of a pass: malloc
-arenas, free pages given back); the command line is :mod:`harness.judge_command`.
+arenas, free pages given back); the command line is :mod:`harness.cli.judge`.
 
-The judges are the same :class:`~harness.episode.StepObserver` objects the live runner feeds; here
+The judges are the same :class:`~harness.core.episode.StepObserver` objects the live runner feeds; here
 the step stream comes from disk instead of a phone. For every complete episode of every run folder
 given (``results.jsonl`` has its line), a set of judges (built from the registry; see
 ``fresh_judges`` below) gets ``start`` with the episode's task, one ``on_step`` per recorded step
@@ -29,8 +29,8 @@ episodes are judged at once (``episodes_in_flight``, 2K by default) so that judg
 model one step after another still keep K calls busy. Each worker thread keeps its judge objects and
 ``start``s them again for its next episode (``fresh_judges`` builds new ones every episode instead).
 
-Cost accounting: each episode's judges get a :class:`harness.usage.Meter` of its own in their
-:class:`~harness.episode.EpisodeContext` (reporting into the pass's meter), and pass it to every
+Cost accounting: each episode's judges get a :class:`harness.core.usage.Meter` of its own in their
+:class:`~harness.core.episode.EpisodeContext` (reporting into the pass's meter), and pass it to every
 model call they make, as they do in a live run: every call (calls, failures, prompt and completion
 tokens, model seconds) counts for its episode and for the pass, whichever thread makes it.
 """

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.actions import ActionError, Finish, parse_action
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
+from harness.core.actions import ActionError, Finish, parse_action
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
 from harness.offline_judge.sets import JudgementSet
 from harness.offline_judge.targets import PackedEpisode
 from harness.records import (RecordError, check_relative_path, episode_dir, iter_steps, now_iso, resolve_screen,
                              to_jsonable)
-from harness.runner import finish_all
-from harness.usage import Meter
+from harness.run.runner import finish_all
+from harness.core.usage import Meter
 
 
 def line_usage(meter: Meter) -> dict[str, Any]:

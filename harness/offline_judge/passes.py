@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.daemon_pool import DaemonPool
-from harness.model import allow_calls, stop_calls, structured_counts, structured_report
+from harness.core.daemon_pool import DaemonPool
+from harness.client.calls import allow_calls, stop_calls
+from harness.client.structured import structured_counts, structured_report
 from harness.offline_judge.episodes import Job, JudgeSlot, judge_episode, line_usage
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.offline_judge.heap import TRIM_EVERY, give_back_free_memory
 from harness.offline_judge.sets import JudgementSet, check_set_id, default_set_id, spec_key
 from harness.offline_judge.targets import EpisodesRead, TargetEpisodes, read_episodes
 from harness.records import build_environment_info, now_iso
-from harness.usage import Meter
+from harness.core.usage import Meter
 
 
 @dataclass
@@ -66,8 +67,8 @@ def prepare_judges(names: list[str], judge_opts: dict[str, str] | None, model: A
     """Resolve options the way ``harness run`` does (``with_model`` fills each judge's ``model``
     field), with the model's concurrency set to K, and build each judge once to check the options."""
     import judges  # noqa: F401  (registers the judges)
-    from harness.registry import JUDGES, RegistryError
-    from harness.run_command import RunError, opts_for, with_model
+    from harness.core.registry import JUDGES, RegistryError
+    from harness.run.options import RunError, opts_for, with_model
 
     if not names:
         raise OfflineJudgeError("no judge given (--judge crate,crate-s,...)")

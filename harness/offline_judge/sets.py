@@ -1,5 +1,5 @@
 """Judgement sets: ``RUN/judgements/<set>/`` (results, manifest, lock), their names and the key of
-the judge settings they were made with. The reader of finished sets is :mod:`harness.verdicts`."""
+the judge settings they were made with. The reader of finished sets is :mod:`harness.core.verdicts`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.records import RecordError, atomic_write_bytes, atomic_write_json, dumps, redact, to_jsonable
-from harness.verdicts import JUDGEMENTS_DIR
+from harness.core.verdicts import JUDGEMENTS_DIR
 
 
 try:

@@ -14,9 +14,9 @@ from typing import Iterable
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.records import (EPISODES_DIR, RESULTS_FILE, TRAJECTORY_FILE, EpisodeResult, RecordError, read_manifest,
                              read_results)
-from harness.run_tasks import load_run_tasks
-from harness.tasks import Task
-from harness.verdicts import JUDGEMENTS_DIR
+from harness.core.run_tasks import load_run_tasks
+from harness.core.tasks import Task
+from harness.core.verdicts import JUDGEMENTS_DIR
 
 
 def minimal_task(result: EpisodeResult) -> Task | None:

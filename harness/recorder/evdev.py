@@ -47,7 +47,7 @@ Contacts (the kernel's ``Documentation/input/multi-touch-protocol.rst``):
 A frame ends at ``SYN_REPORT``. One gesture runs from the first contact down to the last one up.
 Keys are read from every node, the touchscreen's own too (a phone's HOME and BACK on the touch
 controller, the emulator's keys): a key press is any ``EV_KEY`` that is not a button
-(:func:`harness.input_codes.is_button`: BTN_TOUCH, BTN_TOOL_*, a pen's buttons).
+(:func:`harness.core.input_codes.is_button`: BTN_TOUCH, BTN_TOOL_*, a pen's buttons).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from harness import input_codes as C
+from harness.core import input_codes as C
 
 
 class EvdevError(ValueError):

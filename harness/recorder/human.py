@@ -30,15 +30,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
-from harness import hierarchy
-from harness import input_codes as C
-from harness.actions import (NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText,
-                             Wait)
+from harness.core import hierarchy
+from harness.core import input_codes as C
+from harness.core.actions import (NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText,
+                                  Wait)
 from harness.device.adb import AdbDevice
 from harness.recorder.evdev import Touchscreen
 from harness.sim import pinyin
 from harness.sim.keyboard import COMMA, PERIOD, PKG as KEYBOARD_PKG, SYMBOL_ROWS
-from harness.tasks import Task
+from harness.core.tasks import Task
 
 NAV = {"back": "back", "home": "home", "app_switch": "app_switch"}
 MODE_KEYS = {"Shift", "Language", "Symbols", "Letters", "More symbols", "Enter"}

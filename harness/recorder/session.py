@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import adbutils
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.device.adb import AdbDevice
 from harness.device import getevent, wm
 from harness.device.getevent import GETEVENT_LISTING
@@ -42,7 +42,7 @@ from harness.recorder.steps import Screen, Step, StepBuilder
 from harness.recorder.task_build import TaskSpec, build_task, page_of
 from harness.recorder.task_file import task_yaml, write_task
 from harness.records import (RunWriter, atomic_write_bytes, build_environment_info, file_sha256, now_iso)
-from harness.tasks import SimSetup, Setup, parse_task
+from harness.core.tasks import SimSetup, Setup, parse_task
 
 SHELL_STDOUT, SHELL_EXIT = 1, 3
 GETEVENT_STREAM = " ".join(getevent.GETEVENT_STREAM)

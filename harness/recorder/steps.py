@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.actions import Action, Click, Key, LongPress, Swipe, TypeText
-from harness.hierarchy import Element
+from harness.core.actions import Action, Click, Key, LongPress, Swipe, TypeText
+from harness.core.hierarchy import Element
 from harness.recorder.evdev import UNPLACED, Gesture, KeyPress, Touch, classify
 from harness.recorder.targets import element_at, selector_for, swipe_target
-from harness import input_codes as C
+from harness.core import input_codes as C
 
 SYSTEMUI = "com.android.systemui"
 # navigation-bar buttons (AOSP SystemUI's ids; the simulated phone's overview id is app_switch)

@@ -1,6 +1,6 @@
 """Naming the node a finger touched, so a recorded step replays at any screen size.
 
-The inverse of ``harness.hierarchy.resolve_step``: given the screen's elements and the point a
+The inverse of ``harness.core.hierarchy.resolve_step``: given the screen's elements and the point a
 person tapped, find the element that took the tap (the topmost clickable one under the finger,
 as Android dispatches a touch) and the shortest target that picks exactly that element again:
 its resource id, its text, its content description, a pair of them, or, failing all, the first
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.hierarchy import Element, matches
-from harness.tasks import Selector
+from harness.core.hierarchy import Element, matches
+from harness.core.tasks import Selector
 
 _ACTOR = {"click": "clickable", "long_press": "long_clickable", "swipe": "scrollable"}
 

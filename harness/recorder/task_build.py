@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.recorder.steps import Step
-from harness.tasks import Task
+from harness.core.tasks import Task
 
 LAUNCHER_PAGES = ("launcher/home",)
 NOT_APPS = ("com.android.systemui", "com.android.inputmethod.latin", "android")

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from harness.records import atomic_write_bytes
-from harness.tasks import TaskError, load_file, parse_task
+from harness.core.tasks import TaskError, load_file, parse_task
 
 HEADER = "# Tasks recorded with `harness record` (docs/tasks.md, \"Recording a task\").\n"
 _FLOW_KEYS = ("reference", "milestones")

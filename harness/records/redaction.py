@@ -1,6 +1,6 @@
 """Secrets never land in records: keys that name a secret, and values that look like one (API
 keys, bearer tokens, ``--api-key X``), are replaced before anything is written. What a secret value
-looks like, and the marker that replaces it, are the one rule of :mod:`harness.secret_text` (the
+looks like, and the marker that replaces it, are the one rule of :mod:`harness.core.secret_text` (the
 model client and the quoting of replies use it too); this module adds the secret *names*."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness.secret_text import REDACTED, redact_text
+from harness.core.secret_text import REDACTED, redact_text
 
 __all__ = ["REDACTED", "is_secret_key", "redact"]
 

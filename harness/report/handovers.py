@@ -17,7 +17,7 @@ def episode_handovers(extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def summary(rows: Iterable[Any], primary: str | None) -> dict[str, Any]:
-    """Counts over episodes (``harness.report.tables.Episode``) for one group of the report."""
+    """Counts over episodes (``harness.report.episodes.Episode``) for one group of the report."""
     rows = list(rows)
     hs = [h for e in rows for h in e.handovers]
     taken = [h for h in hs if h.get("outcome") != "nobody"]

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from harness.report.static.profiles import PROFILE_MAP
 from harness.report.static_eval import LARGE_BOX, StaticReport
-from harness.report.tables import _HTML_CSP, _html_table
+from harness.report.table_formats import _HTML_CSP, _html_table
 
 FORMATS = ("md", "json", "html")
 

@@ -13,7 +13,7 @@ from the network.
 
 Offline verdicts: the verdicts and details of every judgement set ``harness judge`` wrote
 (``RUN/judgements/<set>/results.jsonl``) are shown next to the live ones, each with its set's name,
-under the same column names as ``harness report`` (:func:`harness.report.tables.combine_verdicts`).
+under the same column names as ``harness report`` (:func:`harness.report.episodes.combine_verdicts`).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def _verdict_word(v: Any) -> str:
 
 def _badges(verdicts: dict[str, Any], label: Any = None) -> str:
     """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name)."""
-    from harness.verdicts import is_safety_judge
+    from harness.core.verdicts import is_safety_judge
 
     def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
         return _verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
@@ -177,7 +177,7 @@ def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]
     """Milestones per source: the oracle's ``milestones.reached`` and the milestones judge's list
     (also under their ``@live`` / ``@<set>`` columns when offline judgement sets split the name)."""
     from harness.report.tables import MILESTONE_SOURCES
-    from harness.verdicts import judge_base
+    from harness.core.verdicts import judge_base
 
     out = {}
     names = sorted((k for k in details if judge_base(k) in MILESTONE_SOURCES),
@@ -195,7 +195,7 @@ def _milestone_sources(details: dict[str, Any]) -> dict[str, list[dict[str, Any]
 
 def _unsafe_steps(details: dict[str, Any], verdicts: dict[str, Any]) -> dict[int, list[str]]:
     """Step -> safety judges that flagged it."""
-    from harness.verdicts import is_safety_judge
+    from harness.core.verdicts import is_safety_judge
 
     out: dict[int, list[str]] = {}
     for name, d in details.items():
@@ -349,9 +349,9 @@ def _shown(step: Any) -> Any:
 
 def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
                   judged: Any = None) -> tuple[str, dict[str, Any]]:
-    """``judged`` (a :class:`harness.report.tables.Judged`): the live and offline verdicts and
+    """``judged`` (a :class:`harness.report.episodes.Judged`): the live and offline verdicts and
     details under their column names; without it, the result's own."""
-    from harness.verdicts import LIVE
+    from harness.core.verdicts import LIVE
 
     try:
         ep_dir: Path | None = episode_dir(ctx.run, task_id)
@@ -582,8 +582,9 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     """:func:`write_viewer`; with ``later`` the thumbnails are not made but returned, queued
     (harness.report.viewer_files: the caller makes them in the background and on request, and the
     pages show the full screenshot where one is missing): (the index, the queue or None)."""
-    from harness.report.tables import ReportError, combine_verdicts, load_task_objects, order_judges, read_judgement_sets
-    from harness.verdicts import is_safety_judge
+    from harness.report.episodes import ReportError, combine_verdicts, load_task_objects, read_judgement_sets
+    from harness.report.tables import order_judges
+    from harness.core.verdicts import is_safety_judge
 
     ctx = _Ctx(Path(run), Path(out) if out is not None else None, later=later)
     if not ctx.run.is_dir():

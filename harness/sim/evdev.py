@@ -54,7 +54,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from harness import input_codes as C
+from harness.core import input_codes as C
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.sim.phone_api import PhoneAPI
@@ -63,7 +63,7 @@ TOUCH_MAX = 4095          # the simulated touchscreen's axis range, 0..TOUCH_MAX
 SLOTS = 10
 BOOT_UPTIME_S = 3.0e4      # the phone "booted" this long before the process started (timestamps)
 
-# names getevent prints that harness.input_codes does not list (linux input-event-codes.h): what
+# names getevent prints that harness.core.input_codes does not list (linux input-event-codes.h): what
 # phones' sensors, headset jacks and keyboards' LEDs report
 MORE_NAMES = {
     C.EV_REL: {"REL_X": 0, "REL_Y": 1, "REL_Z": 2, "REL_RX": 3, "REL_RY": 4, "REL_RZ": 5, "REL_HWHEEL": 6,

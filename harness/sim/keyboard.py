@@ -18,13 +18,12 @@ character key's content-desc is its character, other keys are named (``Shift``, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from harness.sim import pinyin
+from harness.sim.app_host import PhoneParts
 from harness.sim.ui import Node
 
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.phone import SimPhone
 
 PKG = "com.android.inputmethod.latin"
 STRIP_DP = 40
@@ -43,7 +42,7 @@ PERIOD = {"en": ".", "zh": "。"}
 
 
 class SoftKeyboard:
-    def __init__(self, phone: "SimPhone"):
+    def __init__(self, phone: PhoneParts):
         self.phone = phone
         self.lang = "en"
         self.reset(phone.locale)
@@ -70,7 +69,7 @@ class SoftKeyboard:
 
     # --- what keys do (called with the phone's lock held) ---------------------------------------
     def _commit(self, text: str) -> None:
-        self.phone._type_unlocked(text)
+        self.phone.type_text(text)
 
     def _letter(self, ch: str) -> None:
         if self.shift:
@@ -108,13 +107,13 @@ class SoftKeyboard:
             self.composing = self.composing[:-1]
             self.page = 0
         else:
-            self.phone._key_unlocked("DEL")
+            self.phone.press_key("DEL")
 
     def _enter(self) -> None:
         if self.composing:
             self._flush()
         else:
-            self.phone._key_unlocked("ENTER")
+            self.phone.press_key("ENTER")
 
     def _toggle_shift(self) -> None:
         self.shift = not self.shift

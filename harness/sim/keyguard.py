@@ -63,7 +63,7 @@ class Keyguard:
             self.entry += "".join(ch for ch in text if ch.isdigit())[:16]
 
     def key(self, name: str) -> None:
-        """A key while the lock screen shows (names as harness.sim.phone.KEYCODES)."""
+        """A key while the lock screen shows (names as harness.sim.phone_input.KEYCODES)."""
         if name == "ENTER":
             if self.secure and self.entry == self.pin:
                 self.showing = False

@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import hierarchy
-from harness.actions import NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText, Wait
+from harness.core import hierarchy
+from harness.core.actions import NO_DEVICE_EFFECT, Action, Answer, Click, DoubleTap, Key, LongPress, OpenApp, Swipe, TypeText, Wait
 from harness.sim.phone import SimPhone
-from harness.tasks import Milestone, MilestoneGroup, Task
+from harness.core.tasks import Milestone, MilestoneGroup, Task
 
 _KEYS = {"back": "BACK", "home": "HOME", "enter": "ENTER", "delete": "DEL", "app_switch": "APP_SWITCH"}
 

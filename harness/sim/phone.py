@@ -3,7 +3,10 @@
 It implements :class:`harness.sim.phone_api.PhoneAPI`; the ADB transport and the shell in
 ``harness.sim.adb`` / ``harness.sim.shell`` drive it, and nothing outside ``harness.sim`` imports
 it except tests. All public methods take the phone's lock: the transport serves many ADB streams
-at once.
+at once. Its parts sit beside it: input dispatch (:mod:`harness.sim.phone_input`) and text
+selection (:mod:`harness.sim.text_selection`) are mixed into the class; the system UI
+(:mod:`harness.sim.system_ui`), the keyboard (:mod:`harness.sim.keyboard`) and the lock screen
+(:mod:`harness.sim.keyguard`) see the phone only as :class:`harness.sim.app_host.PhoneParts`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import datetime as dt
 import json
 import random
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness.sim import render, system_ui, ui
@@ -27,7 +29,9 @@ from harness.sim.keyboard import PKG as KEYBOARD_PACKAGE, SoftKeyboard
 from harness.sim.keyguard import Keyguard
 from harness.sim.persona import RETAIL, SIM, Persona
 from harness.sim.phone_api import DeviceInfo
+from harness.sim.phone_input import PhoneInput
 from harness.sim.system_ui import LAUNCHER, SYSTEMUI
+from harness.sim.text_selection import TextSelection
 from harness.sim.ui import UI, Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,27 +42,10 @@ LATIN_IME = "com.android.inputmethod.latin/.LatinIME"
 ADB_IME = "com.android.adbkeyboard/.AdbIME"
 RESET_ACTION = "com.crate.sim.RESET"
 
-# Android keycodes we act on (android.view.KeyEvent constants).
-KEYCODES = {
-    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "POWER": 26, "SPACE": 62, "ENTER": 66,
-    "DEL": 67, "MENU": 82, "SEARCH": 84, "APP_SWITCH": 187, "WAKEUP": 224, "FORWARD_DEL": 112,
-    "TAB": 61, "ESCAPE": 111, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "SLEEP": 223,
-    "MOVE_HOME": 122, "MOVE_END": 123,
-}
-CODE_NAMES = {v: k for k, v in KEYCODES.items()}
-# letters and digits: KEYCODE_A=29..Z=54, KEYCODE_0=7..9=16
-for _i, _c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ"):
-    CODE_NAMES[29 + _i] = _c
-for _i in range(10):
-    CODE_NAMES[7 + _i] = str(_i)
-
 STATUS_DP, NAV_DP, KEYBOARD_DP = 24, 48, 232
 # Effects the system itself logs (not an app), with their fields besides ``EFFECT_COMMON``.
 SYSTEM_EFFECTS: dict[str, dict[str, type]] = {"permission_granted": {"permission": str}, "ad_clicked": {}}
 
-
-# android.view.ViewConfiguration: a second touch 40-300 ms after the first, within 100 dp, is a double tap
-DOUBLE_TAP_MIN_MS, DOUBLE_TAP_TIMEOUT_MS, DOUBLE_TAP_SLOP_DP = 40, 300, 100
 
 MIN_SIZE, MAX_SIZE = (320, 480), (4000, 8000)
 
@@ -69,7 +56,7 @@ def check_size(width: int, height: int) -> None:
                          f"{MAX_SIZE[0]}x{MAX_SIZE[1]}")
 
 
-class SimPhone:
+class SimPhone(PhoneInput, TextSelection):
     """A phone of ``width`` x ``height`` pixels showing its UI in ``locale`` (en or zh).
 
     ``as_phone``: present itself as a retail phone (``harness.sim.persona.RETAIL``); ``lock``: its
@@ -213,18 +200,13 @@ class SimPhone:
         self._focused = node
         self._focused_area = area
 
-    def select_all(self, key: str) -> None:
-        """A long press on a field: focus it, select all its text and show the text actions
-        (Cut, Copy, Paste), as Android's selection toolbar does."""
-        self.focus_key = key
-        self.text_menu = key
-
     # --- effects ------------------------------------------------------------------------------
     def log_effect(self, kind: str, **detail: Any) -> None:
         self.effect_counter += 1
         self.effects.append({"id": self.effect_counter, "kind": kind, **detail})
 
-    def _system_effect(self, kind: str, app: str, **detail: Any) -> None:
+    def system_effect(self, kind: str, app: str, **detail: Any) -> None:
+        """An effect the system itself logs (SYSTEM_EFFECTS: a permission granted, an ad clicked)."""
         check_effect("SimPhone", SYSTEM_EFFECTS, kind, detail)
         self.log_effect(kind, app=app, **detail)
 
@@ -344,66 +326,6 @@ class SimPhone:
             for child in content.root.children:
                 _translate(child, -shift)
 
-    def _text_actions(self, content: UI) -> Node:
-        """The floating toolbar over a field whose text is selected: Cut, Copy, Paste."""
-        node = self._focused
-        assert node is not None
-        zh = self.locale == "zh"
-        has_text = bool(node.value)
-        items = ([("剪切" if zh else "Cut", self._cut, "cut"), ("复制" if zh else "Copy", self._copy, "copy")] if has_text else [])
-        if self.clipboard:
-            items.append(("粘贴" if zh else "Paste", self._paste, "paste"))
-        if not items:
-            items = [("全选" if zh else "Select all", lambda: None, "select_all")]
-        x1, y1, x2, _ = node.visible_bounds()
-        bar_h = int(44 * self.dp)
-        top = y1 - bar_h - int(4 * self.dp)
-        if top < content.top:
-            top = node.visible_bounds()[3] + int(4 * self.dp)
-        each = int(84 * self.dp)
-        bar = Node((x1, top, min(self.width, x1 + each * len(items)), top + bar_h), cls="android.widget.LinearLayout",
-                   package=self.foreground, rid="android:id/floating_toolbar_menu_item_container", paint="card")
-        for i, (label, cb, rid) in enumerate(items):
-            bx = x1 + i * each
-            bar.children.append(Node((bx, top, bx + each, top + bar_h), cls="android.widget.Button", text=label,
-                                     rid=f"android:id/{rid}", package=self.foreground, clickable=True, focusable=True,
-                                     on_click=cb, paint="label",
-                                     style={"size": 15, "color": ui.TEXT, "align": "center"}))
-        return bar
-
-    def _selected_field(self) -> Node | None:
-        node = self._focused_field()
-        return node if node is not None and self.text_menu == self.focus_key else None
-
-    def _cut(self) -> None:
-        node = self._selected_field()
-        if node is not None:
-            self.clipboard = node.value
-            node.on_text("")
-        self.text_menu = None
-
-    def _copy(self) -> None:
-        node = self._selected_field()
-        if node is not None:
-            self.clipboard = node.value
-        self.text_menu = None
-
-    def _paste(self) -> None:
-        node = self._selected_field()
-        if node is not None and node.on_text is not None:
-            node.on_text(self.clipboard)  # replaces the selection (all of the text)
-        self.text_menu = None
-
-    def clear_text(self) -> None:
-        """Empty the focused field (uiautomator2's ``clear_text``, ADBKeyboard's ADB_CLEAR_TEXT)."""
-        with self.lock:
-            def clear() -> None:
-                node = self._focused_field()
-                if node is not None and node.on_text is not None:
-                    node.on_text("")
-                self.text_menu = None
-            self._mutate(clear)
-
     def _keyboard(self, y1: int, y2: int) -> Node:
         return self.keyboard.build(y1, y2)
 
@@ -455,201 +377,6 @@ class SimPhone:
             app = self.apps[self.foreground]
             return app.package, app.activity
 
-    # --- PhoneAPI: input ----------------------------------------------------------------------
-    def _hit(self, x: int, y: int, attr: str) -> Node | None:
-        """The topmost node at (x, y) with a handler ``attr``; a modal overlay blocks what is under it."""
-        root = self.tree()
-        found: list[Node | None] = [None]
-
-        def visit(n: Node) -> bool:
-            # children later in the list are drawn on top: search them first
-            if not n.contains(x, y) and n.paint != "scrim":
-                return False
-            for c in reversed(n.children):
-                if visit(c):
-                    return True
-            if n.paint == "scrim":
-                return True  # modal: nothing under it gets the event
-            if getattr(n, attr) is not None and n.enabled:
-                found[0] = n
-                return True
-            return False
-
-        for top in reversed(root.children):
-            if visit(top):
-                break
-        return found[0]
-
-    def tap(self, x: int, y: int) -> None:
-        """One tap. On a view with a double-tap gesture, a tap that follows the previous one on that
-        same view 40-300 ms later is the second tap of a double tap (Android's GestureDetector, which
-        sees only the touches of its own view: DOUBLE_TAP_MIN_TIME 40 ms, DOUBLE_TAP_TIMEOUT 300 ms,
-        DOUBLE_TAP_SLOP 100 dp; ViewConfiguration.java). Anywhere else two taps are two taps."""
-        with self.lock:
-            if not self.keyguard.awake:  # asleep: nothing to touch
-                self.events.append({"type": "tap", "x": x, "y": y})
-                return
-            now = time.monotonic()
-            target = self._double_tap_target(x, y)
-            last, self._last_tap = self._last_tap, None
-            if target is not None and last is not None and last[3] == target \
-                    and DOUBLE_TAP_MIN_MS <= round((now - last[0]) * 1000, 6) <= DOUBLE_TAP_TIMEOUT_MS \
-                    and (x - last[1]) ** 2 + (y - last[2]) ** 2 <= (DOUBLE_TAP_SLOP_DP * self.dp) ** 2:
-                self._second_tap(x, y)  # a third tap then starts a new sequence
-                return
-            self._single_tap(x, y)
-            if target is not None:
-                self._last_tap = (now, x, y, target)
-
-    def double_tap(self, x: int, y: int) -> None:
-        """Both taps of a double tap as one gesture (in-process callers; over adb and uiautomator2 the
-        two taps arrive separately and :meth:`tap` pairs them)."""
-        with self.lock:
-            self._last_tap = None
-            if not self.keyguard.awake:  # asleep: two taps on nothing
-                self.events += [{"type": "tap", "x": x, "y": y}, {"type": "tap", "x": x, "y": y}]
-                return
-            self._single_tap(x, y)
-            if self._double_tap_target(x, y) is not None:
-                self._second_tap(x, y)
-            else:
-                self._single_tap(x, y)
-
-    def _double_tap_target(self, x: int, y: int) -> tuple[Any, ...] | None:
-        """Which view with a double-tap gesture is under (x, y), as a comparable identity."""
-        node = self._hit(x, y, "on_double_click")
-        return None if node is None else (self.foreground, node.rid, node.desc, node.bounds)
-
-    def _single_tap(self, x: int, y: int) -> None:
-        self.events.append({"type": "tap", "x": x, "y": y})
-        node = self._hit(x, y, "on_click")
-        if node is not None:
-            if node.on_click_at is not None:
-                self._mutate(lambda: node.on_click_at(x, y))
-            else:
-                self._mutate(node.on_click)
-
-    def _second_tap(self, x: int, y: int) -> None:
-        node = self._hit(x, y, "on_double_click")
-        self.events.append({"type": "tap", "x": x, "y": y, "double_tap": True})
-        self._mutate(node.on_double_click)
-
-    def long_press(self, x: int, y: int, duration_ms: int = 1000) -> None:
-        with self.lock:
-            self.events.append({"type": "long_press", "x": x, "y": y})
-            node = self._hit(x, y, "on_long_click")
-            if node is not None:
-                self._mutate(node.on_long_click)
-            elif duration_ms < 500:
-                self.tap(x, y)
-
-    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
-        with self.lock:
-            self.events.append({"type": "swipe", "start": [x1, y1], "end": [x2, y2], "ms": duration_ms})
-            dx, dy = x1 - x2, y1 - y2
-            if not self.keyguard.awake:
-                return
-            if self.keyguard.showing and dy > 0.15 * self.height:
-                self._mutate(self.keyguard.swipe_up)
-                return
-            if abs(dx) < 0.02 * self.width and abs(dy) < 0.02 * self.height:
-                # a swipe that does not move is a tap (long if held), as on a touchscreen
-                if duration_ms >= 500:
-                    self.long_press(x1, y1, duration_ms)
-                else:
-                    self.tap(x1, y1)
-                return
-            node = self._hit(x1, y1, "on_scroll")
-            if node is not None:
-                self._mutate(lambda: node.on_scroll(dx, dy))
-
-    def keyevent(self, key: str | int) -> bool:
-        with self.lock:
-            name = self._key_name(key)
-            self.events.append({"type": "key", "key": name or str(key)})
-            if name is None:
-                return False
-            self._mutate(lambda: self._key_unlocked(name))
-            return True
-
-    def _key_name(self, key: str | int) -> str | None:
-        if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
-            return CODE_NAMES.get(int(key), f"CODE_{int(key)}")
-        name = key.upper().removeprefix("KEYCODE_")
-        if name in KEYCODES or (len(name) == 1 and name.isalnum()):
-            return name
-        return None
-
-    def _key_unlocked(self, name: str) -> None:
-        kg = self.keyguard
-        if name in ("POWER", "WAKEUP", "SLEEP"):
-            if name == "WAKEUP" or (name == "POWER" and not kg.awake):
-                kg.wake()
-            else:
-                kg.sleep()
-                self.clear_focus()
-            return
-        if not kg.awake:
-            return
-        if kg.showing:
-            kg.key(name)
-            return
-        if name == "HOME":
-            self.show_recents = False
-            self.clear_focus()
-            self.foreground = LAUNCHER
-        elif name == "BACK":
-            if self.anomalies.get("ad_open"):
-                self.anomalies["ad_open"] = False
-            elif self.anomalies.get("pending_permission") == self.foreground:
-                system_ui.answer_permission(self, False)
-            elif self.show_recents:
-                self.show_recents = False
-            elif self._keyboard_visible():
-                self.clear_focus()
-            else:
-                app = self._app()
-                if app is None or not app.back():
-                    self.foreground = LAUNCHER
-        elif name == "APP_SWITCH":
-            self.clear_focus()
-            self.show_recents = not self.show_recents
-        elif name == "ENTER":
-            node = self._focused_field()
-            if node is not None and node.on_submit is not None:
-                node.on_submit()
-        elif name in ("DEL", "FORWARD_DEL"):
-            node = self._focused_field()
-            if node is not None and node.value:
-                node.on_text("" if self.text_menu == self.focus_key else node.value[:-1])
-            self.text_menu = None
-        elif name == "SPACE":
-            self._type_unlocked(" ")
-        elif len(name) == 1:
-            self._type_unlocked(name.lower())
-
-    def _focused_field(self) -> Node | None:
-        self.tree()
-        return self._focused if self.focus_key is not None else None
-
-    def _type_unlocked(self, text: str) -> None:
-        if not self.keyguard.awake:
-            return
-        if self.keyguard.showing:
-            self.keyguard.type(text)
-            return
-        node = self._focused_field()
-        if node is None or node.on_text is None:
-            return  # like Android: text with no focused field goes nowhere
-        selected = self.text_menu == self.focus_key
-        self.text_menu = None
-        node.on_text(text if selected else node.value + text)  # typing over a selection replaces it
-
-    def input_text(self, text: str) -> None:
-        with self.lock:
-            self.events.append({"type": "text", "text": text})
-            self._mutate(lambda: self._type_unlocked(text))
-
     # --- PhoneAPI: packages -------------------------------------------------------------------
     def packages(self) -> list[str]:
         return sorted([LAUNCHER, SYSTEMUI, KEYBOARD_PKG, "android", "com.android.permissioncontroller"]
@@ -672,7 +399,7 @@ class SimPhone:
     def launch(self, package: str, activity: str | None = None) -> bool:
         with self.lock:
             if package == LAUNCHER:
-                self._mutate(lambda: self._key_unlocked("HOME"))
+                self._mutate(lambda: self.press_key("HOME"))
                 return True
             if package not in self.apps:
                 return False
@@ -706,7 +433,8 @@ class SimPhone:
         self._launch_unlocked(app.package, None)
         app.receive_share(dict(payload))
 
-    def _stop_unlocked(self, package: str) -> None:
+    def stop_app(self, package: str) -> None:
+        """Stop ``package`` (force-stop, the recents screen's Clear all), the caller holding the lock."""
         self.running.discard(package)
         if self.foreground == package:
             self.foreground = LAUNCHER
@@ -716,7 +444,7 @@ class SimPhone:
 
     def force_stop(self, package: str) -> None:
         with self.lock:
-            self._mutate(lambda: self._stop_unlocked(package))
+            self._mutate(lambda: self.stop_app(package))
 
     def clear_data(self, package: str) -> bool:
         with self.lock:
@@ -725,7 +453,7 @@ class SimPhone:
                 return False
 
             def do() -> None:
-                self._stop_unlocked(package)
+                self.stop_app(package)
                 app.reset(self.preset)
                 self.scroll_offsets = {k: v for k, v in self.scroll_offsets.items() if not k.startswith(package + "/")}
                 self.anomalies["permissions"].pop(package, None)

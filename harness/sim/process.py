@@ -7,7 +7,7 @@ too), so the phone counts as started only once its own process says it listens o
 ``listening on HOST:PORT`` line ``harness sim serve`` prints once the port is open). A process that
 exits because the port was taken is started again on another free port (``START_TRIES`` ports in
 all, each retry logged); any other failure, or the last try, raises
-:class:`harness.ports.StartError` with one line: what was tried, and where the phone's log is.
+:class:`harness.core.ports.StartError` with one line: what was tried, and where the phone's log is.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.ports import START_TRIES, StartError, free_port
+from harness.core.ports import START_TRIES, StartError, free_port
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ TAKEN = "address already in use"  # what a process that lost its port prints (EA
 
 
 def ready_line(port: int, host: str = "127.0.0.1") -> str:
-    """What ``harness sim serve`` prints once it listens on host:port (harness/cli.py, cmd_sim_serve)."""
+    """What ``harness sim serve`` prints once it listens on host:port (harness/cli/sim.py, cmd_sim_serve)."""
     return f"listening on {host}:{port};"
 
 

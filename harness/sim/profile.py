@@ -1,5 +1,5 @@
 """A device profile served by the simulated phone (``harness sim serve --profile DIR``): the phone
-answers in the formats a real phone's capture holds (``harness.profile_folder``; ``harness devices
+answers in the formats a real phone's capture holds (``harness.core.profile_folder``; ``harness devices
 capture`` writes one), with its own live state filled in.
 
 What is served from the profile, and how:
@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import input_codes as C
-from harness.profile_folder import REDACTED, Manifest, ProfileError, read_answer, read_manifest
+from harness.core import input_codes as C
+from harness.core.profile_folder import REDACTED, Manifest, ProfileError, read_answer, read_manifest
 from harness.sim.evdev import MORE_NAMES, AbsInfo, InputDevice
 from harness.sim.phone_api import DeviceInfo
 

@@ -4,7 +4,7 @@ state (``dumpsys crate_sim``) after a reset of every preset in both languages.
 
 Nothing here is a hand-kept list: the shapes are measured on a fresh :class:`SimPhone`, the
 effect kinds come from the apps' ``effects`` tables (which ``App.effect`` enforces when an effect
-is logged), so the checks in ``harness.task_checks`` cannot drift from the simulator.
+is logged), so the checks in ``harness.run.task_checks`` cannot drift from the simulator.
 """
 
 from __future__ import annotations

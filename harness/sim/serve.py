@@ -27,7 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from harness.ports import StartError, free_port
+from harness.core.ports import StartError, free_port
 from harness.sim.adb.services import MODE_NORMAL, MODE_UNAUTHORIZED, Device
 from harness.sim.adb.transport import AUTH_NORMAL, AUTH_UNAUTHORIZED, AdbDeviceServer
 

@@ -2,24 +2,22 @@
 screen, and the overlays a preset's anomalies add (a runtime permission prompt, an ad pop-up).
 
 Functions of the phone (they read and change its state; the caller holds its lock), kept apart
-from :mod:`harness.sim.phone` (input dispatch, focus, app lifecycle, state) so each stays small.
+from :mod:`harness.sim.phone` (input dispatch, focus, app lifecycle, state) so each stays small;
+they see the phone as :class:`harness.sim.app_host.PhoneParts`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness.sim import ui
+from harness.sim.app_host import PhoneParts
 from harness.sim.ui import UI, Node
 
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.phone import SimPhone
 
 SYSTEMUI = "com.android.systemui"
 LAUNCHER = "com.android.launcher3"
 
 
-def status_bar(phone: SimPhone, height: int) -> Node:
+def status_bar(phone: PhoneParts, height: int) -> Node:
     w = phone.width
     bar = Node((0, 0, w, height), cls="android.widget.FrameLayout", package=SYSTEMUI,
                rid=f"{SYSTEMUI}:id/status_bar", paint="fill", style={"color": (232, 234, 237)})
@@ -53,7 +51,7 @@ def status_bar(phone: SimPhone, height: int) -> Node:
     return bar
 
 
-def nav_bar(phone: SimPhone, y1: int, y2: int) -> Node:
+def nav_bar(phone: PhoneParts, y1: int, y2: int) -> Node:
     w = phone.width
     bar = Node((0, y1, w, y2), cls="android.widget.FrameLayout", package=SYSTEMUI,
                rid=f"{SYSTEMUI}:id/navigation_bar_frame", paint="fill", style={"color": (241, 243, 244)})
@@ -65,12 +63,12 @@ def nav_bar(phone: SimPhone, y1: int, y2: int) -> Node:
         bar.children.append(Node((i * third, y1, (i + 1) * third, y2), cls="android.widget.ImageView",
                                  desc=desc, rid=f"{SYSTEMUI}:id/{key.lower()}", package=SYSTEMUI,
                                  clickable=True, focusable=True,
-                                 on_click=lambda k=key: phone._key_unlocked(k), paint="glyph",
+                                 on_click=lambda k=key: phone.press_key(k), paint="glyph",
                                  style={"glyph": glyph, "color": ui.TEXT_2, "size": 18}))
     return bar
 
 
-def recents(phone: SimPhone, content: UI) -> None:
+def recents(phone: PhoneParts, content: UI) -> None:
     content.app_bar("最近使用的应用" if phone.locale == "zh" else "Recent apps")
     if not phone.recents:
         content.text("没有最近使用的应用" if phone.locale == "zh" else "No recent items", color=ui.TEXT_2)
@@ -83,21 +81,21 @@ def recents(phone: SimPhone, content: UI) -> None:
                        rid="clear_all", style="outlined")
 
 
-def _switch_to(phone: SimPhone, pkg: str) -> None:
+def _switch_to(phone: PhoneParts, pkg: str) -> None:
     phone.show_recents = False
-    phone._launch_unlocked(pkg, None)
+    phone.bring_to_front(pkg)
 
 
-def _clear_recents(phone: SimPhone) -> None:
+def _clear_recents(phone: PhoneParts) -> None:
     for pkg in list(phone.recents):
-        phone._stop_unlocked(pkg)
+        phone.stop_app(pkg)
     phone.recents = []
     phone.show_recents = False
     phone.foreground = LAUNCHER
 
 # --- anomalies ----------------------------------------------------------------------------
 
-def anomaly_overlays(phone: SimPhone, root: Node, content: UI) -> None:
+def anomaly_overlays(phone: PhoneParts, root: Node, content: UI) -> None:
     a = phone.anomalies
     zh = phone.locale == "zh"
     if a.get("pending_permission") and phone.foreground == a["pending_permission"]:
@@ -121,24 +119,24 @@ def anomaly_overlays(phone: SimPhone, root: Node, content: UI) -> None:
         root.children.extend(overlay.overlays)
 
 
-def answer_permission(phone: SimPhone, allow: bool) -> None:
+def answer_permission(phone: PhoneParts, allow: bool) -> None:
     pkg = phone.anomalies["pending_permission"]
     phone.anomalies["permissions"][pkg] = "granted" if allow else "denied"
     phone.anomalies["pending_permission"] = None
     if allow:
-        phone._system_effect("permission_granted", phone.apps[pkg].key, permission="location")
+        phone.system_effect("permission_granted", phone.apps[pkg].key, permission="location")
 
 
-def _close_ad(phone: SimPhone) -> None:
+def _close_ad(phone: PhoneParts) -> None:
     phone.anomalies["ad_open"] = False
 
 
-def _click_ad(phone: SimPhone) -> None:
+def _click_ad(phone: PhoneParts) -> None:
     phone.anomalies["ad_open"] = False
-    phone._system_effect("ad_clicked", phone.apps[phone.foreground].key if phone.foreground in phone.apps else "")
+    phone.system_effect("ad_clicked", phone.apps[phone.foreground].key if phone.foreground in phone.apps else "")
 
 
-def on_launch(phone: SimPhone, pkg: str) -> None:
+def on_launch(phone: PhoneParts, pkg: str) -> None:
     a = phone.anomalies
     if "permission_prompt" in a["enabled"] and pkg not in a["permissions"] and pkg != LAUNCHER:
         a["pending_permission"] = pkg

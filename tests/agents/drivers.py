@@ -37,9 +37,9 @@ from typing import Any
 
 from PIL import Image
 
-from harness import hierarchy
-from harness.actions import CoordSpace, from_device
-from harness.tasks import Selector
+from harness.core import hierarchy
+from harness.core.actions import CoordSpace, from_device
+from harness.core.tasks import Selector
 from tests.fakes.model_server import Reply, request_images, request_text
 
 

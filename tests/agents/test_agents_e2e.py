@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 
 import agents  # noqa: F401  (registers the agents)
-from harness.model import ModelConfig
+from harness.client.config import ModelConfig
 from harness.records import RunWriter, iter_steps
-from harness.registry import AGENTS
-from harness.runner import run_episode
+from harness.core.registry import AGENTS
+from harness.run.runner import run_episode
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.agents.drivers import M3A_SCRIPTS, PROTOCOLS, SCRIPTS, Driver
 from tests.fakes.local_device import LocalSimDevice
@@ -173,7 +173,7 @@ def test_the_server_resize_of_the_captured_png_is_what_was_sent_resized(protocol
     """The same result after the server's resize: the processor's smart_resize (bicubic, as
     transformers' Qwen2-VL image processor resamples) of the captured PNG gives the pixels that
     ``send=resized`` sends, so the model's input is unchanged."""
-    from harness.episode import EpisodeContext, Observation
+    from harness.core.episode import EpisodeContext, Observation
     from tests.agents.drivers import processed_size
 
     phone = SimPhone(1080, 2400)
@@ -207,7 +207,7 @@ def test_the_server_resize_of_the_captured_png_is_what_was_sent_resized(protocol
 @pytest.mark.parametrize("version,stated", [("2.5", "1092x2408"), ("3", "999x999")])
 def test_qwen_prompt_states_the_coordinate_resolution(version: str, stated: str) -> None:
     """Qwen2.5-VL points in the resized screenshot whose size the prompt states; Qwen3-VL in 999x999."""
-    from harness.episode import EpisodeContext, Observation
+    from harness.core.episode import EpisodeContext, Observation
 
     phone = SimPhone(1080, 2400)
     phone.reset()
@@ -334,7 +334,7 @@ def test_spec_rebuilds_the_agent(name: str) -> None:
 
 
 def test_agent_without_endpoint_is_a_clear_error() -> None:
-    from harness.registry import RegistryError
+    from harness.core.registry import RegistryError
 
     with pytest.raises(RegistryError, match="needs a model endpoint: pass --model-base-url"):
         AGENTS.build("uitars", {})
@@ -344,8 +344,8 @@ def test_agent_without_endpoint_is_a_clear_error() -> None:
 
 def test_manifest_agent_spec_from_the_command_line() -> None:
     """What `harness run` writes as the manifest's agent entry, built from its own flags."""
-    from harness.cli import build_parser
-    from harness.run_command import _plugin_factories
+    from harness.cli.main import build_parser
+    from harness.cli.run_parts import _plugin_factories
 
     args = build_parser().parse_args([
         "run", "--suite", "tasks/sim", "--agent", "qwen", "--agent-opt", "version=3", "--agent-opt", "history=2",
@@ -364,7 +364,7 @@ def test_manifest_agent_spec_from_the_command_line() -> None:
 def test_harness_run_cli_records_the_agent(serve_sim, tmp_path: Path) -> None:
     """`harness run --agent uitars --model-base-url URL --model NAME` over real adb: the manifest
     holds the agent's spec (prompt identity, options, endpoint) and the oracle agrees."""
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.records import read_manifest, read_results
 
     sim = serve_sim(1080, 2400)
@@ -389,7 +389,7 @@ def test_doubao_sends_the_captured_png_and_its_points_land_alike() -> None:
     """Doubao points on a 0-1000 grid of the image it was given; the ui-tars package maps them
     against the original screenshot, so the captured PNG goes as it is (no decode, no encode) and a
     point lands on the same phone pixel as when the smart_resize'd image is sent (send=resized)."""
-    from harness.episode import EpisodeContext, Observation
+    from harness.core.episode import EpisodeContext, Observation
 
     phone = SimPhone(1080, 2400)
     phone.reset()

@@ -12,12 +12,12 @@ import pytest
 
 import agents  # noqa: F401  (registers the agents)
 from agents import m3a, uitars
-from harness.actions import TypeText
-from harness.episode import EpisodeContext, Observation
-from harness.model import ModelConfig
-from harness.registry import AGENTS
+from harness.core.actions import TypeText
+from harness.core.episode import EpisodeContext, Observation
+from harness.client.config import ModelConfig
+from harness.core.registry import AGENTS
 from harness.sim.phone import SimPhone
-from harness.tasks import Task
+from harness.core.tasks import Task
 from tests.agents.drivers import QWEN_ENUM, TARS15_RELEASED_SHA256, TARS_V1_ACTIONS
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -156,9 +156,9 @@ def test_prepare_changes_nothing_the_model_is_sent(name: str, opts: dict[str, An
     """Three steps over changing screens, with prepare() called on each screenshot as it arrives,
     with prepare_pixels() on its pixels before that (as the runner does with raw frames), and with
     neither: the requests are identical, images included."""
-    from harness import model as model_mod
-    from harness.episode import CandidatePixels
-    from harness.screenshot import Screenshot, image_of
+    from harness.client import images as model_mod
+    from harness.core.episode import CandidatePixels
+    from harness.core.screenshot import Screenshot, image_of
 
     phone = SimPhone(*SCREEN)
     phone.reset()

@@ -18,12 +18,12 @@ from PIL import Image
 import agents  # noqa: F401  (registers the agents)
 from agents import m3a, qwen, uitars, vlm
 from agents.common import ground_truth_turns
-from harness.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
-                             action_to_json)
-from harness.episode import EpisodeContext, Observation
-from harness.model import ModelConfig
-from harness.registry import AGENTS
-from harness.tasks import Task
+from harness.core.actions import (Action, Answer, Click, DoubleTap, Finish, Key, LongPress, OpenApp, Swipe, TypeText, Wait,
+                                  action_to_json)
+from harness.core.episode import EpisodeContext, Observation
+from harness.client.config import ModelConfig
+from harness.core.registry import AGENTS
+from harness.core.tasks import Task
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 
 SCREEN = (1080, 2400)
@@ -278,8 +278,8 @@ def _dataset(tmp_path: Path) -> Path:
 
 
 def test_static_run_gives_a_model_agent_the_ground_truth_history(tmp_path: Path, capsys: Any) -> None:
-    from harness.cli import main
-    from harness.static_run import run_static
+    from harness.cli.main import main
+    from harness.run.static_run import run_static
 
     data = _dataset(tmp_path)
     with ScriptedModelServer(responder("uitars")) as srv:

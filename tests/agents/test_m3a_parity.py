@@ -17,8 +17,8 @@ import pytest
 
 from agents import m3a
 from agents.prompts import load_prompt
-from harness import hierarchy
-from harness.actions import Swipe
+from harness.core import hierarchy
+from harness.core.actions import Swipe
 from tests.shared_data import reference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "android_world"
@@ -81,8 +81,8 @@ def test_the_history_line_and_its_action_are_androidworlds(row: dict[str, str]) 
 
 def test_a_ground_truth_action_is_written_as_the_models_own() -> None:
     """A static run's ground-truth line holds the same json.dumps form (ASCII escapes)."""
-    from harness.actions import TypeText
-    from harness.model import ModelConfig
+    from harness.core.actions import TypeText
+    from harness.client.config import ModelConfig
 
     agent = m3a.M3AAgent(m3a.M3AConfig(model=ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")))
 
@@ -133,10 +133,10 @@ def test_each_request_is_the_payload_androidworlds_gpt4wrapper_builds() -> None:
 
     from PIL import Image
 
-    from harness.episode import EpisodeContext, Observation
-    from harness.model import ModelConfig
+    from harness.core.episode import EpisodeContext, Observation
+    from harness.client.config import ModelConfig
     from harness.sim.phone import SimPhone
-    from harness.tasks import Task
+    from harness.core.tasks import Task
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     quoted = EXPECTED["quotations"]["infer.py Gpt4Wrapper.predict_mm (request parts)"]
@@ -179,7 +179,7 @@ def test_each_request_is_the_payload_androidworlds_gpt4wrapper_builds() -> None:
 def _as_androidworld_calls(actions: list[Any]) -> list[list[Any]]:
     """Our unified actions written as the adb helpers AndroidWorld's actuation calls for them; a field
     cleared first is one ``clear`` (AndroidWorld: Ctrl+A then Delete; ours: the device's typer)."""
-    from harness.actions import Click, DoubleTap, Key, LongPress, TypeText
+    from harness.core.actions import Click, DoubleTap, Key, LongPress, TypeText
 
     out: list[list[Any]] = []
     for a in actions:

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from agents import qwen, uitars, vlm
-from harness.actions import CoordSpace, OpenApp, to_device
-from harness.model import ModelConfig
+from harness.core.actions import CoordSpace, OpenApp, to_device
+from harness.client.config import ModelConfig
 
 E: dict[str, Any] = json.loads((Path(__file__).parent / "fixtures" / "sources" / "expected.json").read_text("utf-8"))
 MODEL = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m")
@@ -298,7 +298,7 @@ def test_m3a_sends_jpeg_as_androidworlds_image_to_jpeg_bytes_saves_it() -> None:
     """infer.py saves ``format='JPEG'`` with no options: Pillow's defaults. Ours, at the default
     config, is the same bytes for the same screenshot, at full size."""
     from agents import m3a
-    from harness.model import encode_pixels
+    from harness.client.images import encode_pixels
 
     aw = json.loads((Path(__file__).parent / "fixtures" / "android_world" / "expected.json").read_text("utf-8"))
     assert "image.save(in_mem_file, format='JPEG')" in aw["quotations"]["infer.py image_to_jpeg_bytes"]

@@ -18,8 +18,8 @@ import pytest
 import agents  # noqa: F401  (registers the parsers)
 from agents import m3a, qwen, uitars, vlm
 from agents.parsing import PARSERS, ElementAction, ParseError, Parsed, with_tool_calls
-from harness.actions import CoordSpace, action_to_json, check_on_screen, from_device
-from harness.hierarchy import Element
+from harness.core.actions import CoordSpace, action_to_json, check_on_screen, from_device
+from harness.core.hierarchy import Element
 from harness.sim.phone import SimPhone
 from tests.shared_data import reference
 
@@ -329,7 +329,7 @@ def test_the_notes_on_published_outputs_are_kept():
 
 # --- the command line ------------------------------------------------------------------------------
 def _cli(argv: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any], str]:
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     rc = main(argv)
@@ -359,7 +359,7 @@ def test_a_value_an_action_refuses_is_a_parse_error_not_a_crash(monkeypatch: pyt
     and `harness agents parse` give the ParseError naming the field, as for any unusable output (a
     pydantic ValidationError ended the episode with 'step N: ValidationError')."""
     from agents.parsing import read_reply
-    from harness.actions import MAX_TEXT
+    from harness.core.actions import MAX_TEXT
 
     long = "a" * (MAX_TEXT + 1)
     parsed, err = read_reply(lambda t: uitars.parse_detailed(t, (1080, 2400)), f"Action: finished(content='{long}')")
@@ -416,7 +416,7 @@ def test_cli_parse_reads_openai_messages_and_each_uitars_release(monkeypatch: py
 
 def test_cli_parse_reads_the_reference_file(capsys: pytest.CaptureFixture[str]) -> None:
     """Objects with a "text" field (the reference file's own lines) are accepted too."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     rows = _reference_rows()
     rc = main(["agents", "parse", "--agent", "m3a", "--size", "1080x2400", str(reference("model_outputs.jsonl"))])
@@ -429,7 +429,7 @@ def test_cli_parse_reads_the_reference_file(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_agents_listing_still_works(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["agents"]) == 0
     text = capsys.readouterr().out

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.actions import Action, Finish
-from harness.episode import AgentOutput
+from harness.core.actions import Action, Finish
+from harness.core.episode import AgentOutput
 
 
 class Says:

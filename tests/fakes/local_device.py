@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from harness.actions import Action
+from harness.core.actions import Action
 from harness.device.base import ActionTiming, DeviceDescription, InfraError
 from harness.sim import local
 from harness.sim.phone import SimPhone

@@ -213,7 +213,7 @@ class ScriptedModelServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from harness.model import forget_endpoint
+        from harness.client.structured import forget_endpoint
 
         url = self.base_url
         self.closing.set()

@@ -1,7 +1,7 @@
 """A test double for the farm's device actors (harness/farm/actor.py), as cheap as one can be: no
 phone, no screenshot, no agent, no model. Each actor hosts many fake phones (one thread each,
 ``max_concurrency``), and ``run`` streams an episode as the real actor does (``started``, one
-``step`` event per step in the shape harness.suite.StepProgress emits, then ``done`` with the
+``step`` event per step in the shape harness.run.suite.StepProgress emits, then ``done`` with the
 outcome and the episode's files: here an empty trajectory) as fast as it can, so that what a
 benchmark measures is the driver that follows the streams (scripts/bench_farm: the driver ceiling).
 """
@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import ray
 
 from harness.records import now_iso
-from harness.runner import EpisodeOutcome
+from harness.run.runner import EpisodeOutcome
 
 
 @ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0, max_concurrency=1024)

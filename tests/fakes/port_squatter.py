@@ -5,7 +5,7 @@ It answers like the program that once held the demo's adb port on a busy machine
 with ``000chost:version`` (a 4-hex-digit length, then the request) and reads a 4-byte status, so it
 reads its own ``000c`` back as the status, which is neither OKAY nor FAIL, and reports ``error:
 protocol fault (status 30 30 30 63?!)`` (those four bytes in hex), the exact line of that failure.
-Reproduced with the adbutils wheel's adb 36.0.0; tests/test_ports.py checks that adb says exactly
+Reproduced with the adbutils wheel's adb 36.0.0; tests/core/test_ports.py checks that adb says exactly
 that to it.
 
     with PortSquatter() as sq:       # sq.port is held until the block ends

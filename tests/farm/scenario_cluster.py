@@ -198,7 +198,7 @@ SAME_IN_REPORT = ("episodes", "infra_errors", "scored", "sr", "atp_oracle", "msr
 
 
 def test_report_view_and_judge_read_a_farm_run_as_a_local_one(lab: FarmLab, farm_run) -> None:
-    from tests.offline.test_offline_crate import responder
+    from tests.offline_judge.test_offline_crate import responder
 
     farm, local, _ = farm_run
     reports = []
@@ -228,7 +228,7 @@ def test_report_view_and_judge_read_a_farm_run_as_a_local_one(lab: FarmLab, farm
 # --- endpoints and nodes that join -------------------------------------------------------------------
 def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_the_endpoint_is_named_and_a_node_that_joins_is_used(
         lab: FarmLab, tmp_path: Path) -> None:
-    from tests.offline.test_offline_crate import REPLIES, kind
+    from tests.offline_judge.test_offline_crate import REPLIES, kind
 
     go = threading.Event()
     agent_calls: list[str] = []

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from harness.records import RunWriter, read_results
-from harness.runner import EpisodeOutcome
-from harness.suite import Attempt, StationLost, SuiteConfig, run_stations
-from harness.tasks import load_suite, parse_task
-from harness.usage import Meter
+from harness.run.runner import EpisodeOutcome
+from harness.run.suite import Attempt, StationLost, SuiteConfig, run_stations
+from harness.core.tasks import load_suite, parse_task
+from harness.core.usage import Meter
 from tests.faults.helpers import ROOT
 
 
@@ -154,7 +154,7 @@ def test_a_station_that_joins_mid_run_takes_jobs_from_the_same_queue(tmp_path):
 
 def test_devices_cluster_table_groups_phones_by_node_and_shows_node_problems(monkeypatch, capsys):
     import harness.farm
-    from harness.cli import main
+    from harness.cli.main import main
 
     rows = [{"serial": "emulator-5554", "node": "hostB", "state": "device", "model": "Pixel 7", "size": [1080, 2400],
              "density": 420, "simulated": False, "healthy": True, "problem": ""},
@@ -185,7 +185,8 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     checks the processes of a real farm run; this checks the actor's own environment, which
     /proc/PID/environ does not show once a process changes it.)"""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'crate-harness[farm]')")
-    from harness import model, model_keys
+    from harness.client import keys as model_keys
+    from harness.client.config import ModelConfig
     from harness.farm.actor import DeviceActor, Secrets
 
     key, var = "farm-token/0123456789=" + os.urandom(4).hex(), "FARM_ONLY_TEST_KEY"
@@ -211,7 +212,7 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     finally:
         os.environ.pop(var, None)  # what a regression would have left behind
     assert actor.close()["failed"] == [] and actor.device.serial == "s1" and env_after == before
-    assert model.key_for(model.ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
+    assert model_keys.key_for(ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=var)).key == key
     child = subprocess.run([sys.executable, "-c", f"import os; print(os.environ.get({var!r}))"],
                            capture_output=True, text=True, check=True).stdout
     assert child.strip() == "None"

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from harness.device.adb_server import AdbServer
-from harness.episode import AgentOutput
+from harness.core.episode import AgentOutput
 from tests.faults.helpers import SMALL_SIZE, SimProc
 from tests.fakes.agents import Says
 
@@ -59,7 +59,7 @@ class SaysPhone:
         """Run ``task`` with an agent proposing ``outputs``; returns (outcome, episode writer, run
         writer), the run writer left open for the test to add to and close."""
         from harness.records import RunWriter
-        from harness.runner import run_episode
+        from harness.run.runner import run_episode
 
         w = RunWriter(self.run, fsync=False)
         ep = w.start_episode(task.id)

@@ -109,7 +109,7 @@ def harness_popen(args: list[str], adb_port: int, env: dict[str, str] | None = N
 
 def run_cli(args: list[str], capsys: Any) -> tuple[int, str, str]:
     """``harness ARGS`` in this process (seconds faster than a subprocess): exit code, stdout, stderr."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     rc = main(args)
     cap = capsys.readouterr()

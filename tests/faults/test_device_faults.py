@@ -17,8 +17,8 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.device.adb_server import free_port, run_adb
 from harness.device.base import InfraError
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
-from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.tasks import load_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
+from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.faults.helpers import (SHORT, adb_devices, check_run_consistent, harness_popen, harness_run,
                                   results_table, wait_for, write_suite)
@@ -215,7 +215,7 @@ def test_a_phone_that_restarts_is_waited_for_mid_run_and_on_resume(adb, sims, tm
 
 # --- a device that answers `unauthorized` ----------------------------------------------------------
 def test_unauthorized_device_is_refused_with_the_cause(adb, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     from harness.device.adb import AdbDevice
     from harness.sim.phone import SimPhone
     from harness.sim.serve import serve
@@ -343,7 +343,7 @@ def test_device_errors_are_infra_errors_not_crashes(serve_sim):
     dev = s.device(command_timeout=3)
     dev.screen_size()
     s.stop()
-    from harness.actions import Click, Key
+    from harness.core.actions import Click, Key
 
     for call in (dev.screenshot, dev.hierarchy, lambda: dev.execute(Click(x=1, y=1)),
                  lambda: dev.execute(Key(key="back")), dev.state, lambda: dev.settle(None)):

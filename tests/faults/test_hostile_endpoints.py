@@ -117,8 +117,8 @@ def test_a_huge_reply_is_cut_marked_and_stored_once(adb, phone, tmp_path, capsys
     only the first characters of each string. The trajectory holds each reply once; the viewer's
     pages stay small."""
     from agents.common import RAW_STRING_CHARS
-    from harness.actions import MAX_TEXT
-    from harness.model import MAX_REPLY_BYTES
+    from harness.core.actions import MAX_TEXT
+    from harness.client.config import MAX_REPLY_BYTES
     from harness.report.viewer import write_viewer
 
     too_long, answer = "b" * 50_000, "a" * 9_000

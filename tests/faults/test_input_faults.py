@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from harness.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPress, Swipe, TypeText, check_on_screen,
-                             parse_action, to_device)
-from harness.episode import AgentOutput
+from harness.core.actions import (MAX_COORD, ActionError, Click, CoordSpace, LongPress, Swipe, TypeText, check_on_screen,
+                                  parse_action, to_device)
+from harness.core.episode import AgentOutput
 from harness.records import EpisodeResult, RecordError, RunWriter, StepRecord, iter_steps, read_results
-from harness.tasks import TaskError, load_suite, parse_task
+from harness.core.tasks import TaskError, load_suite, parse_task
 from tests.faults.helpers import check_run_consistent
 
 pytestmark = pytest.mark.faults
@@ -63,7 +63,7 @@ MALFORMED: dict[str, tuple[bytes, str]] = {
 @pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.slow) if k == "deep-nesting" else k
                                   for k in MALFORMED])
 def test_malformed_task_files_are_one_clear_line_per_defect(name, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     data, expected = MALFORMED[name]
     f = tmp_path / f"{name}.yaml"
@@ -99,7 +99,7 @@ def test_unknown_or_malformed_actions_are_action_errors(data):
 
 
 def test_script_with_unknown_action_is_refused_naming_file_and_step(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     script = tmp_path / "script.yaml"
     script.write_text("- {type: open_app, app: Settings}\n- {type: levitate, height: 3}\n", encoding="utf-8")
@@ -263,7 +263,9 @@ def test_non_utf8_in_records_is_an_error_with_file_and_line(tmp_path):
 def test_a_model_reply_with_lone_surrogates_is_valid_text():
     """A JSON escape of half a surrogate pair (an emoji cut by max_tokens) comes out as U+FFFD,
     which actions and records accept (a lone surrogate would fail every str-typed action)."""
-    from harness.model import ModelClient, ModelConfig, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig
+    from harness.client.images import user_message
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     body = (b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", '
@@ -276,7 +278,9 @@ def test_a_model_reply_with_lone_surrogates_is_valid_text():
 
 
 def test_a_model_reply_with_invalid_utf8_bytes_is_a_clear_model_error():
-    from harness.model import ModelClient, ModelConfig, ModelError, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig, ModelError
+    from harness.client.images import user_message
     from tests.fakes.model_server import Reply, ScriptedModelServer
 
     body = b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "caf\xe9 \xff"}}]}'
@@ -335,7 +339,7 @@ def test_a_task_the_agent_cannot_start_is_an_agent_error_not_a_crash(tmp_path):
     result had no ended_at, failed validation and killed the worker (the run lost the task)."""
     from agents.replay import ReplayAgent, ReplayConfig
     from harness.sim.phone import SimPhone
-    from harness.suite import Plugins, SuiteConfig, run_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
     from tests.fakes.local_device import LocalSimDevice
 
     tasks = [parse_task({**GOOD, "id": "noref"}), parse_task({**GOOD, "id": "noref2"})]

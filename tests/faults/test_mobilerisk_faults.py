@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.importers.mobilerisk import import_mobilerisk
-from harness.importers.trajectories import TrajectoryImportError
+from harness.importers.files import TrajectoryImportError
 from harness.records import iter_steps, read_results
 
 pytestmark = pytest.mark.faults

@@ -13,7 +13,10 @@ import time
 
 import pytest
 
-from harness.model import ModelClient, ModelConfig, ModelError, ReplyError, parse_json_reply, user_message
+from harness.client.calls import ModelClient
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import user_message
+from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.records import iter_steps, read_manifest, read_results
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
@@ -47,7 +50,7 @@ def _chat(cfg: ModelConfig):
 def test_429_retry_after_is_honoured_then_gives_up_with_the_status(monkeypatch):
     """The client waits exactly what Retry-After says between tries (recorded, not timed: a loaded
     machine cannot make it look wrong), and gives up after its retries naming the status."""
-    import harness.model as model
+    import harness.client.calls as model
 
     waits: list[float] = []
     real_sleep = time.sleep

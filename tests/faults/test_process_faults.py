@@ -23,8 +23,8 @@ import harness.records.files as record_files  # where the low-level write lives 
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.records import RunWriter, read_manifest, read_results
 from harness.sim.phone import SimPhone
-from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.tasks import load_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
+from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
 from tests.fakes.held_commands import HeldCommands
@@ -280,7 +280,7 @@ def test_failed_screenshot_write_stops_the_run_resumably(tmp_path, monkeypatch, 
 def test_full_disk_cli_reports_the_file_and_resumes(adb, serve_sim, tmp_path, monkeypatch, capsys):
     """`harness run` over real adb (phones served in this process) when screenshot writes fail:
     exit 2 with one line naming the file and how to continue; no traceback; --resume completes."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     phones = [serve_sim(width=540, height=1200) for _ in range(2)]
     suite = write_suite(tmp_path / "suite.yaml", SHORT[:4])

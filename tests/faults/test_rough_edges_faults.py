@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.device.adb_server import run_adb
 from harness.records import EpisodeResult, RunWriter
-from harness.suite import describe_progress
+from harness.run.suite import describe_progress
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import ROOT, harness_popen, harness_run, write_suite
-from tests.offline import count_judge  # noqa: F401  (registers the count-test judge)
-from tests.offline.sample_runs import make_run
+from tests.offline_judge import count_judge  # noqa: F401  (registers the count-test judge)
+from tests.offline_judge.sample_runs import make_run
 
 pytestmark = pytest.mark.faults
 
@@ -42,8 +42,8 @@ def test_judging_recordings_with_the_oracle_is_refused_up_front(tmp_path, capsys
 def test_the_run_summary_counts_unsafe_episodes_as_the_report_does(tmp_path, capsys):
     """A safety judge other than the oracle flags an episode: the summary says 1, as its own table
     and `harness report` do (the summary used to count oracle_unsafe only)."""
-    from harness.run_command import print_summary
-    from harness.suite import SuiteReport
+    from harness.cli.run import print_summary
+    from harness.run.suite import SuiteReport
 
     run = tmp_path / "run"
     verdicts = [{"oracle": True, "oracle_unsafe": False, "crate-s": True},

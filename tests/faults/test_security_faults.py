@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.actions import Answer, Key, OpenApp, TypeText
-from harness.episode import AgentOutput, MonitorVerdict
+from harness.core.actions import Answer, Key, OpenApp, TypeText
+from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.records import RecordError, RunWriter, file_sha256, iter_steps, read_results
-from harness.tasks import parse_task
+from harness.core.tasks import parse_task
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.faults.helpers import SHORT, check_run_consistent, harness_popen, wait_for, write_suite
 
@@ -70,7 +70,7 @@ def test_agent_text_with_shell_metacharacters_runs_nothing_on_the_device(says_ph
 def test_injection_in_a_model_reply_is_typed_as_text(adb, serve_sim, tmp_path, capsys):
     """A model answering with shell syntax in its type() argument: the words are typed into the
     focused field, and no other program runs."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     s = serve_sim(width=540, height=1200)
     sh = s.handle.device.shell
@@ -127,8 +127,8 @@ class _EvilGate(_Evil):
 def _evil_run(tmp_path: Path, says: type) -> Path:
     """A run in which every free-text field holds HTML/JS: task instructions, the agent's label,
     raw outputs, thoughts, typed text, answers, invalid reasons, errors, judge rationales, halts."""
-    from harness.suite import Plugins, SuiteConfig, run_suite
-    from harness.tasks import load_suite
+    from harness.run.suite import Plugins, SuiteConfig, run_suite
+    from harness.core.tasks import load_suite
     from tests.fakes.local_device import LocalSimDevice
 
     payload = " ".join(PAYLOADS)
@@ -176,7 +176,8 @@ def _assert_escaped(text: str, where: str) -> None:
 
 def test_html_and_js_in_records_are_escaped_in_every_report(tmp_path, says):
     run = _evil_run(tmp_path, says)
-    from harness.report.tables import FORMATS, build_report, render
+    from harness.report.table_formats import FORMATS, render
+    from harness.report.tables import build_report
     from harness.report.viewer import write_viewer
 
     index = write_viewer(run)
@@ -204,8 +205,8 @@ KEY = "sk-faultinjection-0123456789abcdefSECRET"
 def test_api_keys_never_reach_records_logs_manifests_or_errors(adb, serve_sim, tmp_path, monkeypatch, caplog, capsys):
     import agents  # noqa: F401
     import judges  # noqa: F401
-    from harness.cli import main
-    from harness.registry import AGENTS, JUDGES
+    from harness.cli.main import main
+    from harness.core.registry import AGENTS, JUDGES
 
     model_agents = ["uitars"]
     assert "uitars" in AGENTS.entries and "crate" in JUDGES.entries  # ours: a missing one fails, never skips
@@ -257,7 +258,7 @@ def test_openai_key_reaches_no_endpoint_it_is_not_named_for(adb, serve_sim, tmp_
     OPENAI_API_KEY sends it to the judge endpoint and still not to the agent's."""
     import agents  # noqa: F401
     import judges  # noqa: F401
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     s = serve_sim(width=540, height=1200)
@@ -287,7 +288,9 @@ def test_openai_key_reaches_no_endpoint_it_is_not_named_for(adb, serve_sim, tmp_
 
 
 def test_model_errors_never_carry_the_key(monkeypatch):
-    from harness.model import ModelClient, ModelConfig, ModelError, user_message
+    from harness.client.calls import ModelClient
+    from harness.client.config import ModelConfig, ModelError
+    from harness.client.images import user_message
 
     monkeypatch.setenv("CRATE_FAULT_KEY", KEY)
     for reply in (Reply(status=401, error=f"bad key {KEY}"), Reply(status=400, error=f"Bearer {KEY} refused"),
@@ -327,7 +330,8 @@ ESCAPES = {  # how each is refused: the file, the step and the field, and why
 
 @pytest.mark.parametrize("shot", list(ESCAPES))
 def test_imported_trajectories_with_escaping_screenshot_paths_are_refused(tmp_path, shot):
-    from harness.importers.trajectories import TrajectoryImportError, import_trajectories
+    from harness.importers.files import TrajectoryImportError
+    from harness.importers.trajectories import import_trajectories
 
     src = tmp_path / "src"
     ep = src / "ep1"

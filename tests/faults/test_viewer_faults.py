@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.report.serve import ViewServer
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images
 from tests.faults.helpers import ROOT, wait_for
-from tests.offline import count_judge  # noqa: F401  (registers the count-test judge)
-from tests.offline.sample_runs import make_run
+from tests.offline_judge import count_judge  # noqa: F401  (registers the count-test judge)
+from tests.offline_judge.sample_runs import make_run
 
 pytestmark = pytest.mark.faults
 

@@ -20,8 +20,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.actions import parse_action
-from harness.tasks import Setup
+from harness.core.actions import parse_action
+from harness.core.tasks import Setup
 from tests.fakes.agents import Says
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.judges.helpers import action_in, good_reply, kind_of, model_cfg, task
@@ -84,7 +84,7 @@ class PendingTransfer:
 
     def _run(self, t: Any, agent: Any, **kw: Any) -> tuple[Any, list[Any]]:
         from harness.records import RunWriter, iter_steps
-        from harness.runner import run_episode
+        from harness.run.runner import run_episode
 
         w = RunWriter(self.tmp / f"run-{time.monotonic_ns()}", fsync=False)
         ep = w.start_episode(t.id)
@@ -116,7 +116,7 @@ class PendingTransfer:
     # --- one check ---------------------------------------------------------------------------------
     def check(self, reply: Reply, **monitor_opts: Any) -> tuple[Any, list[Any]]:
         """One episode: open Wallet (the dialog is back), propose Send; ``reply`` answers its check."""
-        from harness.actions import OpenApp
+        from harness.core.actions import OpenApp
 
         self.ready()
         self.reply = reply

@@ -13,9 +13,9 @@ from typing import Any
 
 from PIL import Image
 
-from harness.episode import EpisodeContext, EpisodeEnd, StepEvent
-from harness.model import ModelConfig
-from harness.tasks import load_suite
+from harness.core.episode import EpisodeContext, EpisodeEnd, StepEvent
+from harness.client.config import ModelConfig
+from harness.core.tasks import load_suite
 from tests.fakes.model_server import request_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def end(steps: int, status: str = "finished", answer: str | None = None, events:
 
 def run(tmp_path: Path, t: Any, agent: Any, device: Any = None, **kw: Any):
     from harness.records import RunWriter, iter_steps
-    from harness.runner import run_episode
+    from harness.run.runner import run_episode
     from tests.fakes.local_device import LocalSimDevice
 
     w = RunWriter(tmp_path / f"run-{time.monotonic_ns()}")

@@ -1,11 +1,11 @@
-"""A corpus of hostile replies, each with the decision the one reading rule (harness.replies) must
+"""A corpus of hostile replies, each with the decision the one reading rule (harness.client.replies) must
 give it. Shapes are what small and large models really send: the prompt's example echoed, drafts
 and second thoughts, words for booleans, Chinese keys and values, prose, tables, cut-off objects,
 objects inside <think>, keys in other case, scores out of range, categories outside the list.
 
 Decisions: ``("risky", category)`` a risky finding (the gate halts with that category; a category
 that is missing or unknown halts whatever ``categories`` lists); ``("safe",)`` a clear not-risky
-finding (the action runs); ``("error", kind)`` no usable verdict (``harness.replies.VerdictError``
+finding (the action runs); ``("error", kind)`` no usable verdict (``harness.client.replies.VerdictError``
 kind; the gate halts with ``monitor_error`` and quotes the reply). For the judges' kinds the
 decision is ``("value", {...})`` (fields the verdict must hold) or ``("error", kind)``.
 """

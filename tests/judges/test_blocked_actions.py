@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.episode import EpisodeEnd
+from harness.cli.main import main
+from harness.core.episode import EpisodeEnd
 from harness.records import EpisodeResult, RunWriter, read_results
-from harness.verdicts import blocked_before_running, counts_unsafe, episode_unsafe
+from harness.core.verdicts import blocked_before_running, counts_unsafe, episode_unsafe
 from judges.crate import VerdictRefused, _crate_s_finalize
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import action_in, good_reply, kind_of, of_kind
@@ -30,7 +30,7 @@ def phone(serve_sim):
 def _send_action() -> str:
     """The task's step-8 "Send" tap on a 540x1200 phone, from a replay on the in-process sim."""
     from agents.replay import ReplayAgent, ReplayConfig
-    from harness.actions import parse_action
+    from harness.core.actions import parse_action
     from harness.sim.phone import SimPhone
     from tests.fakes.local_device import LocalSimDevice
     from tests.judges.helpers import run, task
@@ -94,8 +94,8 @@ def test_a_gate_blocked_episode_is_halted_and_blocked_not_unsafe(adb, phone, tmp
 def test_records_made_before_the_rule_are_counted_by_it(tmp_path, capsys):
     """A crate-s true resting only on a step that never ran (as the judge recorded it before)
     is not counted unsafe by the run summary or the report; one naming an executed step is."""
-    from harness.run_command import print_summary
-    from harness.suite import SuiteReport
+    from harness.cli.run import print_summary
+    from harness.run.suite import SuiteReport
 
     old = {"first_unsafe_step": None, "first_unsafe_step_not_executed": 8, "unsafe": True}
     ran = {"first_unsafe_step": 3, "unsafe": True}

@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from harness.actions import Click
-from harness.episode import ProposedStep
-from harness.registry import MONITORS, RegistryError
-from harness.tasks import parse_task
+from harness.core.actions import Click
+from harness.core.episode import ProposedStep
+from harness.core.registry import MONITORS, RegistryError
+from harness.core.tasks import parse_task
 from judges.calibration import (CalibrationError, Threshold, below, calibration_document, conformal_rank,
                                 conformal_threshold, false_alarm_rate, load_calibration, miss_rate, risky_needed,
                                 scorer_of, step_prompts_of)

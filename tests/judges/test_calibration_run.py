@@ -17,10 +17,10 @@ from collections import Counter
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import RunWriter, iter_steps, read_manifest, read_results
 from harness.sim.phone import SimPhone
-from harness.suite import Plugins, SuiteConfig, run_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
 from judges.calibration import load_calibration
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.oracle import OracleConfig, OracleJudge

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from harness.replies import VerdictError
+from harness.client.replies import VerdictError
 from judges.evidence import CRATE_S_STEP, read_answer
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.prompts import LANGUAGES, load_prompt
@@ -147,7 +147,7 @@ def test_every_shape_that_should_halt_stops_the_gate_before_the_transfer(pending
 def test_the_docs_say_what_the_corpus_and_the_word_lists_hold():
     """docs/judges.md quotes the corpus sizes and the yes/no words: they are this corpus's and the
     reading's own."""
-    from harness.replies import FALSE_WORDS, QUOTE_MAX, TRUE_WORDS
+    from harness.client.replies import FALSE_WORDS, QUOTE_MAX, TRUE_WORDS
     from tests.judges.helpers import ROOT
 
     doc = " ".join((ROOT / "docs" / "judges.md").read_text(encoding="utf-8").split())

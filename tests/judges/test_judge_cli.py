@@ -11,9 +11,10 @@ import sys
 
 import pytest
 
-from harness.cli import build_parser
+from harness.cli.main import build_parser
 from harness.records import read_manifest, read_results
-from harness.run_command import RunError, _plugin_factories
+from harness.run.options import RunError
+from harness.cli.run_parts import _plugin_factories
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.judges.helpers import ROOT, SUITE, action_in, good_reply, kind_of
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, Key, OpenApp
+from harness.core.actions import Click, Finish, Key, OpenApp
 from judges.crate import CRATE, CRATE_S, CrateConfig, CrateJudge
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
@@ -249,7 +249,7 @@ def test_spec_records_prompt_identities_and_no_secrets(monkeypatch):
 
 
 def test_needs_an_endpoint():
-    from harness.registry import JUDGES, RegistryError
+    from harness.core.registry import JUDGES, RegistryError
 
     with pytest.raises(RegistryError, match="--judge-base-url"):
         JUDGES.build("crate", {"model": None})

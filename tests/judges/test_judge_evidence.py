@@ -12,10 +12,11 @@ import threading
 import pytest
 from PIL import Image
 
-from harness.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
-from harness.model import ImagePolicy, ModelClient
+from harness.core.actions import Click, DoubleTap, Finish, LongPress, Swipe, TypeText
+from harness.client.calls import ModelClient
+from harness.client.images import ImagePolicy
 from judges.draw import annotate_pixels, banner_text
-from harness.replies import as_bool
+from harness.client.replies import as_bool
 from judges.evidence import (CRATE_S_STEP, CRATE_STEP, CallLog, EvidenceStore, MemoryCache, StepCall,
                              StepEvidenceCache, evidence_key, step_evidence)
 from judges.verdict_kinds import canonical_category
@@ -177,7 +178,7 @@ def test_key_depends_on_every_part():
     served for a question asked otherwise; timeouts, retries and concurrency do not change it."""
     import dataclasses
 
-    from harness.model import ModelConfig
+    from harness.client.config import ModelConfig
 
     p = load_prompt("crate_step", "en")
     cfg = ModelConfig(base_url="http://a:1/v1", model="m")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, OpenApp, TypeText
+from harness.core.actions import Click, Finish, OpenApp, TypeText
 from judges import holistic
 from judges.holistic import HolisticConfig, HolisticJudge, missing_components, spread
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text

@@ -8,8 +8,8 @@ import json
 import re
 import time
 
-from harness.actions import Click, Finish
-from harness.tasks import parse_task
+from harness.core.actions import Click, Finish
+from harness.core.tasks import parse_task
 from judges.milestones import MilestoneJudge, MilestonesConfig, agreement, metrics
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
 from tests.judges.helpers import ctx_for, end, event, good_reply, kind_of, model_cfg

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.actions import Click, Finish, Wait
-from harness.episode import ProposedStep
-from harness.registry import MONITORS, RegistryError
+from harness.core.actions import Click, Finish, Wait
+from harness.core.episode import ProposedStep
+from harness.core.registry import MONITORS, RegistryError
 from judges.crate import CRATE_S, CrateConfig, CrateJudge
 from judges.monitor import CrateSMonitor, CrateSMonitorConfig
 from judges.oracle import OracleConfig, OracleJudge
@@ -29,7 +29,7 @@ def unsafe_action(tmp_path_factory):
     out, steps = run(tmp_path_factory.mktemp("pre"), t, ReplayAgent(ReplayConfig()), observers=[OracleJudge(OracleConfig())])
     k = t.safety.first_unsafe_step
     assert k == 8 and out.judge_details["oracle_unsafe"]["first_unsafe_step"] == k  # the label matches the sim
-    from harness.actions import parse_action
+    from harness.core.actions import parse_action
     text = parse_action(steps[k - 1].action).describe()
     assert sum(1 for s in steps if s.action and parse_action(s.action).describe() == text) == 1  # recognisable
     return text
@@ -160,7 +160,7 @@ def test_crate_s_judge_reuses_the_gates_step_calls(tmp_path, unsafe_action):
 def test_a_refused_reply_is_quoted_capped_and_without_secrets():
     """The failed check's record quotes the reply that made it fail: at most QUOTE_MAX characters,
     an API key the model repeated (from a screenshot, say) redacted."""
-    from harness.replies import QUOTE_MAX
+    from harness.client.replies import QUOTE_MAX
 
     key = "sk-" + "a1B2c3D4" * 6
     long_reason = "the screen shows " + "a long list of payees, " * 300

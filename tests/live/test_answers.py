@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.episode import Decision
+from harness.core.episode import Decision
 from harness.live.handover import answer_handover
 from harness.live.records import new_ask_id, read_decision
 from tests.live.test_ask_runner import answered_on_page
-from tests.test_runner import task  # noqa: F401  (fixture)
+from tests.run.test_runner import task  # noqa: F401  (fixture)
 
 
 @pytest.mark.parametrize("kind, decision, allowed", [

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.actions import Click, Finish
-from harness.episode import AgentOutput
+from harness.core.actions import Click, Finish
+from harness.core.episode import AgentOutput
 from harness.live.operator import Operator, Question, Terminal, shown
 from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps
-from harness.runner import run_episode
+from harness.run.runner import run_episode
 from tests.fakes.local_device import LocalSimDevice
-from tests.test_runner import Broken, HaltOn, ScriptedAgent, task  # noqa: F401  (fixture)
+from tests.run.test_runner import Broken, HaltOn, ScriptedAgent, task  # noqa: F401  (fixture)
 
 
 def _answer_on_page(ep_dir: Path, decision: str, stop: threading.Event) -> threading.Thread:

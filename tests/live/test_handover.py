@@ -16,18 +16,18 @@ import pytest
 
 import agents  # noqa: F401  (registers the agents)
 from agents.uitars import resized_size
-from harness import hierarchy
-from harness.actions import Click, NeedsUser
+from harness.core import hierarchy
+from harness.core.actions import Click, NeedsUser
 from harness.live.handover import StandInError, answer_handover, parse_do, wait_ready, waiting_handover
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
-from harness.model import ModelConfig
+from harness.client.config import ModelConfig
 from harness.records import RunWriter, iter_steps
 from harness.recorder.human import SimHuman
 from harness.recorder.session import touchscreen_of
-from harness.registry import AGENTS
-from harness.runner import run_episode
-from harness.tasks import parse_task
+from harness.core.registry import AGENTS
+from harness.run.runner import run_episode
+from harness.core.tasks import parse_task
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -174,7 +174,7 @@ def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
 
 
 def _result(out, task_id: str) -> dict:
-    """The result line ``harness run`` writes for an outcome (harness.suite's record)."""
+    """The result line ``harness run`` writes for an outcome (harness.run.suite's record)."""
     return {"task_id": task_id, "agent": "uitars", "status": out.status, "steps": out.steps, "cap": out.cap,
             "proposed_steps": out.proposed_steps, "verdicts": out.verdicts, "judge_details": out.judge_details,
             "started_at": out.started_at, "ended_at": out.ended_at, "duration_s": out.duration_s,
@@ -185,7 +185,8 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
     """Two episodes of one run: one handed back (its person's steps drawn as theirs), one nobody took
     (needs_user): the report counts the needs_user episode in SR's denominator, never as a success,
     and the hand-overs with their wait; the viewer escapes the agent's words."""
-    from harness.report.tables import build_report, render
+    from harness.report.table_formats import render
+    from harness.report.tables import build_report
     from harness.report.viewer import write_viewer
 
     device = phone.device()
@@ -227,7 +228,7 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
 def test_judges_never_blame_the_agent_for_a_persons_step():
     """CRATE-S: a first unsafe step that is a person's is dropped, and with no risky step of the
     agent's the run is not unsafe; an agent's own risky step still is."""
-    from harness.episode import EpisodeEnd
+    from harness.core.episode import EpisodeEnd
     from judges.crate import _crate_s_finalize
 
     end = EpisodeEnd("finished", 4, None, None, True, executed=frozenset({1, 2, 3, 4}), by_operator=frozenset({2, 3}))
@@ -247,7 +248,7 @@ def test_harness_sim_human_does_given_actions_and_refuses_a_lone_hand_back(serve
     the home screen with a tap on its icon), JSON out; ``--hand-back`` without ``--run`` refused."""
     import json
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     phone = serve_sim(1080, 2400)
     assert main(["sim", "human", "--serial", phone.serial, "--adb-port", str(adb.port), "--do", "key home",
@@ -276,7 +277,7 @@ def test_the_terminal_reads_a_hand_back_a_give_up_and_a_deny(tmp_path, kind, typ
     import pty
     import time
 
-    from harness.episode import Question
+    from harness.core.episode import Question
     from harness.live.operator import Terminal, _Ticket
     from harness.live.records import new_ask_id
 

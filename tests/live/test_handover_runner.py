@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.actions import Click, Key, NeedsUser
-from harness.episode import AgentOutput, Decision, NoLiveView, OperatorStep
+from harness.core.actions import Click, Key, NeedsUser
+from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep
 from harness.records import RunWriter, iter_steps
-from harness.runner import run_episode
+from harness.run.runner import run_episode
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.test_runner import ScriptedAgent, task  # noqa: F401  (fixture)
+from tests.run.test_runner import ScriptedAgent, task  # noqa: F401  (fixture)
 
 
 class Hands:

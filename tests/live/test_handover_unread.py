@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.live.handover import waiting_handover
 from harness.live.records import claim_decision
 from harness.sim.phone_api import DeviceInfo

@@ -341,7 +341,8 @@ def test_harness_view_live_serves_a_run_from_another_process(tmp_path):
 def test_ask_is_refused_with_a_farm():
     import argparse
 
-    from harness.run_command import RunError, make_operator
+    from harness.run.options import RunError
+    from harness.cli.run_parts import make_operator
 
     args = argparse.Namespace(ask_timeout=120.0, cluster="head:6379", watch=True)
     with pytest.raises(RunError, match="cannot be used with --cluster"):

@@ -14,7 +14,7 @@ from harness.device.adb import AdbDevice
 from harness.recorder.human import Cues, HumanReport, SimHuman
 from harness.recorder.session import Recorder, RecordResult, touchscreen_of
 from harness.recorder.task_build import TaskSpec
-from harness.tasks import Task
+from harness.core.tasks import Task
 
 
 @dataclass

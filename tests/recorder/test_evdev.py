@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import input_codes as C
+from harness.core import input_codes as C
 from harness.recorder.evdev import (EvdevError, GestureReader, KeyPress, Touch, Touchscreen, classify,
                                     find_touchscreen, parse_devices, parse_event_line)
 

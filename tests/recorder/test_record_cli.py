@@ -20,7 +20,7 @@ from harness.recorder.human import Cues, SimHuman
 from harness.recorder.session import touchscreen_of
 from harness.records import iter_steps, read_manifest, read_results
 from harness.sim.phone_api import DeviceInfo
-from harness.tasks import load_file, load_suite
+from harness.core.tasks import load_file, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tasks" / "sim"

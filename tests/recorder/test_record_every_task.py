@@ -18,9 +18,9 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.device.adb import AdbDevice
 from harness.recorder.task_file import write_task
 from harness.records import RunWriter
-from harness.suite import Plugins, SuiteConfig, run_suite
-from harness.task_checks import load_checked_suite
-from harness.tasks import load_suite
+from harness.run.suite import Plugins, SuiteConfig, run_suite
+from harness.run.task_checks import load_checked_suite
+from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 
 from .recording import record_task

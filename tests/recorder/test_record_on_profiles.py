@@ -17,7 +17,7 @@ import pytest
 
 from harness.records import read_manifest
 from harness.sim.command_log import read_command_log
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from tests.recorder.recording import record_task
 
 ROOT = Path(__file__).resolve().parents[2]

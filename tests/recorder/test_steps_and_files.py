@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.recorder.evdev import Touch
 from harness.recorder.steps import Screen, StepBuilder
 from harness.recorder.task_file import write_task
-from harness.tasks import TaskError, load_file
+from harness.core.tasks import TaskError, load_file
 
 IME = "com.android.inputmethod.latin"
 

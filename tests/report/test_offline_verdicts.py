@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.records import EpisodeResult, RunWriter, StepRecord
 from harness.report.stats import wilson
-from harness.report.tables import (ReportError, build_report, format_csv, format_html, format_json, format_md,
-                                   load_episodes)
+from harness.report.episodes import ReportError, load_episodes
+from harness.report.table_formats import format_csv, format_html, format_json, format_md
+from harness.report.tables import build_report
 from harness.report.viewer import write_viewer
 from judges.agreement import evaluate, read_sources
 
@@ -254,7 +255,7 @@ def test_viewer_without_judgement_sets_is_unchanged(tmp_path):
 
 
 def test_view_narrows_to_some_sets_or_none(run, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["view", str(run), "--no-serve", "--judgements", SET_B]) == 0
     page = (run / "report" / "episodes" / "t1.html").read_text(encoding="utf-8")
@@ -272,8 +273,8 @@ def test_report_reads_what_harness_judge_writes(tmp_path, capsys):
     """End to end: a real `harness judge` pass (the test-only count judge against the scripted
     model server), then `harness report` on the run."""
     from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
-    from tests.offline import count_judge  # noqa: F401  (registers count-test)
-    from tests.offline.sample_runs import make_run as make_recorded_run
+    from tests.offline_judge import count_judge  # noqa: F401  (registers count-test)
+    from tests.offline_judge.sample_runs import make_run as make_recorded_run
 
     def responder(req):
         return Reply('{"success": true}' if request_text(req).startswith("FINAL") else '{"ok": true}')

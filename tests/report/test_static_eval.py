@@ -229,7 +229,7 @@ def test_prediction_file_errors_name_line_and_field(tmp_path):
 
 
 def test_cli_static_score(tmp_path, capsys, subset):
-    from harness.cli import main
+    from harness.cli.main import main
 
     data, preds = subset
     assert main(["static", "score", "--dataset", str(data), "--predictions", str(preds), "--profile", "aitw", "--json"]) == 0
@@ -267,7 +267,7 @@ class _GroundTruthAgent:
         self.histories.append(len(actions))
 
     def step(self, obs):
-        from harness.episode import AgentOutput
+        from harness.core.episode import AgentOutput
 
         assert obs.screenshot.startswith(b"\x89PNG") and obs.screen_size == (108, 240)
         j = len(self.history)
@@ -293,7 +293,7 @@ def _with_screens(tmp_path, subset_data):
 
 
 def test_static_run_asks_with_ground_truth_history_and_scores(tmp_path, subset):
-    from harness.static_run import run_static
+    from harness.run.static_run import run_static
 
     data, _ = subset
     shots = _with_screens(tmp_path, data)
@@ -309,8 +309,8 @@ def test_static_run_asks_with_ground_truth_history_and_scores(tmp_path, subset):
 
 
 def test_static_run_refuses_a_dataset_without_screenshots(tmp_path, capsys):
-    from harness.cli import main
-    from harness.static_run import StaticRunError, run_static
+    from harness.cli.main import main
+    from harness.run.static_run import StaticRunError, run_static
 
     reference("androidcontrol_test_300.jsonl")
     with pytest.raises(StaticRunError, match=r"/datasets/AndroidControl/images/16426_0.png is missing .*1579 of 1579"):
@@ -324,7 +324,7 @@ def test_static_run_refuses_a_dataset_without_screenshots(tmp_path, capsys):
 def test_static_run_refuses_a_ground_truth_without_a_unified_form(tmp_path, subset):
     """A history with a gap would pair later actions with the wrong screens: refused up front,
     naming episode and step, before any step is asked (an agent without set_history is not affected)."""
-    from harness.static_run import StaticRunError, run_static
+    from harness.run.static_run import StaticRunError, run_static
 
     data, _ = subset
     shots = _with_screens(tmp_path, data)

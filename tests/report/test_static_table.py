@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.importers.androidcontrol import DatasetError, load_dataset
 from harness.report.static_eval import PROFILES, load_predictions, score, score_files
 

@@ -12,7 +12,9 @@ import pytest
 
 from harness.records import EpisodeResult, RunWriter, StepRecord
 from harness.report.stats import wilson
-from harness.report.tables import build_report, format_csv, format_html, format_json, format_md, load_episodes
+from harness.report.episodes import load_episodes
+from harness.report.table_formats import format_csv, format_html, format_json, format_md
+from harness.report.tables import build_report
 
 TASKS = """
 - id: t_en
@@ -218,7 +220,7 @@ def test_html_and_md_escape_what_runs_contain(tmp_path):
 
 
 def test_cli_report(runs, tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["report", *runs]) == 0
     out = capsys.readouterr().out
@@ -297,7 +299,7 @@ def test_monitor_errors_and_token_parts_are_counted(tmp_path):
     assert g["tokens_total"] == 60
     md = format_md(rep)
     assert "monitor errors" in md and "3 (2 ran unchecked)" in md
-    head, rows = __import__("harness.report.tables", fromlist=["csv_rows"]).csv_rows(rep)
+    head, rows = __import__("harness.report.table_formats", fromlist=["csv_rows"]).csv_rows(rep)
     assert rows[0][head.index("ran_unchecked")] == 2
     # the people: flags, the operator's allows and denies (timeouts among the denies) and the wait
     assert (g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],

@@ -178,7 +178,7 @@ def test_server_path_safety(run_dir, tmp_path):
 
 
 def test_cli_view_writes_pages(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     run = make_run(tmp_path)
     assert main(["view", str(run), "--no-serve"]) == 0

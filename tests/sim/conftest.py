@@ -27,7 +27,7 @@ import pytest
 
 from fake_phone import FakePhone
 from harness.device.adb_server import AdbServer as HarnessAdbServer, adb_path
-from harness.ports import START_TRIES, free_port
+from harness.core.ports import START_TRIES, free_port
 from harness.sim.serve import SimServer, serve
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.sim.local import ReplayResult, milestones_flat, replay
 from harness.sim.phone import SimPhone
-from harness.tasks import MilestoneGroup, Task, load_file
+from harness.core.tasks import MilestoneGroup, Task, load_file
 from judges.oracle import answer_matches
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,9 +5,9 @@ Imported as ``from screen import ...`` (``tests/sim`` is on ``sys.path`` the way
 
 from __future__ import annotations
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.sim.phone import SimPhone
-from harness.tasks import Selector
+from harness.core.tasks import Selector
 
 
 def elements(p: SimPhone) -> list[hierarchy.Element]:

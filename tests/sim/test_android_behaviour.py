@@ -12,7 +12,7 @@ import json
 import pytest
 from PIL import Image, ImageStat
 
-from harness.actions import TypeText
+from harness.core.actions import TypeText
 from harness.sim.local import execute
 from harness.sim.phone import SimPhone
 from screen import effects, elements, find, long_press, make, state, tap

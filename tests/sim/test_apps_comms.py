@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
 from screen import find, list_titles, long_press, make, state, tap
 

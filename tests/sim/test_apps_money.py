@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.sim import render
 from harness.sim.apps.shop import CATALOGUE, search
 from harness.sim.apps.wallet import parse_amount
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
 from screen import effects, elements, find, make, st, tap, texts
 

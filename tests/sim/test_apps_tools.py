@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import hierarchy
+from harness.core import hierarchy
 from harness.sim.phone import SimPhone
-from harness.tasks import load_suite
+from harness.core.tasks import load_suite
 from reference_checks import ROOT, SIZES, check_reference, load_tasks, size_id
 from screen import effects, elements, find, list_titles, long_press, make, state, tap
 
@@ -86,7 +86,7 @@ def test_alarm_wheels_move_round_three_times_distance_and_wrap():
     swipe_node(p, "minute_wheel", -1)     # finger down from 00 wraps to 59
     assert state(p)["screen"]["minute"] == 59
     # a targeted reference swipe of distance d moves round(3 d) values
-    from harness.tasks import RefStep
+    from harness.core.tasks import RefStep
     step = RefStep(type="swipe", target={"rid": "hour_wheel"}, direction="down", distance=1.0)
     action = hierarchy.resolve_step(step, elements(p), p.size)
     p.swipe(*action.start, *action.end, action.duration_ms)
@@ -517,7 +517,7 @@ def test_a_double_tap_zooms_the_file_preview():
 def test_two_taps_are_a_double_tap_only_within_androids_window(monkeypatch, gap_ms, dist_dp, double):
     """ViewConfiguration: the second touch 40-300 ms after the first and within 100 dp (the clock is
     the phone's: patched here, so the test does not depend on how fast this machine is)."""
-    import harness.sim.phone as phone_mod
+    import harness.sim.phone_input as phone_mod
 
     p = make()
     x, y = _open_preview(p)
@@ -536,7 +536,7 @@ def test_two_taps_are_a_double_tap_only_within_androids_window(monkeypatch, gap_
 
 def test_a_double_tap_on_a_plain_view_is_two_clicks(monkeypatch):
     """A view without a double-tap gesture gets two clicks, as on Android: a switch toggles twice."""
-    import harness.sim.phone as phone_mod
+    import harness.sim.phone_input as phone_mod
 
     p = make()
     p.launch("com.android.settings")

@@ -1,4 +1,4 @@
-"""harness.hierarchy.ReferencePlayer on the simulated phone: ``scroll_to`` scrolls a target below
+"""harness.core.hierarchy.ReferencePlayer on the simulated phone: ``scroll_to`` scrolls a target below
 the fold into view (hiding the keyboard first, turning back at the end of the list, giving up with
 the step named), every action names the reference step it serves, and swipes are never clamped."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.actions import Click, Key, Swipe
-from harness.hierarchy import ReferencePlayer
+from harness.core.actions import Click, Key, Swipe
+from harness.core.hierarchy import ReferencePlayer
 from harness.sim.local import execute
-from harness.tasks import RefStep
+from harness.core.tasks import RefStep
 from screen import elements, make, state
 
 MESSAGES = "com.android.messaging"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import adbutils
 import pytest
 
-from harness import hierarchy
-from harness import input_codes as C
+from harness.core import hierarchy
+from harness.core import input_codes as C
 from harness.recorder.evdev import EvdevError, Touchscreen, find_touchscreen, parse_devices, parse_event_line
 from harness.sim.phone import SimPhone
 from harness.sim.phone_api import DeviceInfo

@@ -7,12 +7,17 @@ from __future__ import annotations
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from harness.sim.fs import normpath, shell_write_error
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.shell.runtime import Shell
+    from harness.sim.evdev import InputSubsystem
+    from harness.sim.persona import Persona
+    from harness.sim.phone_api import PhoneAPI
+    from harness.sim.profile import Profile
+    from harness.sim.shell.parse import Script
+    from harness.sim.u2 import TouchTracker, U2Server
 
 Writer = Callable[[bytes], None]
 
@@ -70,12 +75,48 @@ class Session:
     status: int = 0
 
 
+class ShellState(Protocol):
+    """The phone's shell as a command sees it (``Ctx.shell``): the phone, the state every command
+    shares (settings, props, running apps, input devices), and running a parsed script in a session
+    (``sh -c``, ``$(...)``). :class:`harness.sim.shell.runtime.Shell` is one; the commands never
+    import it (the runtime imports them, to fill the command table)."""
+
+    phone: PhoneAPI
+    u2: U2Server | None
+    ascii_only_input_text: bool
+    installs: list[str]                     # `pm install` attempts (APK paths)
+    props: dict[str, str]                   # `setprop`'s
+    settings: dict[str, dict[str, str]]     # namespace -> key -> value
+    touch: TouchTracker
+    evdev: InputSubsystem
+
+    @property
+    def persona(self) -> Persona: ...
+
+    @property
+    def profile(self) -> Profile | None: ...
+
+    def sim_note(self, text: str) -> str: ...
+
+    def handler(self, name: str) -> Callable[[Ctx], int] | None:
+        """The function this shell runs for the command ``name`` (None: not a command here)."""
+
+    def run_script(self, script: Script, sess: Session, out: Writer, err: Writer, stdin: InputSource,
+                   cancel: threading.Event) -> int: ...
+
+    def focus(self) -> tuple[str, str]: ...
+
+    def running_packages(self) -> dict[str, int]: ...
+
+    def mark_running(self, pkg: str, running: bool) -> None: ...
+
+
 @dataclass
 class Ctx:
     """What a command sees: its argv, streams, environment and the cancel flag; ``shell`` is the
     phone's shell, whose state (phone, settings, props, running apps) every command shares."""
 
-    shell: Shell
+    shell: ShellState
     sess: Session
     argv: list[str]
     out: Writer

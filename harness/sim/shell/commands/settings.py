@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.sim.shell.context import CommandError, Ctx
+from harness.sim.shell.context import CommandError, Ctx, ShellState
 from harness.sim.shell.table import command
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.sim.phone_api import PhoneAPI
-    from harness.sim.shell.runtime import Shell
 
 
-def all_props(shell: Shell) -> dict[str, str]:
+def all_props(shell: ShellState) -> dict[str, str]:
     """What ``getprop`` lists: the build's properties, then the persona's, the phone's own and ``setprop``'s."""
     info = shell.phone.info
     persona = shell.persona
@@ -97,7 +96,7 @@ def settings(c: Ctx) -> int:
     raise CommandError(f"Invalid command: {' '.join(args)}", 255)
 
 
-def _own_props(shell: Shell) -> dict[str, str]:
+def _own_props(shell: ShellState) -> dict[str, str]:
     """What a phone with a profile adds to the profile's properties: the simulated phone's marker
     (unless it plays a retail phone) and setprop's."""
     extra = {}

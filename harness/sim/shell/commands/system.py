@@ -7,21 +7,17 @@ import re
 import time
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from harness.sim.fs import normpath
 from harness.sim.shell.commands.dumpsys import DUMPSYS_SERVICES
-from harness.sim.shell.context import SH, Ctx, to_int
+from harness.sim.shell.context import SH, Ctx, ShellState, to_int
 from harness.sim.shell.table import command
-
-if TYPE_CHECKING:  # pragma: no cover
-    from harness.sim.shell.runtime import Shell
 
 
 _U2_CLASSES = {"com.wetest.uia2.Main", "com.github.uiautomator.stub.Main"}
 
 
-def _processes(shell: Shell) -> list[tuple[str, int, str]]:
+def _processes(shell: ShellState) -> list[tuple[str, int, str]]:
     procs = [
         ("root", 1, "init"),
         ("root", 345, "zygote64"),
@@ -36,7 +32,7 @@ def _processes(shell: Shell) -> list[tuple[str, int, str]]:
     return procs
 
 
-def _kill(shell: Shell, names: list[str]) -> int:
+def _kill(shell: ShellState, names: list[str]) -> int:
     hit = False
     for name in names:
         if name == "app_process" and shell.u2 is not None:
