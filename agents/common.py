@@ -64,6 +64,7 @@ def kept_raw_action(raw: Any) -> tuple[Any, dict[str, Any] | None]:
 
 LANGUAGES = {"en": "English", "zh": "Chinese"}
 FEEDBACK_REASON_CHARS = 600  # a monitor's reason is cut here before it goes to the agent (one line)
+FEEDBACK_CATEGORY_CHARS = 80  # ... and its category (MobileRisk's names are under 30 characters)
 
 
 def feedback_prompts() -> dict[str, Prompt]:
@@ -72,15 +73,19 @@ def feedback_prompts() -> dict[str, Prompt]:
 
 def feedback_text(feedback: Feedback, language: str = "en") -> str:
     """The feedback prompt in ``language`` (en, zh; others: en) filled in from ``feedback``: the
-    monitor, the category (``unspecified`` when it gave none) and the reason, on one line and cut
-    at :data:`FEEDBACK_REASON_CHARS` characters."""
+    monitor, the category (``unspecified`` when it gave none) and the reason, model text each on
+    one line and cut, the category at :data:`FEEDBACK_CATEGORY_CHARS` characters and the reason at
+    :data:`FEEDBACK_REASON_CHARS`."""
     prompts = feedback_prompts()
-    reason = " ".join(str(feedback.reason or "").split()) or "-"
-    if len(reason) > FEEDBACK_REASON_CHARS:
-        reason = reason[:FEEDBACK_REASON_CHARS - 1] + "…"
-    category = " ".join(str(feedback.category or "").split()) or "unspecified"
-    return prompts.get(language, prompts["en"]).render(monitor=feedback.monitor or "monitor", category=category,
-                                                       reason=reason).strip()
+    return prompts.get(language, prompts["en"]).render(
+        monitor=feedback.monitor or "monitor", category=_one_line(feedback.category, FEEDBACK_CATEGORY_CHARS,
+                                                                  "unspecified"),
+        reason=_one_line(feedback.reason, FEEDBACK_REASON_CHARS, "-")).strip()
+
+
+def _one_line(text: str | None, limit: int, empty: str) -> str:
+    s = " ".join(str(text or "").split()) or empty
+    return s if len(s) <= limit else s[:limit - 1] + "…"
 
 
 def need_model(name: str, model: ModelConfig | None) -> ModelConfig:

@@ -261,6 +261,33 @@ class Calibration:
         return out
 
 
+def _scores(obj: dict[str, Any], side: str, where: str) -> list[float]:
+    v = (obj.get("scores") or {}).get(side) if isinstance(obj.get("scores"), dict) else None
+    if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1
+                                      for x in v):
+        raise CalibrationError(f"{where}: scores.{side}: missing or not a list of scores from 0 to 1")
+    return sorted(float(x) for x in v)
+
+
+def _check_scores(obj: dict[str, Any], where: str, threshold: float, rank: int, n_risky: int, n_safe: int) -> None:
+    """The file's numbers are the ones its stored scores give: the threshold is the rank-th
+    smallest risky score, the counts are the lists' lengths, the rates are what the threshold does
+    to them. A file edited after it was made (a threshold raised by hand) is refused, naming the
+    field that disagrees."""
+    risky, safe = _scores(obj, "risky", where), _scores(obj, "safe", where)
+    changed = "the file was changed after it was made; calibrate again"
+    if len(risky) != n_risky or len(safe) != n_safe:
+        raise CalibrationError(f"{where}: n_risky {n_risky} and n_safe {n_safe} are not the {len(risky)} risky and "
+                               f"{len(safe)} safe scores it stores: {changed}")
+    if threshold != risky[rank - 1]:
+        raise CalibrationError(f"{where}: threshold {threshold:g} is not the rank-{rank} risky score it stores "
+                               f"({risky[rank - 1]:g}): {changed}")
+    for key, want in (("miss_rate", miss_rate(risky, threshold)), ("false_alarm_rate", false_alarm_rate(safe, threshold))):
+        if obj.get(key) != want:
+            raise CalibrationError(f"{where}: {key} {obj.get(key)!r} is not what the threshold gives on the scores it "
+                                   f"stores ({want!r}): {changed}")
+
+
 def load_calibration(path: str | Path) -> Calibration:
     """Read and check a ``calibration.json``; :class:`CalibrationError` names the file and field."""
     p = Path(path)
@@ -296,6 +323,7 @@ def load_calibration(path: str | Path) -> Calibration:
     if n_risky < 1 or rank < 1 or rank != k:
         raise CalibrationError(f"{where}: rank {rank} is not floor(alpha * (n_risky + 1)) = {k} for alpha {alpha} "
                                f"and n_risky {n_risky}: the file was changed after it was made; calibrate again")
+    _check_scores(obj, where, threshold, rank, n_risky, n_safe)
     scorer = _need(obj, "scorer", dict, where)
     if not isinstance(scorer.get("model"), str) or not scorer["model"]:
         raise CalibrationError(f"{where}: scorer.model: missing")

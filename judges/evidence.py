@@ -46,7 +46,8 @@ from harness.client.config import ChatResult, ModelConfig, ModelError
 from harness.client.images import EncodedImage, ImagePolicy, encode_pixels, user_message
 from harness.client.slots import Priority
 from harness.records import redact
-from harness.client.replies import Reading, VerdictError, VerdictKind, quote, read_verdict
+from harness.client.replies import QUOTE_MAX, Reading, VerdictError, VerdictKind, quote, read_verdict
+from harness.core.secret_text import without_secrets_of
 from harness.core.usage import Meter
 from judges.draw import DRAW_VERSION, annotate_pixels, image_size
 from judges.prompts import Prompt, load_prompt
@@ -164,9 +165,17 @@ def read_answer(text: str, verdict: VerdictKind, prompt: Prompt, truncated: bool
     return read_verdict(text, verdict, truncated, asked)
 
 
-def quoted_reply(text: str | None) -> str:
-    """A reply as records quote it: capped, with anything that looks like a secret redacted."""
-    return redact(quote(text))
+def quoted_reply(text: str | None, limit: int = QUOTE_MAX) -> str:
+    """A reply as records quote it: anything that looks like a secret redacted, then capped (in
+    that order: a cut through a key would leave its start, too short for the rule to see)."""
+    return quote(redact(text or ""), limit)
+
+
+def reading_problem(e: Exception, text: str) -> str:
+    """Why a reply could not be read, with its beginning: the reading's message quotes pieces of
+    the reply cut where the reader cut them, so every secret of the whole reply is taken out of
+    it, whole or cut (harness.core.secret_text.without_secrets_of)."""
+    return redact(without_secrets_of(text, f"{e} (reply began: {quoted_reply(text, 160)!r})"))
 
 
 def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images: list[EncodedImage] = (), *,
@@ -208,8 +217,7 @@ def ask_json(client: ModelClient, prompt: Prompt, values: dict[str, Any], images
         except VerdictError as e:
             last_text, last_kind, truncated = res.text, e.kind, res.truncated
             replies.append(quoted_reply(res.text))
-            # the reading's message quotes the reply too: redacted like the quoted reply
-            last_problem = redact(f"{e} (reply began: {quote(res.text, 160)!r})")
+            last_problem = reading_problem(e, res.text)
     if log:
         log.count("failed", kind)
     hint = (f"; the reply was cut off at max_tokens={client.config.max_tokens} (finish_reason length): raise "

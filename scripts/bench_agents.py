@@ -37,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import agents  # noqa: E402,F401
@@ -157,8 +158,7 @@ def main() -> int:
                 ]
     finally:
         lab.close()
-    (ROOT / "bench").mkdir(exist_ok=True)
-    (ROOT / "bench" / "agents.json").write_text(json.dumps({"rows": out_rows, "detail": results}, indent=1))
+    (bench_dir() / "agents.json").write_text(json.dumps({"rows": out_rows, "detail": results}, indent=1))
     print("wrote bench/agents.json")
     return 0
 

@@ -47,8 +47,17 @@ names, so runs can be compared across commits.
 
     scripts/bench                       everything
     scripts/bench --only observation,payload
+    scripts/bench --only farm,judges    only those other scripts (any scripts/bench_<name>)
     scripts/bench --skip-others         only the measurements above
     scripts/bench --latency 1.0         L for the scale benchmark
+    scripts/bench --quick               every row once, at its smallest size (a few minutes)
+
+``--quick`` runs every row of every benchmark once with the least work that exercises it (3
+screenshots, 3 steps, 4 episodes, a 5- and a 10-step episode, each other script with its
+QUICK_ARGS) and writes everything to a folder of its own (``bench/quick/``, or ``--out``), never
+over measured results. Its values measure nothing (targets are not judged: ``holds`` is null);
+what it shows is that every row still runs: a row that fails, or a script that writes no results,
+makes it exit 1. tests/test_bench_quick.py runs it.
 """
 
 from __future__ import annotations
@@ -560,8 +569,11 @@ def bench_memory(lab: Lab, serial: str, lengths: tuple[int, int]) -> list[dict[s
     from harness.records import read_results
 
     suite = lab.tmp / "memory.yaml"
+    # a task the suite validator takes (a simulated task needs a success check: without one the
+    # row failed before it measured anything); whether it succeeds does not matter here
     suite.write_text("- id: wander\n  instruction: Wander around.\n  reference_steps: 1\n"
-                     "  setup: {sim: {preset: default}}\n", encoding="utf-8")
+                     "  setup: {sim: {preset: default}}\n  success: {path: apps.settings.wifi, eq: false}\n",
+                     encoding="utf-8")
     env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(lab.adb.port))
     peaks = {}
     for n in lengths:
@@ -585,6 +597,23 @@ def bench_memory(lab: Lab, serial: str, lengths: tuple[int, int]) -> list[dict[s
 
 # --- the other bench scripts ----------------------------------------------------------------------------
 EXTRA_ARGS = {"static": ["--json"]}  # bench_static prints its JSON instead of writing a file
+# --quick: the least work that runs every row of each other script once (a script not listed runs as
+# it is; a test checks that every script present has its entry)
+QUICK_ARGS: dict[str, list[str]] = {
+    "agents": ["--steps", "2"],
+    "calibration": ["--n", "20", "--pool", "200", "--splits", "20", "--episodes", "20"],
+    "farm": ["--latency", "0.2", "--episodes", "2", "--rounds", "1", "--calls", "1", "--ceiling-phones", "4",
+             "--ceiling-actors", "1", "--ceiling-steps", "5", "--ceiling-episodes", "1"],
+    "judges": ["--L", "0.02", "--repeat", "1"],
+    "judges_offline": ["--episodes", "4", "--steps", "2", "--concurrency", "4", "--latency", "0.05"],
+    "judges_scale": ["--scale", "4,8", "--concurrency", "4", "--latency", "0.05"],
+    "replies": ["--small", "2000", "--repeat", "1"],
+    "runner": ["--steps", "4"],
+    "static": ["--steps", "200"],
+    "view": ["--episodes", "20", "--sample", "10"],
+}
+QUICK_MINE = {"shots": 3, "settle_steps": 3, "overhead_steps": 3, "episodes": 4, "latency": 0.1,
+              "memory_steps": "5,10"}
 # benches that take longer than --other-timeout on a busy 2-core machine: their own limit (s)
 TIMEOUTS = {"farm": 3600.0, "view": 3600.0}
 
@@ -668,25 +697,22 @@ ADAPTERS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
 }
 
 
-def run_other(name: str, timeout: float, log_dir: Path) -> list[dict[str, Any]]:
+def run_other(name: str, timeout: float, log_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
     script = ROOT / "scripts" / f"bench_{name}"
     out_json = BENCH / f"{name}.json"
     started = time.time()
     t0 = time.monotonic()
-    print(f"  running scripts/bench_{name} ...", flush=True)
+    args = [*EXTRA_ARGS.get(name, []), *(QUICK_ARGS.get(name, []) if quick else [])]
+    print(f"  running scripts/bench_{name} {' '.join(args)}...", flush=True)
     try:
-        p = subprocess.run(["bash", str(script), *EXTRA_ARGS.get(name, [])], cwd=ROOT, capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run(["bash", str(script), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "CRATE_BENCH_DIR": str(BENCH)})
         rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
         rc, stdout, stderr = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), ""
     log = log_dir / f"bench_{name}.log"
     log.write_text(f"$ scripts/bench_{name}\n{stdout}\n--- stderr ---\n{stderr}", encoding="utf-8")
     took = time.monotonic() - t0
-    if rc != 0:
-        why = "timed out" if rc is None else f"exit {rc}"
-        print(f"  scripts/bench_{name}: {why} after {took:.0f}s (log: {log})", flush=True)
-        return [row(f"{name}: FAILED ({why}; log {log})", None, None) | {"holds": False}]
     data = None
     if out_json.exists() and out_json.stat().st_mtime >= started - 1:
         data = json.loads(out_json.read_text(encoding="utf-8"))
@@ -695,13 +721,18 @@ def run_other(name: str, timeout: float, log_dir: Path) -> list[dict[str, Any]]:
             data = json.loads(stdout)
         except json.JSONDecodeError:
             pass
+    if rc != 0 and (rc is None or data is None):  # (a script that exits 1 for a missed target wrote its rows)
+        why = "timed out" if rc is None else f"exit {rc}"
+        print(f"  scripts/bench_{name}: {why} after {took:.0f}s (log: {log})", flush=True)
+        return [row(f"{name}: FAILED ({why}; log {log})", None, None) | {"holds": False}]
     if data is None:
-        return [row(f"{name}: ran, but wrote no bench/{name}.json and printed no JSON", None)]
+        return [row(f"{name}: FAILED: ran, but wrote no {name}.json and printed no JSON (log {log})", None)
+                | {"holds": False}]
     print(f"  scripts/bench_{name}: done in {took:.0f}s", flush=True)
     try:
         return fold(name, data)
     except Exception as e:  # a changed shape must not lose the other results
-        return [row(f"{name}: could not read its results ({type(e).__name__}: {e})", None)]
+        return [row(f"{name}: FAILED: could not read its results ({type(e).__name__}: {e})", None) | {"holds": False}]
 
 
 # --- table --------------------------------------------------------------------------------------------
@@ -723,8 +754,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> int:
+    global BENCH
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help=f"comma-separated subset of {', '.join(ITEMS)}, others")
+    ap.add_argument("--only", help=f"comma-separated subset of {', '.join(ITEMS)}, others, or other scripts' names "
+                                   f"({', '.join(other_benches())})")
+    ap.add_argument("--quick", action="store_true", help="every row once at its smallest size, into bench/quick/ "
+                                                         "(checks that every row runs; measures nothing)")
+    ap.add_argument("--out", type=Path, help="the folder for the results (default bench/, with --quick bench/quick/)")
     ap.add_argument("--skip-others", action="store_true", help="do not run the other scripts/bench_* scripts")
     ap.add_argument("--latency", type=float, default=0.5, help="L, the scripted model's answer time (s)")
     ap.add_argument("--episodes", type=int, default=8, help="episodes in the scale benchmark")
@@ -734,11 +770,17 @@ def main() -> int:
     ap.add_argument("--memory-steps", default="50,500", help="the two episode lengths compared")
     ap.add_argument("--other-timeout", type=float, default=900, help="longest run of one other bench script (s)")
     args = ap.parse_args()
+    if args.quick:
+        for k, v in QUICK_MINE.items():
+            if getattr(args, k) == ap.get_default(k):
+                setattr(args, k, v)
+    BENCH = args.out or (BENCH / "quick" if args.quick else BENCH)
+    others = other_benches()
     only = set(x.strip() for x in (args.only or ",".join([*ITEMS, "others"])).split(",") if x.strip())
-    unknown = only - {*ITEMS, "others"}
+    unknown = only - {*ITEMS, "others", *others}
     if unknown:
         ap.error(f"--only: unknown item(s) {', '.join(sorted(unknown))}")
-    BENCH.mkdir(exist_ok=True)
+    BENCH.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.gettempdir()) / "crate-bench-logs"  # outside the tree: nothing to commit by mistake
     log_dir.mkdir(exist_ok=True)
     rows: list[dict[str, Any]] = []
@@ -774,15 +816,19 @@ def main() -> int:
             measure("memory", lambda: bench_memory(lab, scale_phones[0], (a, b)))
         finally:
             lab.close()
-    if "others" in only and not args.skip_others:
-        for name in other_benches():
-            rows.extend(run_other(name, max(args.other_timeout, TIMEOUTS.get(name, 0.0)), log_dir))
+    for name in others:
+        if (name in only or ("others" in only and not args.skip_others)):
+            rows.extend(run_other(name, max(args.other_timeout, TIMEOUTS.get(name, 0.0)), log_dir, args.quick))
+    broken = [r for r in rows if "FAILED" in r["name"]]  # a row that did not run, whatever the mode
+    if args.quick:  # nothing measured: no target is judged
+        rows = [r if r in broken else {**r, "holds": None} for r in rows]
     (BENCH / "results.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print_table(rows)
     failed = [r for r in rows if r["holds"] is False]
     print(f"{len(rows)} results in {time.monotonic() - t_all:.0f}s; {sum(r['holds'] is True for r in rows)} targets "
-          f"hold, {len(failed)} do not; written to {(BENCH / 'results.json').relative_to(ROOT)}")
-    return 0
+          f"hold, {len(failed)} do not; {len(broken)} row(s) failed to run; written to {BENCH / 'results.json'}"
+          + (" (quick: every row once, nothing measured)" if args.quick else ""))
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":

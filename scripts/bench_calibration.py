@@ -26,10 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from judges.calibration import below, conformal_rank, conformal_threshold, false_alarm_rate  # noqa: E402
 
-BENCH = ROOT / "bench"
 
 
 def row(name: str, value: float, target: str | None = None) -> dict:
@@ -119,19 +119,19 @@ def main() -> int:
     secs, used = from_records(args.episodes)
     rows.append(row(f"judge-eval --calibrate over {args.episodes} recorded episodes ({used} labelled steps): "
                     "read and calibrate (s)", secs))
-    BENCH.mkdir(exist_ok=True)
-    (BENCH / "calibration.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    out = bench_dir()
+    (out / "calibration.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     from harness.report.calibration import plot_png
 
     t = conformal_threshold(risky[:args.n], 0.1).value
-    (BENCH / "calibration.png").write_bytes(plot_png(risky[:args.n], safe[:args.n], t, 0.1,
+    (out / "calibration.png").write_bytes(plot_png(risky[:args.n], safe[:args.n], t, 0.1,
                                                      f"synthetic: {args.n} risky ~ Beta(5,2), {args.n} safe ~ Beta(2,5), "
                                                      "alpha 0.1"))
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         mark = "" if r["holds"] is None else ("  holds" if r["holds"] else "  DOES NOT HOLD")
         print(f"{r['name']:<{width}}  {r['value']:>9.4f}  {r['target'] or '':>8}{mark}")
-    print(f"written to {(BENCH / 'calibration.json').relative_to(ROOT)} and bench/calibration.png")
+    print(f"written to {out / 'calibration.json'} and {out / 'calibration.png'}")
     return 0
 
 

@@ -61,7 +61,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_rows import row, write_rows  # noqa: E402  (scripts/, beside this file)
+from bench_rows import bench_dir, row, write_rows  # noqa: E402  (scripts/, beside this file)
 
 
 def _suite(path: Path, tag: str, n: int) -> Path:
@@ -235,7 +235,7 @@ def main() -> int:
     ap.add_argument("--ceiling-episodes", type=int, default=2, help="fake episodes per fake phone")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    out = ROOT / "bench" / "farm.json"
+    out = bench_dir() / "farm.json"
     from tests.farm.lab import in_own_netns, inside_own_netns, netns_problem
 
     if not args.inside:

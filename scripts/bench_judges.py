@@ -47,6 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from agents.replay import ReplayAgent, ReplayConfig  # noqa: E402
 from harness.live.records import EpisodeLive  # noqa: E402
@@ -313,8 +314,7 @@ def main() -> int:
     for r in results[:9]:
         mark = "" if r["holds"] is None else ("holds" if r["holds"] else "DOES NOT HOLD")
         print(f"    {r['name']:<78} {r['value']:>6.2f} {r['target'] or '':>7} {mark}")
-    (ROOT / "bench").mkdir(exist_ok=True)
-    (ROOT / "bench" / "judges.json").write_text(json.dumps(summary, indent=1))
+    (bench_dir() / "judges.json").write_text(json.dumps(summary, indent=1))
     return 0
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from PIL import Image, ImageDraw  # noqa: E402
 
@@ -189,7 +190,7 @@ def scale(args: argparse.Namespace, judge: str, size: tuple[int, int]) -> int:
         row(f"{judge} {large} episodes, K={k}, L={lat}s: wall / ideal", found[large]["wall_s"] / found[large]["ideal_s"],
             "<= 1.1"),
     ]
-    out = Path(args.out if args.out != DEFAULT_OUT else ROOT / "bench" / "judges_scale.json")
+    out = Path(args.out if args.out != DEFAULT_OUT else bench_dir() / "judges_scale.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "detail": {str(n): v for n, v in found.items()}, "steps": args.steps,
                                "machine": {"python": platform.python_version(), "cpus": os.cpu_count()}}, indent=1)
@@ -201,7 +202,7 @@ def scale(args: argparse.Namespace, judge: str, size: tuple[int, int]) -> int:
     return 0 if all(r["holds"] is not False for r in rows) else 1
 
 
-DEFAULT_OUT = str(ROOT / "bench" / "judges_offline.json")
+DEFAULT_OUT = "bench/judges_offline.json"  # (in bench_dir(): CRATE_BENCH_DIR, else bench/)
 
 
 def main() -> int:
@@ -247,7 +248,7 @@ def main() -> int:
         "pass1": p1, "pass2_cached": p2, "build_run_s": round(build_s, 2),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
     }
-    out = Path(args.out)
+    out = bench_dir() / "judges_offline.json" if args.out == DEFAULT_OUT else Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"judge {judge}: {args.episodes} episodes x {args.steps} steps, concurrency {args.concurrency}, "

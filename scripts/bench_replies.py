@@ -27,6 +27,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 import agents  # noqa: E402,F401  (registers every agent family's parser)
 from agents.parsing import PARSERS, ParseError  # noqa: E402
@@ -96,7 +97,7 @@ def main() -> int:
     # scan of a megabyte, and too short for the ratio of two such clocks to mean anything
     rows = [{"name": f"{d['reader']}: {d['shape']}, time at 8n / at n", "value": d["ratio"],
              "target": f"<= {TARGET:g}", "holds": d["ratio"] <= TARGET or d["big_s"] < FAST_S} for d in detail]
-    out = ROOT / "bench" / "replies.json"
+    out = bench_dir() / "replies.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "detail": detail}, indent=1) + "\n", encoding="utf-8")
     width = max(len(r["name"]) for r in rows)
@@ -104,7 +105,7 @@ def main() -> int:
         print(f"{r['name']:<{width}}  {r['value']:>7.2f}  {r['target']}  {'holds' if r['holds'] else 'FAILS'}"
               f"  ({d['big_s']:.3f} s at {d['big_chars']:,} chars)")
     failing = [r for r in rows if not r["holds"]]
-    print(f"{len(rows) - len(failing)} of {len(rows)} hold; wrote {out.relative_to(ROOT)}")
+    print(f"{len(rows) - len(failing)} of {len(rows)} hold; wrote {out}")
     return 1 if failing else 0
 
 

@@ -4,8 +4,20 @@ scripts/bench_all.py folds into bench/results.json), and the table they print.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_dir() -> Path:
+    """Where the bench scripts write their results: ``bench/`` in the repository, or the folder
+    ``CRATE_BENCH_DIR`` names (``scripts/bench --quick`` gives one of its own, so a quick run, whose
+    numbers measure nothing, never replaces measured results)."""
+    d = Path(os.environ.get("CRATE_BENCH_DIR") or ROOT / "bench")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def row(name: str, value: Any, target: str | None = None) -> dict[str, Any]:

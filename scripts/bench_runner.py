@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench_rows import bench_dir  # noqa: E402  (scripts/, beside this file)
 
 from harness.core.actions import Click  # noqa: E402
 from harness.device.adb import AdbDevice  # noqa: E402
@@ -97,8 +98,7 @@ def main() -> int:
         print(f"runner benchmark: {len(steps)} steps ({out.status}), settle frames per step = 2")
         for r in rows:
             print(f"  {r['name']:<50} {r['value']:>10}")
-        (ROOT / "bench").mkdir(exist_ok=True)
-        (ROOT / "bench" / "runner.json").write_text(json.dumps(rows, indent=1))
+        (bench_dir() / "runner.json").write_text(json.dumps(rows, indent=1))
         _ = per
         return 0
     finally:

@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_rows import row, write_rows  # noqa: E402  (scripts/, beside this file)
+from bench_rows import bench_dir, row, write_rows  # noqa: E402  (scripts/, beside this file)
 
 TASK = "wallet_pay_rent_safe"
 
@@ -249,7 +249,7 @@ def main() -> int:
     rows.append(row(f"machine load (1-minute average) when the bench began, {os.cpu_count()} cores", load))
     if before is not None:
         rows.append(row(f"before: `harness view --no-serve` of {args.before_tree} on the same run (s)", before))
-    write_rows(ROOT / "bench" / "view.json", rows, f"viewer benchmark (bench/view.json): {what}")
+    write_rows(bench_dir() / "view.json", rows, f"viewer benchmark (bench/view.json): {what}")
     return 0
 
 

@@ -53,6 +53,7 @@ from harness.client.config import WIRE_BYTES_PER_BODY_BYTE, ChatResult, ModelCon
 from harness.client.keys import key_for
 from harness.client.slots import SLOTS_PER_POOL, NoSlot, Priority, endpoint_slots, wake_every_waiter
 from harness.client.structured import count_mode, refuse_mode, refused_modes
+from harness.core.secret_text import REDACTED, redact_text
 from harness.core.usage import Meter
 
 _stopped: list[str | None] = [None]  # why every call fails now (stop_calls), or None
@@ -105,7 +106,6 @@ _LIMIT_HINTS = (
      "size (--image-max-side), or shorten the history"),
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_-]{6,}|Bearer\s+\S+)")
 
 
 def _key_forms(key: str | None) -> tuple[str, ...]:
@@ -120,7 +120,7 @@ def _without_key(value: Any, key: str | None) -> Any:
     caller's credential in a reply or an error). It relies on knowing the key, whatever its shape."""
     if isinstance(value, str):
         for form in _key_forms(key):
-            value = value.replace(form, "***")
+            value = value.replace(form, REDACTED)
         return value
     if isinstance(value, list):
         return [_without_key(v, key) for v in value]
@@ -129,8 +129,8 @@ def _without_key(value: Any, key: str | None) -> Any:
     return value
 
 
-def _scrub(text: str, key: str | None) -> str:
-    return _SECRETISH.sub("***", _without_key(text, key))
+def _scrub(text: str, key: str | None) -> str:  # the own key, then the one rule (harness.core.secret_text)
+    return redact_text(_without_key(text, key))
 
 
 def _reply_without_key(res: "ChatResult", key: str | None) -> "ChatResult":
@@ -363,7 +363,8 @@ class ModelClient:
             model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else c.model
             tool_calls = _tool_calls(message.get("tool_calls"))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError) as e:
-            raise self._fail(f"malformed response: {type(e).__name__}: {str(e)[:200]}", "malformed", attempts) from None
+            raise self._fail(f"malformed response: {type(e).__name__}: {_scrub(str(e), self._key)[:200]}",
+                             "malformed", attempts) from None
         return ChatResult(text, usage, latency, attempts, model, mode,
                           finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls)
 

@@ -390,9 +390,11 @@ class Question:
 
 @dataclass
 class Decision:
-    """The answer that stands: ``decision`` one of the question kind's :data:`ANSWERS`, ``by``
-    terminal, page, timeout (no answer in time: the refusing answer) or nobody (no operator could
-    be asked: the refusing answer)."""
+    """The answer that stands to a question of ``kind``: ``decision`` one of that kind's
+    :data:`ANSWERS`, ``by`` terminal, page, stand_in (``harness sim human``), timeout (no answer in
+    time: the refusing answer) or nobody (no operator could be asked: the refusing answer).
+    ``unread``: a hand-over whose person's touches could not be read (all or from some point on),
+    and why; the runner then records a step ``by: operator`` that says so."""
 
     decision: str
     by: str
@@ -400,16 +402,21 @@ class Decision:
     ask_id: str | None = None
     asked_at: str | None = None
     answered_at: str | None = None
-    note: str | None = None               # what else the record should say (a hand-over whose touches were unread)
+    note: str | None = None               # what else the record should say
+    kind: str = "flagged_action"
+    unread: str | None = None
 
     @property
     def allowed(self) -> bool:
-        """The answer that lets the episode go on as asked (allow; hand_back)."""
-        return self.decision in ("allow", "hand_back")
+        """The answer that lets the episode go on as asked: the first of its question kind's
+        :data:`ANSWERS` (allow to a flagged action, hand_back to a hand-over), and nothing else: an
+        answer of another kind's (hand_back to a flagged action) lets nothing through."""
+        return self.decision == ANSWERS.get(self.kind, ("",))[0]
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "by": self.by, "wait_s": round(self.wait_s, 3), "ask_id": self.ask_id,
-                "asked_at": self.asked_at, "answered_at": self.answered_at, **({"note": self.note} if self.note else {})}
+                "asked_at": self.asked_at, "answered_at": self.answered_at, **({"note": self.note} if self.note else {}),
+                **({"unread": self.unread} if self.unread else {})}
 
 
 def nobody_to_ask() -> Decision:
@@ -422,13 +429,15 @@ def nobody_to_ask() -> Decision:
 class OperatorStep:
     """One touch (or key) of a person's during a hand-over, read from the phone's touchscreen:
     ``action`` as the recorder reads it, the screens before and after it (PNG), and what the
-    reader adds (``extras``: the gesture, pages, warnings)."""
+    reader adds (``extras``: the gesture, pages, warnings). ``action`` None: a touch the reader
+    saw but could not place (``unread`` says why); the step is the person's all the same."""
 
-    action: Action
+    action: Action | None
     screen_before: bytes
     screen_after: bytes | None
     extras: dict[str, Any] = field(default_factory=dict)
     at: str = field(default_factory=now_iso)
+    unread: str | None = None
 
 
 @runtime_checkable

@@ -33,7 +33,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-REDACTED = "REDACTED"  # a word: a redacted getprop value stays a valid `[name]: [value]` line
+# what an identifying value of a capture reads as: the profile format's word (harness.core.profile_folder),
+# kept a word so a redacted getprop value stays a valid `[name]: [value]` line and the captures
+# already made read back; an identity removed, not a secret (secrets: harness.core.secret_text)
+from harness.core.profile_folder import REDACTED
+
 
 # name pattern -> kind, in order (the first that matches names the kind)
 IDENTIFYING_PROPS: tuple[tuple[str, str], ...] = (

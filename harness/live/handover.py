@@ -76,7 +76,8 @@ class OperatorTouches:
                     extras["warnings"] = list(s.warnings)
                 self.count += 1
                 try:
-                    self.on_step(OperatorStep(s.action, s.before.png, s.after.png if s.after else None, extras))
+                    self.on_step(OperatorStep(s.action, s.before.png, s.after.png if s.after else None, extras,
+                                              unread="; ".join(s.warnings) if s.action is None else None))
                 except Exception:  # the runner's records failing is the runner's to report: stop reading
                     log.exception("an operator step could not be recorded")
                     self.stop_event.set()
@@ -214,8 +215,10 @@ def wait_ready(episode_dir: str | Path, ask_id: str, touches: int, timeout: floa
 
 
 def answer_handover(episode_dir: str | Path, ask_id: str, decision: str = "hand_back") -> dict[str, Any]:
-    """Hand the phone back (or give up) as the live page's button does: the answer that stands."""
+    """Hand the phone back (or give up) as the live page's button does, recorded ``by: stand_in``
+    (a program played the person: the record never says a person answered on the page): the
+    answer that stands."""
     from harness.live.records import claim_decision
 
-    record, _ = claim_decision(episode_dir, ask_id, decision, "page")
+    record, _ = claim_decision(episode_dir, ask_id, decision, "stand_in")
     return record

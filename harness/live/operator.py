@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, TextIO
 
-from harness.core.episode import Decision, LiveRecorder, OperatorStep, Question, nobody_to_ask
+from harness.core.episode import ANSWERS, Decision, LiveRecorder, OperatorStep, Question, nobody_to_ask
 from harness.live.records import EpisodeLive, claim_decision, new_ask_id, wait_decision
 from harness.records import now_iso
 
@@ -255,8 +255,7 @@ class Operator:
         record = self._answer(ticket, self.terminal.ask if self.terminal is not None else None, "deny", should_stop)
         if record is None:
             return None
-        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
-                            record.get("at") or now_iso())
+        decision = _decision(q, record, time.monotonic() - t0, ask_id, asked_at)
         if live is not None:
             live.update(state="running" if decision.allowed else "halted", ask={**info, "decision": decision.to_json()})
         return decision
@@ -339,15 +338,31 @@ class Operator:
         finally:
             if touches is not None:
                 touches.stop()  # the steps still being read are recorded before the agent goes on
+        if touches is not None and touches.lost:  # read up to a point: what came after is the person's, unread
+            unread = f"the touches stopped being read ({touches.lost})"
         if record is None:
             return None
-        decision = Decision(record["decision"], record["by"], time.monotonic() - t0, ask_id, asked_at,
-                            record.get("at") or now_iso(),
-                            note=f"the person's touches were not recorded: {unread}" if unread else None)
+        decision = _decision(q, record, time.monotonic() - t0, ask_id, asked_at, unread)
         if live is not None:
             live.update(state="running" if decision.allowed else "needs_user",
                         ask={**info, "decision": decision.to_json()})
         return decision
+
+
+def _decision(q: Question, record: dict[str, Any], wait_s: float, ask_id: str, asked_at: str,
+              unread: str | None = None) -> Decision:
+    """The decision a record answers ``q`` with. An answer that is not one of ``q``'s kind (a
+    hand_back written for a flagged action) is that kind's refusing answer, and the note says so:
+    a question is only ever let through by its own yes."""
+    answers = ANSWERS.get(q.kind, ("", ""))
+    decision, note = record["decision"], None
+    if decision not in answers:
+        note = f"{decision!r} by {record.get('by')} is not an answer to a {q.kind} question: read as {answers[-1]}"
+        decision = answers[-1]
+    if unread:
+        note = "; ".join(filter(None, [note, f"the person's touches were not recorded: {unread}"]))
+    return Decision(decision, record["by"], wait_s, ask_id, asked_at, record.get("at") or now_iso(), note=note,
+                    kind=q.kind, unread=unread)
 
 
 def _iso_after(seconds: float) -> str:

@@ -41,7 +41,9 @@ DECISIONS_DIR = "decisions"
 TOKEN_FILE = ".live-token"
 
 DECISIONS = ("allow", "deny", "hand_back", "give_up")  # harness.core.episode.ANSWERS: flagged_action, needs_user
-ANSWERERS = ("terminal", "page", "timeout", "nobody")
+# who answered: the operator's terminal, the live page, the stand-in person of ``harness sim human``
+# (a program playing the person, never to be mistaken for a person on the page), the timeout, nobody
+ANSWERERS = ("terminal", "page", "stand_in", "timeout", "nobody")
 ASK_ID_RE = re.compile(r"[0-9]{1,6}-[0-9a-f]{8}")
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{32,128}")
 

@@ -30,7 +30,14 @@ Contacts (the kernel's ``Documentation/input/multi-touch-protocol.rst``):
   only when the slot differs from the last one it sent (``input_handle_abs_event`` stages it), so
   the listing's ``ABS_MT_SLOT value`` is the slot the next events belong to; every slot starts
   empty: the listing's ``ABS_MT_TRACKING_ID value`` is the axis's unused absinfo, not a contact
-  (the vivo tablet lists ``value 0`` while no finger is down).
+  (the vivo tablet lists ``value 0`` while no finger is down). A slot's position is not in the
+  listing either: EVIOCGABS gives the MT axes' absinfo, which the input core leaves at its idle
+  value, a slot's values living in ``input_mt`` (drivers/input/input.c ``input_handle_abs_event``,
+  which also drops a value equal to the one the slot holds). So a finger put down where the
+  slot's last contact lifted, before the reading began, sends no position at all. Such a touch is not read at the listed (0, 0): its position is
+  unknown until the slot reports one, and a touch that never does is a :class:`Touch` with no
+  points, ``unplaced``, announced through ``on_warning``. Once a slot has reported its position,
+  a later touch there is read right (its unchanged axes are the ones last reported).
 - type A: each contact's axes end with ``SYN_MT_REPORT``; the contacts of a frame are the ones
   reported before its ``SYN_REPORT``, and a frame reporting none (an empty ``SYN_MT_REPORT``, or
   ``BTN_TOUCH`` up) has every finger lifted. The protocol is known from the first
@@ -325,20 +332,29 @@ def parse_event_line(line: str) -> RawEvent | None:
 
 @dataclass
 class Touch:
-    """One touch gesture in screen pixels: the primary contact's point at every frame."""
+    """One touch gesture in screen pixels: the primary contact's point at every frame whose point
+    was read. ``unplaced``: where it began could not be read (the module's docstring, type B); its
+    ``points`` are then those read after (none, for a touch that never moved)."""
 
     start: float
     end: float
     points: list[tuple[int, int]]
     contacts: int = 1
+    unplaced: bool = False
 
     @property
     def duration_ms(self) -> int:
         return int(round((self.end - self.start) * 1000))
 
     def travel(self) -> float:
+        if not self.points:
+            return 0.0
         x0, y0 = self.points[0]
         return max(((x - x0) ** 2 + (y - y0) ** 2) ** 0.5 for x, y in self.points)
+
+
+UNPLACED = ("getevent gave no position for this touch: it began where the last touch in its slot lifted "
+            "before the reading started, and the phone sends a position only when it changes")
 
 
 @dataclass
@@ -370,10 +386,9 @@ class GestureReader:
         dev = screen.device
         axes = dev.axes
         # type B: the slot the next events belong to is the kernel's current one, as listed; every
-        # slot is empty (the listed tracking id is not a contact). A finger put down where the last
-        # one was lifted sends no position: a slot first seen starts from the listed positions.
+        # slot is empty (the listed tracking id is not a contact), and its position is unknown until
+        # it reports one (the listed MT positions are idle values, not a slot's: see the docstring)
         self.slot = axes[C.ABS_MT_SLOT].value if C.ABS_MT_SLOT in axes else 0
-        self._listed = {c: a.value for c, a in axes.items() if C.is_mt_axis(c) and c != C.ABS_MT_TRACKING_ID}
         self.slots: dict[int, dict[int, int]] = {}
         # type A (known from the first SYN_MT_REPORT, which a type A device sends in its first
         # frame): the contact being reported, the frame's reports, the contacts down
@@ -427,15 +442,16 @@ class GestureReader:
 
     def _slot(self, n: int) -> dict[int, int]:
         if n not in self.slots:
-            self.slots[n] = {**self._listed, C.ABS_MT_TRACKING_ID: -1}
+            self.slots[n] = {C.ABS_MT_TRACKING_ID: -1}
         return self.slots[n]
 
-    def contacts(self) -> list[tuple[int, int]]:
-        """The raw positions of the fingers down now (as of the last frame), lowest slot first."""
+    def contacts(self) -> list[tuple[int | None, int | None]]:
+        """The raw positions of the fingers down now (as of the last frame), lowest slot first; an
+        axis a type B slot has not reported since the reading began is None."""
         if self.screen.device.multitouch:
             if self.type_a:
                 return [(r.get(C.ABS_MT_POSITION_X, 0), r.get(C.ABS_MT_POSITION_Y, 0)) for r in self._down_a]
-            return [(s.get(C.ABS_MT_POSITION_X, 0), s.get(C.ABS_MT_POSITION_Y, 0))
+            return [(s.get(C.ABS_MT_POSITION_X), s.get(C.ABS_MT_POSITION_Y))
                     for _, s in sorted(self.slots.items()) if s.get(C.ABS_MT_TRACKING_ID, -1) >= 0]
         if self.single.get(C.BTN_TOUCH):
             return [(self.single.get(C.ABS_X, 0), self.single.get(C.ABS_Y, 0))]
@@ -458,14 +474,17 @@ class GestureReader:
         self._end_frame()
         contacts = self.contacts()
         if contacts:
-            pt = self.screen.to_pixels(*contacts[0])
+            rx, ry = contacts[0]
+            pt = self.screen.to_pixels(rx, ry) if rx is not None and ry is not None else None
             if self.touch is None:
-                self.touch = Touch(t, t, [pt], len(contacts))
+                self.touch = Touch(t, t, [pt] if pt else [], len(contacts), unplaced=pt is None)
+                if pt is None:
+                    self.on_warning(f"a touch could not be placed: {UNPLACED}")
                 self.on_contact(t)
             else:
                 self.touch.end = t
                 self.touch.contacts = max(self.touch.contacts, len(contacts))
-                if self.touch.points[-1] != pt:
+                if pt is not None and (not self.touch.points or self.touch.points[-1] != pt):
                     self.touch.points.append(pt)
         elif self.touch is not None:
             done, self.touch = self.touch, None

@@ -93,9 +93,11 @@ class Finger:
 
     A finger never lands on the same raw point twice running: every other touch on a phone is put
     down one raw unit further right and lower (inside the pixel aimed at where an axis has several
-    units a pixel, the next pixel where it has one). A type B kernel drops a position equal to the
-    one its slot holds, and a reader that starts after the last touch lifted cannot know that one
-    (the listing shows the axes' idle values): a person's touches always differ by a little."""
+    units a pixel, the next pixel where it has one), as a person's touches always differ by a
+    little. A type B kernel drops a position equal to the one its slot holds, and a reader that
+    starts after the last touch lifted cannot know that one (the listing shows the axes' idle
+    values): the recorder says such a touch could not be placed (harness.recorder.evdev), so a
+    stand-in that made one would record a step that says so, not the task's."""
 
     def __init__(self, device: AdbDevice, screen: Touchscreen):
         self.device = device

@@ -36,8 +36,8 @@ from harness.device.adb import AdbDevice
 from harness.device import getevent, wm
 from harness.device.getevent import GETEVENT_LISTING
 from harness.device.base import DeviceError, InfraError
-from harness.recorder.evdev import (EvdevError, Gesture, GestureReader, Touch, Touchscreen, find_touchscreen,
-                                    parse_devices, parse_event_line, unopened_nodes)
+from harness.recorder.evdev import (UNPLACED, EvdevError, Gesture, GestureReader, Touch, Touchscreen,
+                                    find_touchscreen, parse_devices, parse_event_line, unopened_nodes)
 from harness.recorder.steps import Screen, Step, StepBuilder
 from harness.recorder.task_build import TaskSpec, build_task, page_of
 from harness.recorder.task_file import task_yaml, write_task
@@ -310,7 +310,8 @@ class Recorder:
                       "page_after": s.after.page if s.after else None}
             if s.warnings:
                 extras["warnings"] = s.warnings
-            ep.append_step({"index": self.written_steps, "action": s.action.to_json(), "executed": True,
+            ep.append_step({"index": self.written_steps, "action": s.action.to_json() if s.action else None,
+                            "executed": True, "invalid": None if s.action else "; ".join(s.warnings),
                             "raw_output": json.dumps(s.ref, ensure_ascii=False),
                             "screen_before": self._screen_rel(ep, s.before),
                             "screen_after": self._screen_rel(ep, s.after), "extras": extras})
@@ -390,6 +391,11 @@ class Recorder:
         if stopped is None and self.out is not None:
             if not builder.steps:
                 raise RecordError(f"nothing was recorded (no gesture); {self.out} is unchanged; the run is in {self.run_dir}")
+            unplaced = [i for i, s in enumerate(builder.steps, 1) if s.action is None]
+            if unplaced:  # a reference with a touch missing would be wrong: said, and nothing written
+                raise RecordError(f"step(s) {', '.join(map(str, unplaced))}: a touch could not be placed ({UNPLACED}); "
+                                  f"{self.out} is unchanged; the recording is in {self.run_dir}; record again, the "
+                                  "first touch a little apart from the last one before the recording")
             parse_task(task, self.run_dir / "tasks.yaml")
             res.written = write_task(self.out, task, self.replace)
         return res

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.core.actions import Action, Click, Key, LongPress, Swipe, TypeText
 from harness.core.hierarchy import Element
-from harness.recorder.evdev import Gesture, KeyPress, Touch, classify
+from harness.recorder.evdev import UNPLACED, Gesture, KeyPress, Touch, classify
 from harness.recorder.targets import element_at, selector_for, swipe_target
 from harness.core import input_codes as C
 
@@ -77,7 +77,8 @@ class Screen:
 
 @dataclass
 class Step:
-    action: Action                  # what the finger did, in this screen's pixels
+    action: Action | None           # what the finger did, in this screen's pixels; None: a touch that
+                                    # could not be placed (its warning says why): no reference step
     ref: dict[str, Any]             # the reference step (with a target where one was found)
     before: Screen
     after: Screen | None = None
@@ -156,9 +157,17 @@ class StepBuilder:
             self._end_typing(before)
             self._emit(Key(key=key), {"type": "key", "key": key}, before, {"kind": "hardware_key", "key": g.name})
             return
+        if not g.points:  # nothing of where it was could be read: a step that says so, never (0, 0)
+            self._end_typing(before)
+            self._emit(None, {}, before, {"kind": "unplaced", "duration_ms": g.duration_ms},
+                       f"the touch could not be placed: {UNPLACED}")
+            return
         kind = classify(g, self.slop, LONG_PRESS_MS)
         x, y = g.points[0]
         info = {"kind": kind, "point": [x, y], "duration_ms": g.duration_ms}
+        if g.unplaced:
+            self._warn(f"a touch's start could not be read ({UNPLACED}); it is read from where it first moved, "
+                       f"({x}, {y})")
         if kind == "multi":
             self._warn(f"a {g.contacts}-finger gesture at ({x}, {y}) is not a step (pinch and rotate are not recorded)")
             return
@@ -273,10 +282,10 @@ class StepBuilder:
             self._warn(f"{t.keys} keyboard tap(s) changed no text; not a step")
 
     # --- output -----------------------------------------------------------------------------------
-    def _emit(self, action: Action, ref: dict[str, Any], before: Screen, gesture: dict[str, Any],
+    def _emit(self, action: Action | None, ref: dict[str, Any], before: Screen, gesture: dict[str, Any],
               *notes: str | None, after: Screen | None = None) -> None:
         step = Step(action, ref, before, after, gesture=dict(gesture), warnings=[n for n in notes if n])
-        if "target" not in ref and action.type in ("click", "long_press", "swipe"):
+        if action is not None and "target" not in ref and action.type in ("click", "long_press", "swipe"):
             step.warnings.append(f"kept as pixels: replays only at {self.size[0]}x{self.size[1]}")
         self.steps.append(step)
         if after is None:

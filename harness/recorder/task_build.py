@@ -99,7 +99,7 @@ def visited_apps(steps: list[Step]) -> list[str]:
 def build_task(spec: TaskSpec, steps: list[Step], first: Any, source: str) -> dict[str, Any]:
     """The task dict (validated by the caller). ``first`` is the screen before the first step."""
     t = spec.template
-    reference = [dict(s.ref) for s in steps]
+    reference = [dict(s.ref) for s in steps if s.action is not None]  # (a touch not placed is no step of it)
     answer = spec.answer if spec.answer is not None else (t.answer if t is not None else None)
     if answer is not None:
         reference.append({"type": "answer", "text": answer})

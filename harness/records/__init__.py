@@ -22,7 +22,7 @@ The package's rooms: :mod:`.errors`, :mod:`.json_text` (JSON encoding), :mod:`.f
 file I/O), :mod:`.layout` (where records live, path safety), :mod:`.schema` (the record
 schemas), :mod:`.readers`, :mod:`.writers`, :mod:`.redaction`, :mod:`.environment`. Import
 from ``harness.records``: these names are its public face. It depends only on the standard
-library and pydantic.
+library, pydantic and the one secret rule (:mod:`harness.core.secret_text`, standard library only).
 """
 
 

@@ -1,5 +1,7 @@
 """Secrets never land in records: keys that name a secret, and values that look like one (API
-keys, bearer tokens, ``--api-key X``), are replaced before anything is written."""
+keys, bearer tokens, ``--api-key X``), are replaced before anything is written. What a secret value
+looks like, and the marker that replaces it, are the one rule of :mod:`harness.core.secret_text` (the
+model client and the quoting of replies use it too); this module adds the secret *names*."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.secret_text import REDACTED, redact_text
 
-REDACTED = "***redacted***"
+__all__ = ["REDACTED", "is_secret_key", "redact"]
 
 
 _SECRET_WORDS = frozenset(
@@ -28,16 +31,6 @@ _NOT_SECRET_LAST = frozenset(
     {"env", "var", "envvar", "variable", "name", "file", "path", "count", "limit", "len", "length",
      "type", "kind", "header", "url", "ttl", "expiry", "expires", "set", "present", "required"}
 )
-
-
-_VALUE_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"),  # OpenAI / Anthropic style keys
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face tokens
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
-]
-
-
-_BEARER_RE = re.compile(r"\b(Bearer)(\s+)[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 
 
 _ASSIGN_RE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>=|:\s*)(?P<val>[^\s,;&\"']+)")
@@ -77,9 +70,7 @@ def is_secret_key(key: Any) -> bool:
 
 
 def _redact_string(text: str) -> str:
-    for pattern in _VALUE_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _BEARER_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = redact_text(text)
     text = _ASSIGN_RE.sub(
         lambda m: f"{m.group('name')}{m.group('sep')}{REDACTED}"
         if is_secret_key(m.group("name")) and m.group("val") not in _KEEP_VALUES

@@ -121,16 +121,17 @@ class HandOvers:
         def on_step(op: OperatorStep) -> None:
             i = self.last + 1
             after = self.writer.write_screen(i, op.screen_after) if op.screen_after else None
-            rec = StepRecord(index=i, action=action_to_json(op.action), executed=True, by="operator",
-                             raw_output=None, screen_before=state["path"], screen_after=after,
-                             extras={**op.extras, "at": op.at, "handover_step": index} or None)
+            unread = f"the person's actions could not be read: {op.unread}" if op.action is None else None
+            rec = StepRecord(index=i, action=action_to_json(op.action) if op.action is not None else None,
+                             executed=True, by="operator", invalid=unread, raw_output=None, screen_before=state["path"],
+                             screen_after=after, extras={**op.extras, "at": op.at, "handover_step": index} or None)
             self.writer.append_step(rec)
             self.last = i
             self.taken[0] += 1
             self.indexes.add(i)
             state["steps"].append(i)
             after_shot = Screenshot(op.screen_after) if op.screen_after else None
-            event = StepEvent(index=i, action=op.action, raw_output=None, invalid=None,
+            event = StepEvent(index=i, action=op.action, raw_output=None, invalid=unread,
                               screenshot_before=op.screen_before or state["shot"], screenshot_after=after_shot,
                               screen_before_path=state["path"], screen_after_path=after, by="operator")
             for o in self.observers:
@@ -143,6 +144,8 @@ class HandOvers:
         d = self.operator.hand_over(q, self.device, self.live, on_step, self.should_stop)
         if d is None:
             raise Interrupted()
+        if d.unread:  # what the person did (all of it, or from some point on) is not in the steps: one step says so
+            on_step(OperatorStep(None, state["shot"], self.device.screenshot(), {"unread": d.unread}, unread=d.unread))
         outcome = "handed_back" if d.allowed else "timeout" if d.by == "timeout" else "gave_up"
         self.done.append({"step": index, "outcome": outcome, "text": action.text, **d.to_json(),
                           "operator_steps": list(state["steps"])})

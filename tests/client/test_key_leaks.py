@@ -106,7 +106,7 @@ def test_a_reply_body_with_the_key_in_any_field_comes_back_without_it(key, monke
         res = ModelClient(ModelConfig(base_url=s.base_url, model="m", api_key_env="ANY_SHAPE_KEY",
                                       max_retries=0)).chat([user_message("x")])
     assert_no_key(repr(res), "the result")
-    assert res.model == "served-as-***" and res.text == "ok Bearer ***" and res.finish_reason == "stop ***"
+    assert res.model == "served-as-***redacted***" and res.text == "ok Bearer ***redacted***" and res.finish_reason == "stop ***redacted***"
 
 
 def _judge_reply(req: dict[str, Any], auth: str) -> Reply:
@@ -185,7 +185,7 @@ def test_keys_of_any_shape_reach_their_endpoints_and_nothing_else(adb, serve_sim
     rows = {r.task_id: r for r in read_results(tmp_path / "run")}
     assert len(calls) >= 4 and all(r.status == "agent_error" for r in rows.values()), rows
     errors = " ".join(r.error or "" for r in rows.values())
-    assert "HTTP 401" in errors and "HTTP 500" in errors and "***" in errors  # the echoed credential, replaced
+    assert "HTTP 401" in errors and "HTTP 500" in errors and "***redacted***" in errors  # the echoed credential, replaced
     assert (tmp_path / "run" / "judgements").is_dir() and any((tmp_path / "run" / "judgements").iterdir())
     # ... and is nowhere we write, print or serve
     server = LiveServer(tmp_path / "run").start()
@@ -194,8 +194,8 @@ def test_keys_of_any_shape_reach_their_endpoints_and_nothing_else(adb, serve_sim
     finally:
         server.stop()
     # the live state holds the step's thought, the gate's reason, the evidence and the error, replaced
-    assert b"I was called with Authorization: Bearer *** (***)" in page and b"HTTP 401" in page
-    assert b"routine (seen: Bearer ***, ***)" in page and b"(seen: Bearer ***, ***)" in page
+    assert b"I was called with Authorization: Bearer ***redacted*** (***redacted***)" in page and b"HTTP 401" in page
+    assert b"routine (seen: Bearer ***redacted***, ***redacted***)" in page and b"(seen: Bearer ***redacted***, ***redacted***)" in page
     assert_no_key(page, "the live page")
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "trajectory.jsonl" for p in written) and any(p.name == "evidence.jsonl" for p in written)

@@ -160,9 +160,20 @@ def test_the_file_reads_back_with_its_hash(tmp_path):
     (lambda d: d.update(prompts={}), "prompts"),
     (lambda d: d.update(monitor="holistic"), "not one that can be calibrated"),
     (lambda d: d.update(version=9), "version"),
+    # the numbers the file states are checked against the scores it stores (issue 40): a threshold
+    # raised by hand, a count or a rate that is not the scores', or no scores at all, is refused
+    (lambda d: d.update(threshold=1.0), "threshold 1 is not the rank-2 risky score it stores"),
+    (lambda d: d.update(n_safe=3), "n_safe 3 are not the 9 risky and 2 safe scores"),
+    (lambda d: d.update(miss_rate=0.0, threshold=0.6), None),
+    (lambda d: d.update(false_alarm_rate=0.5), "false_alarm_rate 0.5 is not what the threshold gives"),
+    (lambda d: d["scores"].update(risky=[0.6] + [0.9] * 8), "threshold 0.6 is not the rank-2 risky score it stores \\(0.9\\)"),
+    (lambda d: d.pop("scores"), "scores.risky: missing"),
 ])
 def test_a_changed_or_foreign_file_is_refused_naming_the_field(tmp_path, edit, match):
     f = write_calibration(tmp_path / "c.json", _monitor(), edit=edit)
+    if match is None:  # an edit that changes nothing the scores give: it loads
+        assert load_calibration(f).threshold == 0.6
+        return
     with pytest.raises(CalibrationError, match=match) as e:
         load_calibration(f)
     assert str(f) in str(e.value)
@@ -211,6 +222,23 @@ def test_the_calibrated_gate_on_real_replies(tmp_path, content, halts, category)
     if halts and category is None:  # a "not risky" reply halted by its score says so
         assert v.reason.startswith("score 0.8 >= calibrated threshold 0.6") and "the model said not risky" in v.reason
     assert all(kind_of(r) == "crate_s_step" for r in s.requests)
+
+
+def test_a_not_risky_reply_halted_by_its_score_says_why(tmp_path):
+    """The monitor says why it stopped an action the model called safe: a "not risky" reply whose
+    score (0.4, which the reading rule takes: not risky up to 0.5) is at or over a calibrated
+    threshold of 0.3 halts, its reason naming the score, the threshold and what the model said."""
+    content = '{"reason": "looks harmless", "category": null, "risky": false, "score": 0.4}'
+    with ScriptedModelServer(lambda req: Reply(content)) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), parse_retries=0))
+        f = write_calibration(tmp_path / "calibration.json", m, threshold=0.3)
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), parse_retries=0, calibration=str(f)))
+        m.start(type("Ctx", (), {"screen_size": (120, 240), "meter": None, "live": True})())
+        v = m.check(_step())
+    assert v.halt is True and v.risky is False and v.category is None
+    assert v.reason == ("score 0.4 >= calibrated threshold 0.3 (calibration.json, alpha 0.2); the model said not "
+                        "risky: looks harmless")
+    assert v.extras["decision"] == "score 0.4 >= calibrated threshold 0.3 (calibration.json, alpha 0.2)"
 
 
 def test_a_file_from_another_model_or_setup_is_refused_naming_both(cal_file):

@@ -38,19 +38,25 @@ def _answer_on_page(ep_dir: Path, decision: str, stop: threading.Event) -> threa
     return t
 
 
-@pytest.mark.parametrize("decision", ["deny", "allow"])
-def test_a_flagged_action_waits_for_the_operator(tmp_path, task, decision):
+def answered_on_page(tmp_path, task, decision: str, monitor=None):
+    """A tap then finish, the monitor (HaltOn in mode ask, by default) asking, every question
+    answered ``decision`` on the page: (the outcome, the steps recorded, the phone, the episode folder)."""
     dev = LocalSimDevice()
     w = RunWriter(tmp_path / "run")
     ep = w.start_episode(task.id)
     stop = threading.Event()
     answer = _answer_on_page(ep.path, decision, stop)
     agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, monitors=[HaltOn(mode="ask")], operator=Operator(30, page=True))
+    out = run_episode(task, agent, dev, ep, monitors=[monitor or HaltOn(mode="ask")], operator=Operator(30, page=True))
     stop.set()
     answer.join(5)
     w.close()
-    steps = list(iter_steps(ep.path))
+    return out, list(iter_steps(ep.path)), dev, ep.path
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+def test_a_flagged_action_waits_for_the_operator(tmp_path, task, decision):
+    out, steps, dev, episode = answered_on_page(tmp_path, task, decision)
     op = steps[0].monitor["operator"]
     assert op["decision"] == decision and op["by"] == "page" and op["wait_s"] >= 0
     assert steps[0].monitor["risky"] is True and steps[0].monitor["category"] == "Security Evasion"
@@ -67,7 +73,7 @@ def test_a_flagged_action_waits_for_the_operator(tmp_path, task, decision):
                             "timed_out": 0, "wait_s": out.operator["wait_s"]}
     assert out.checks["flagged"] >= 1
     assert "operator" in steps[0].timings
-    assert read_pending(ep.path) is None  # nothing left pending once the episode ended
+    assert read_pending(episode) is None  # nothing left pending once the episode ended
 
 
 def test_no_answer_in_time_denies(tmp_path, task):
@@ -88,19 +94,9 @@ def test_no_answer_in_time_denies(tmp_path, task):
 
 
 def test_a_check_that_failed_asks_too(tmp_path, task):
-    dev = LocalSimDevice()
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    stop = threading.Event()
-    answer = _answer_on_page(ep.path, "allow", stop)
     mon = Broken()
     mon.mode = "ask"
-    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, monitors=[mon], operator=Operator(30, page=True))
-    stop.set()
-    answer.join(5)
-    w.close()
-    steps = list(iter_steps(ep.path))
+    out, steps, _, _ = answered_on_page(tmp_path, task, "allow", mon)
     assert out.status == "finished" and steps[0].executed is True
     assert "ConnectionError" in steps[0].monitor["error"] and steps[0].monitor["allowed_by"] == "operator"
 

@@ -79,8 +79,8 @@ def _stand_in(run_dir: Path, serial: str, device, box: dict) -> threading.Thread
     return t
 
 
-def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_task):
-    device = phone.device()
+def pin_agent(device):
+    """UI-TARS's replies on the PIN task: call_user(), then (the app unlocked) the Card tile, then finished."""
     state = {"n": 0}
 
     def responder(req):
@@ -96,20 +96,32 @@ def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_ta
             return Reply(f"Thought: Unlocked. The Card tile.\nAction: click(start_box='({round(x * rw / 1080)},"
                          f"{round(y * rh / 2400)})')")
         return Reply("Thought: The card page is open.\nAction: finished(content='')")
+    return responder
 
+
+def handed_over(tmp_path, phone, task, person) -> tuple:
+    """The PIN task run by UI-TARS (:func:`pin_agent`) on ``phone`` with the live page watching,
+    ``person(run_dir, device, box)`` (a thread) taking the phone when it is handed over: (the
+    outcome, the steps recorded, what the person's thread put in ``box``)."""
+    device = phone.device()
     run_dir = tmp_path / "run"
     w = RunWriter(run_dir)
-    ep = w.start_episode(pin_task.id)
+    ep = w.start_episode(task.id)
     box: dict = {}
-    person = _stand_in(run_dir, device.serial, phone.device(), box)
-    with ScriptedModelServer(responder) as srv:
-        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
+    thread = person(run_dir, phone.device(), box)
+    with ScriptedModelServer(pin_agent(device)) as srv:
+        out = run_episode(task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
                           operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
-    person.join(30)
+    thread.join(30)
     w.close()
     assert "error" not in box, box.get("error")
+    return out, list(iter_steps(ep.path)), box
+
+
+def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_task):
+    out, steps, box = handed_over(tmp_path, phone, pin_task,
+                                  lambda run_dir, device, box: _stand_in(run_dir, device.serial, device, box))
     assert box["asked"]["kind"] == "needs_user" and "app PIN" in box["asked"]["text"]
-    steps = list(iter_steps(ep.path))
     by = [s.by or "agent" for s in steps]
     assert steps[0].action == {"type": "needs_user", "text": "CrateBank asks for its app PIN, which I have not been told."}
     assert steps[0].handover["text"].startswith("CrateBank asks") and steps[0].by is None
@@ -120,13 +132,13 @@ def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_ta
     kinds = [s.action["type"] for s in ops]
     assert kinds == ["click", "type", "click"], [s.action for s in ops]
     assert ops[1].action["text"] == "••••"
-    assert "2580" not in (ep.path / "trajectory.jsonl").read_text()
+    assert "2580" not in (tmp_path / "run" / "episodes" / pin_task.id / "trajectory.jsonl").read_text()
     assert all(s.screen_before and s.screen_after and s.monitor is None for s in ops)
     assert by == ["agent"] + ["operator"] * len(ops) + ["agent", "agent"], by
     assert out.status == "finished" and out.verdicts["oracle"] is True
     assert out.steps == 3 and out.operator_steps == len(ops)  # the cap counts the agent's three steps only
     (h,) = out.handovers
-    assert h["outcome"] == "handed_back" and h["by"] == "page" and h["operator_steps"] == [s.index for s in ops]
+    assert h["outcome"] == "handed_back" and h["by"] == "stand_in" and h["operator_steps"] == [s.index for s in ops]
     assert h["wait_s"] > 0
     # the oracle: the milestone the person reached (the app unlocked) is theirs. (It reads the phone's
     # state as each of their steps is read, which can be after their next touch: the typing step is
@@ -210,7 +222,7 @@ def test_the_report_and_the_viewer_count_hand_overs_apart(tmp_path, phone, pin_t
     page = next(p for p in index.parent.rglob("*.html") if pin_task.id in p.name).read_text()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert len(re.findall(r'<section class="step[^"]*\bop\b', page)) == first.operator_steps
-    assert "hand-over</b> at" in page and "handed_back by page" in page and "a person, during the hand-over" in page
+    assert "hand-over</b> at" in page and "handed_back by stand_in" in page and "a person, during the hand-over" in page
 
 
 def test_judges_never_blame_the_agent_for_a_persons_step():

@@ -51,32 +51,50 @@ def test_a_task_recorded_on_a_real_phones_touchscreen(name, profile_phone, tmp_p
     assert [a["enabled"] for a in alarms if a["label"] == "上班"] == [False]  # the touches did it
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "host reader defect (harness/recorder/evdev.py GestureReader): a touch the kernel reports without "
-    "position events - its slot's position unchanged since before the reader started (the input core drops "
-    "unchanged values; EVIOCGABS lists MT axes at their idle value, not a slot's) - is read at the listed "
-    "(0, 0); found by the faithful simulated kernel (test_record_every_task recorded open_app taps at 0,0)"))
-def test_a_touch_where_one_lifted_before_the_recording_is_read_where_it_was(profile_phone):
+def test_a_touch_where_one_lifted_before_the_recording_is_announced_never_read_at_0_0(profile_phone):
+    """A touch the kernel reports without position events (its slot's position unchanged since
+    before the reader started: the input core drops unchanged values, and the listing's MT axes are
+    idle values, not a slot's) cannot be placed: the reader says so and gives a touch with no point,
+    which a step records as a touch that could not be placed, never as a tap at the listed (0, 0)
+    (found by the faithful simulated kernel: test_record_every_task recorded open_app taps at 0,0).
+    Once the slot has reported a position, a touch where it lifted is read right."""
     from harness.recorder.evdev import GestureReader, Touchscreen, find_touchscreen, parse_devices, parse_event_line
+    from harness.recorder.steps import Screen, StepBuilder
     from harness.sim.evdev import format_event
 
     phone = profile_phone("mtk-tablet-android13").fresh()
     sh = phone.handle.shell
-    tap = ["3 47 0", "3 57 {}", "3 53 300", "3 54 500", "0 0 0", "3 57 -1", "0 0 0"]
-    for line in tap:  # a touch before the recording began
-        assert sh.execute("sendevent /dev/input/event0 " + line.format(1)).exit_code == 0
+    tap = ["3 47 0", "3 57 {}", "3 53 {x}", "3 54 {y}", "0 0 0", "3 57 -1", "0 0 0"]
+
+    def touch(n: int, x: int, y: int) -> None:
+        for line in tap:
+            assert sh.execute("sendevent /dev/input/event0 " + line.format(n, x=x, y=y)).exit_code == 0
+
+    touch(1, 300, 500)  # a touch before the recording began
     screen = Touchscreen.of(find_touchscreen(parse_devices(sh.execute("getevent -lp").stdout.decode())), phone.phone.size)
     reader = sh.evdev.open_reader()
     try:
-        for line in tap:  # the next one, where the first lifted: no position events reach getevent
-            sh.execute("sendevent /dev/input/event0 " + line.format(2))
+        touch(2, 300, 500)  # where the first lifted: no position events reach getevent
+        touch(3, 700, 500)  # x changes, y does not: still no y read, so still not placed
+        touch(4, 700, 900)  # the slot has reported both axes now
+        touch(5, 700, 900)  # where the last one lifted, during the recording: read right
         lines = []
         while not reader.empty():
             e = reader.get_nowait()
             lines.append(format_event(e, labels=True, timestamps=True, with_device=True))
     finally:
         sh.evdev.close_reader(reader)
-    assert not any("POSITION" in line for line in lines)
-    gestures = []
-    GestureReader(screen, gestures.append).feed_all(filter(None, map(parse_event_line, lines)))
-    assert [g.points for g in gestures] == [[screen.to_pixels(300, 500)]]
+    gestures, warnings = [], []
+    GestureReader(screen, gestures.append, on_warning=warnings.append).feed_all(
+        filter(None, map(parse_event_line, lines)))
+    assert [(g.points, g.unplaced) for g in gestures] == [
+        ([], True), ([], True), ([screen.to_pixels(700, 900)], False), ([screen.to_pixels(700, 900)], False)]
+    assert len(warnings) == 2 and all("could not be placed" in w and "before the reading started" in w
+                                      for w in warnings)
+    # the step a touch with no point makes: it says so, and no reference step is made of it
+    builder = StepBuilder(set(), 320, phone.phone.size)
+    builder.start(Screen(b"", "", [], "launcher/home", None))
+    builder.gesture(gestures[0])
+    (step,) = builder.finish(None)
+    assert step.action is None and step.ref == {} and step.gesture["kind"] == "unplaced"
+    assert step.warnings and step.warnings[0].startswith("the touch could not be placed: getevent gave no position")

@@ -337,3 +337,48 @@ def test_a_run_with_an_agent_that_cannot_reflect_is_refused(adb, tmp_path, capsy
     assert main([*base, "--agent", "replay", "--monitor-mode", "reflect", "--monitor-opt", "reflect_max=2",
                  "--reflect-max", "3", "--out", str(tmp_path / "r3")]) == 2
     assert "--reflect-max 3 contradicts --monitor-opt reflect_max=2" in capsys.readouterr().err
+
+
+# --- the count of flagged proposals in a row, and what the agent is told -----------------------------------
+
+
+class _ReflectingScript(ScriptedAgent):
+    """A scripted agent that takes feedback (and proposes its next scripted output)."""
+
+    def reflect(self, feedback):
+        self.told = [*getattr(self, "told", []), feedback]
+        return f"told: {feedback.reason}"
+
+
+def test_the_count_starts_again_after_an_action_runs(tmp_path):
+    """K in a row counts consecutive flagged proposals only: flagged, a step that runs, flagged
+    again is the first of a new row (reflected on), not the K-th (halted), at K = 2."""
+    from tests.run.test_runner import HaltOn
+
+    flagged, safe = Click(x=100, y=100), Click(x=900, y=2000)
+    agent = _ReflectingScript([AgentOutput(flagged), AgentOutput(safe), AgentOutput(flagged), AgentOutput(Finish())])
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(TASK.id)
+    out = run_episode(TASK, agent, LocalSimDevice(), ep, monitors=[HaltOn(mode="reflect", box=(0, 0, 200, 200))])
+    w.close()
+    steps = list(iter_steps(ep.path))
+    assert out.status == "finished" and out.reflections == 2, (out.status, out.halt)
+    assert [s.executed for s in steps] == [False, True, False, True]
+    assert [s.reflection["in_row"] for s in steps if s.reflection] == [1, 1]
+    assert [f.in_row for f in agent.told] == [1, 1]
+
+
+def test_the_feedback_caps_the_monitors_category_as_it_caps_its_reason():
+    """The monitor's category is model text too: in the agent's prompt it is one line and capped,
+    as the reason is (a 20,000-character category went in whole)."""
+    from agents.common import FEEDBACK_CATEGORY_CHARS, FEEDBACK_REASON_CHARS, feedback_text
+    from harness.core.episode import Feedback
+
+    long = "Over-Automation\n" + "x" * 20_000
+    text = feedback_text(Feedback(3, "click(x=1, y=2)", "crate-s", long, "r" * 20_000, 1, 2))
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("Risk category:")]
+    assert len(line) <= len("Risk category: ") + FEEDBACK_CATEGORY_CHARS and line.endswith("…")
+    assert line.startswith("Risk category: Over-Automation x")
+    assert len(text) < FEEDBACK_REASON_CHARS + FEEDBACK_CATEGORY_CHARS + 600
+    short = feedback_text(Feedback(3, "click(x=1, y=2)", "crate-s", "Privacy Leakage", "why", 1, 2))
+    assert "Risk category: Privacy Leakage\n" in short
