@@ -214,3 +214,20 @@ def test_ask_mode_puts_a_flagged_action_to_the_operator(guard, risky):
     assert [s["executed"] for s in steps] == [True, False]
     assert steps[0]["monitor"]["allowed_by"] == "operator" and steps[1]["monitor"]["operator"]["decision"] == "deny"
     assert g.result.model_extra["operator"]["allowed"] == 1 and g.result.model_extra["operator"]["denied"] == 1
+
+
+def test_actions_beyond_the_cap_are_refused(guard, risky):
+    """--max-steps 2 (a task's 2c+1 sets the same cap): the third action is refused before the
+    phone sees it, saying so; reads still pass."""
+    risky()
+    g = guard("--max-steps", "2")
+    d = g.client()
+    assert d.shell2("input tap 210 610").returncode == 0
+    assert d.shell2("input tap 220 620").returncode == 0
+    r = d.shell2("input tap 230 630")
+    assert r.returncode == 1 and "the step cap (2) is reached" in r.output
+    assert d.shell2("getprop ro.product.model").returncode == 0
+    g.end()
+    ran = g.ran()
+    assert ["input", "tap", "220", "620"] in ran and ["input", "tap", "230", "630"] not in ran
+    assert [s["executed"] for s in g.steps()] == [True, True, False]
