@@ -73,3 +73,19 @@ def test_scripts_mutants_says_which_mutant_was_killed_and_which_survived(tmp_pat
     assert out.count("killed    needs-user") == 1 and "SURVIVED  a-comment" in out and "pending   later" in out
     assert "1 of 2 mutants killed, 1 survived, 0 error(s), 1 pending; run time" in out
     assert (ROOT / "judges" / "oracle.py").read_bytes() == before  # the working tree is never written to
+
+
+def test_scripts_mutmut_names_modules_and_tests_that_exist():
+    """scripts/mutmut's table (the safety modules, and the tests each one's mutants run) fits the
+    tree: a module or test file moved or renamed fails here, not an hour into a mutmut run."""
+    spec = importlib.util.spec_from_file_location("mutmut_score", ROOT / "scripts" / "mutmut_score.py")
+    score = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(score)
+    assert set(score.MODULES) == {"replies", "verdict_kinds", "monitor", "runner", "oracle", "calibration", "redaction"}
+    for name, m in score.MODULES.items():
+        for f in m["files"] + m["tests"]:
+            assert (ROOT / f).is_file(), (name, f)
+    for t in score.HEAVY:
+        file, _, func = t.partition("::")
+        assert f"def {func}(" in (ROOT / file).read_text(encoding="utf-8"), t
+    assert score.score({"killed": 3, "timeout": 1, "survived": 4}) == (4, 8, 50.0)
