@@ -17,6 +17,7 @@ module by module, each in a scratch copy of the working tree under /tmp (mutmut 
     scripts/mutmut                               every module, one after the other
     scripts/mutmut --only replies,verdict_kinds  some of them
     scripts/mutmut --only replies --mutants harness.client.replies.x_quote__mutmut_3
+    scripts/mutmut --only replies --again        the last run's survivors again (after a test was added)
     scripts/mutmut --list                        the modules and their tests, nothing run
 
 Prints, per module, the mutants killed, survived, with no test, timed out, the score (killed and
@@ -54,10 +55,14 @@ MODULES: dict[str, dict[str, list[str]]] = {
     "monitor": {"files": ["judges/monitor.py"], "tests": [
         "tests/judges/test_judge_monitor.py", "tests/judges/test_verdict_grammar.py",
         "tests/judges/test_hostile_replies.py", "tests/judges/test_calibration.py"]},
-    "runner": {"files": ["harness/run/runner.py", "harness/run/gate.py"], "tests": [
+    # the runner's step loop: the monitors' decision it shares with the guard, and the loop itself
+    "gate": {"files": ["harness/run/gate.py"], "tests": [
+        "tests/run/test_gate.py", "tests/run/test_runner.py", "tests/run/test_reflect.py", "tests/live/test_ask_runner.py",
+        "tests/live/test_answers.py", "tests/judges/test_blocked_actions.py"]},
+    "runner": {"files": ["harness/run/runner.py"], "tests": [
         "tests/run/test_runner.py", "tests/run/test_reflect.py", "tests/live/test_ask_runner.py",
         "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py",
-        "tests/judges/test_blocked_actions.py", "tests/guard/test_gating.py"]},
+        "tests/judges/test_blocked_actions.py"]},
     "oracle": {"files": ["judges/oracle.py"], "tests": [
         "tests/judges/test_oracle.py", "tests/live/test_handover.py", "tests/live/test_handover_runner.py",
         "tests/live/test_handover_unread.py", "tests/run/test_runner.py"]},
@@ -131,10 +136,32 @@ def results(repo: Path, name: str) -> dict[str, str]:
     return out
 
 
-def show(repo: Path, mutant: str, env: dict[str, str]) -> str:
-    p = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=repo, env=env, capture_output=True,
-                       text=True, timeout=120)
-    return (p.stdout or p.stderr).strip()
+_DIFFS = """
+import json, sys
+from pathlib import Path
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for name, path in json.loads(sys.stdin.read()):
+    try:
+        out[name] = get_diff_for_mutant(name, path=Path(path))
+    except Exception as e:
+        out[name] = f"(no diff: {type(e).__name__}: {e})"
+print(json.dumps(out))
+"""
+
+
+def diffs(repo: Path, name: str, mutants: list[str], env: dict[str, str]) -> dict[str, str]:
+    """Each mutant's diff (what ``mutmut show`` prints), read in one process in the copy."""
+    if not mutants:
+        return {}
+    files = MODULES[name]["files"]
+    pairs = [(m, next((f for f in files if m.startswith(f[:-3].replace("/", ".") + ".")), files[0])) for m in mutants]
+    p = subprocess.run([sys.executable, "-c", _DIFFS], cwd=repo, env=env, input=json.dumps(pairs), capture_output=True,
+                       text=True, timeout=600)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {m: f"(no diff: {p.stderr.strip()[-300:]})" for m in mutants}
 
 
 def run_module(name: str, work: Path, children: int, mutant_names: list[str], out: Path | None) -> dict:
@@ -154,15 +181,24 @@ def run_module(name: str, work: Path, children: int, mutant_names: list[str], ou
         p = subprocess.run(cmd, cwd=repo, env=env, stdout=f, stderr=subprocess.STDOUT)
     wall = time.monotonic() - t0
     status = results(repo, name)
-    if mutant_names:
+    before: dict = {}
+    if mutant_names:  # a run of some mutants again: their new results over the module's last ones
         status = {k: v for k, v in status.items() if k in mutant_names}
+        last = out / f"{name}.json" if out is not None else None
+        before = json.loads(last.read_text(encoding="utf-8")) if last is not None and last.exists() else {}
+        status = {**before.get("status", {}), **status}
     counts: dict[str, int] = {}
-    for s in status.values():
-        counts[s] = counts.get(s, 0) + 1
-    survivors = {k: show(repo, k, env) for k, s in sorted(status.items()) if s not in ("killed", "timeout")}
+    for v in status.values():
+        counts[v] = counts.get(v, 0) + 1
+    left = sorted(k for k, v in status.items() if v not in ("killed", "timeout"))
+    known = {k: d for k, d in before.get("survivors", {}).items() if k in left and k not in mutant_names}
+    survivors = {**known, **diffs(repo, name, [k for k in left if k not in known], env)}
+    survivors = {k: survivors[k] for k in left}
     tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+    first = [{"mutants": len(before.get("status", {})), "wall_s": before.get("wall_s", 0)}] if before else []
+    runs = before.get("runs", first) + [{"mutants": len(mutant_names) or len(status), "wall_s": round(wall)}]
     outcome = {"module": name, "files": MODULES[name]["files"], "tests": MODULES[name]["tests"], "wall_s": round(wall),
-               "exit": p.returncode, "counts": counts, "status": status, "survivors": survivors,
+               "runs": runs, "exit": p.returncode, "counts": counts, "status": status, "survivors": survivors,
                "log_tail": tail if p.returncode else []}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -181,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/mutmut", description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help=f"comma-separated modules ({', '.join(MODULES)})")
     ap.add_argument("--mutants", help="comma-separated mutant names to run again (with --only naming their module)")
+    ap.add_argument("--again", action="store_true",
+                    help="run again the mutants that survived the module's last run (its --out JSON), as after a test "
+                         "was added; the results replace theirs")
     ap.add_argument("--max-children", type=int, default=MAX_CHILDREN, help="mutants run at a time (default 2)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "mutmut", help="where each module's JSON goes")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests and exit")
@@ -198,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     if chosen and len(names) != 1:
         print("mutmut: --mutants needs --only naming the one module they belong to", file=sys.stderr)
         return 2
+    again: dict[str, list[str]] = {}
+    for n in names if args.again else ():
+        last = args.out / f"{n}.json"
+        if not last.exists():
+            print(f"mutmut: --again: no earlier run of {n} ({last})", file=sys.stderr)
+            return 2
+        again[n] = list(json.loads(last.read_text(encoding="utf-8"))["survivors"])
     try:
         import mutmut  # noqa: F401
     except ImportError:
@@ -210,13 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         for n in names:
-            o = run_module(n, work, args.max_children, chosen, args.out)
+            if args.again and not again[n]:
+                o = json.loads((args.out / f"{n}.json").read_text(encoding="utf-8")) | {"wall_s": 0, "exit": 0,
+                                                                                      "log_tail": []}
+            else:
+                o = run_module(n, work, args.max_children, again.get(n) or chosen, args.out)
             rows.append(o)
             caught, count, pct = score(o["counts"])
             for k, v in o["counts"].items():
                 total[k] = total.get(k, 0) + v
             what = ", ".join(f"{v} {k}" for k, v in sorted(o["counts"].items()))
-            print(f"{n:<14} {pct:5.1f} %  {caught} of {count} killed ({what}); wall time {o['wall_s']} s"
+            runs = " + ".join(f"{r['wall_s']} s" for r in o.get("runs", [])) or f"{o['wall_s']} s"
+            print(f"{n:<14} {pct:5.1f} %  {caught} of {count} killed ({what}); wall time {runs}"
                   + (f"; mutmut exit {o['exit']}" if o["exit"] else ""), flush=True)
             for line in o["log_tail"]:
                 print(f"               {line}")

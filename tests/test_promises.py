@@ -81,7 +81,7 @@ def test_scripts_mutmut_names_modules_and_tests_that_exist():
     spec = importlib.util.spec_from_file_location("mutmut_score", ROOT / "scripts" / "mutmut_score.py")
     score = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(score)
-    assert set(score.MODULES) == {"replies", "verdict_kinds", "monitor", "runner", "oracle", "calibration", "redaction"}
+    assert set(score.MODULES) == {"replies", "verdict_kinds", "monitor", "gate", "runner", "oracle", "calibration", "redaction"}
     for name, m in score.MODULES.items():
         for f in m["files"] + m["tests"]:
             assert (ROOT / f).is_file(), (name, f)

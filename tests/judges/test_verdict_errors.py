@@ -162,3 +162,22 @@ def test_the_schemas_are_strict_and_the_categories_are_listed_for_the_prompts():
                                                         "required": ["a"], "additionalProperties": False}
     assert categories_text().splitlines() == [f"- {c}" for c in RISK_CATEGORIES]
     assert known_category("Over-Automation") and not known_category("over-automation") and not known_category(None)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udbff", "\\udc00", "\\udfff"])
+def test_a_lone_surrogate_at_either_end_of_the_range_is_no_verdict(escape):
+    """JSON's \\u escapes can write half of a UTF-16 pair alone: no character, so no text of a
+    verdict (the first and last code point of both halves' ranges)."""
+    e = _error('{"reason": "opens %s the app", "category": null, "risky": false, "score": 0.05}' % escape)
+    assert e.kind == "types" and "reason: a lone surrogate in the text" in str(e)
+    for fine in ("\\ud7ff", "\\ue000", "\\ud83d\\ude00"):  # around the range, and a whole pair (an emoji)
+        read_verdict('{"reason": "opens %s", "category": null, "risky": false, "score": 0.05}' % fine, CRATE_S_STEP)
+
+
+def test_the_error_names_the_field_by_its_path_in_the_object():
+    assert str(_error(_with(risky="yes"))) == "not a crate_s_step verdict: risky: expected boolean, got 'yes'"
+    traj = {"conditions": [{"condition": "paid", "evidence": "e", "met": True},
+                           {"condition": "sent", "evidence": "e", "met": "yes"}], "reason": "r", "success": False}
+    assert str(_error(json.dumps(traj), CRATE_TRAJ)) == \
+        "not a crate_traj verdict: conditions[1].met: expected boolean, got 'yes'"
+    assert str(_error("[1, 2]")) == "not a crate_s_step verdict: the reply does not start with the JSON object (it starts '[1, 2]')"
