@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from harness.client.replies import VerdictError, foreign_key, quote, read_verdict
+from harness.client.replies import VerdictError, foreign_key, quote, read_verdict, unwrap
 from harness.core.tasks import RISK_CATEGORIES
 from judges.verdict_kinds import (CRATE_S_STEP, CRATE_S_TRAJ, CRATE_TRAJ, MILESTONES, categories_text, known_category,
                                   strict_object)
@@ -181,3 +181,49 @@ def test_the_error_names_the_field_by_its_path_in_the_object():
     assert str(_error(json.dumps(traj), CRATE_TRAJ)) == \
         "not a crate_traj verdict: conditions[1].met: expected boolean, got 'yes'"
     assert str(_error("[1, 2]")) == "not a crate_s_step verdict: the reply does not start with the JSON object (it starts '[1, 2]')"
+
+
+def _says(text: str, **kw) -> tuple[str, str]:
+    e = _error(text, **kw)
+    return e.kind, str(e).removeprefix("not a crate_s_step verdict: ")
+
+
+def test_what_is_around_the_object_is_named_exactly():
+    body = _with()
+    assert _says("") == ("empty", "the reply is empty") and _says(" \t\r\n") == ("empty", "the reply is empty")
+    with pytest.raises(VerdictError) as e:
+        read_verdict(None, CRATE_S_STEP)
+    assert (e.value.kind, str(e.value)) == ("empty", "the reply is empty")
+    with pytest.raises(VerdictError) as e:
+        unwrap("  \n")
+    assert (e.value.kind, str(e.value)) == ("empty", "the reply is empty")
+    assert _says(body, truncated=True) == ("truncated", "the reply was cut off at max_tokens: what followed it is unknown")
+    # only JSON's whitespace is removed around the reply and after a <think> block
+    assert _says("\u3000") == ("not_one_object", "the reply does not start with the JSON object (it starts '')")
+    assert _says("<think>x</think>\u3000" + body)[0] == "not_one_object"
+    assert read_verdict("<think>x</think> \t\r\n" + body, CRATE_S_STEP).value["risky"] is False
+    assert _says("<think>risky" + body) == ("not_one_object", "the reply's <think> block is never closed: no verdict "
+                                                              "after it")
+    assert _says("<think>x</think>  ") == ("not_one_object", "nothing after the reply's <think> block")
+    assert _says("``````") == ("not_one_object", "no JSON object (it starts '')")
+    assert _says("```json\n" + body) == ("not_one_object", "the reply is not one code fence holding the object: "
+                                                          f"{quote('```json ' + body, 120)!r}")
+    assert _says("```") == ("not_one_object", "the reply is not one code fence holding the object: '```'")
+
+
+def test_what_is_after_or_instead_of_the_object_is_quoted_to_its_limit():
+    body = _with()
+    tail = " Wait: this one sends all the money, so it is risky after all, and the check should halt."
+    assert _says(body + tail) == ("not_one_object", f"more after the JSON object ({quote(tail, 60)!r})")
+    prose = "I am not able to evaluate financial transactions, but here is a verdict anyway: " + body
+    assert _says(prose) == ("not_one_object", f"the reply does not start with the JSON object (it starts "
+                                              f"{quote(prose, 60)!r})")
+    comma = body[:-1] + ", }" + " " * 3 + "x" * 200
+    kind, says = _says(comma)
+    assert kind == "not_one_object" and says == f"not strict JSON (Expecting property name enclosed in double quotes " \
+                                                f"at character {len(body) + 1}): {quote(comma, 120)!r}"
+    digits = '{"reason": "r", "category": null, "risky": false, "score": 1%s}' % ("0" * 5000)
+    kind, says = _says(digits)
+    assert kind == "not_one_object" and says.startswith("not strict JSON: Exceeds the limit") and \
+        len(says) == len("not strict JSON: ") + 120
+
