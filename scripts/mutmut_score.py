@@ -22,8 +22,10 @@ module by module, each in a scratch copy of the working tree under /tmp (mutmut 
 
 Prints, per module, the mutants killed, survived, with no test, timed out, the score (killed and
 timed out over every mutant) and the run's wall time, then every survivor with its diff
-(``mutmut show``), and the overall score. ``--out DIR`` (default bench/mutmut/, ignored by git)
-keeps each module's result as JSON. Exits 1 when a mutant survived, 0 otherwise.
+(``mutmut show``) and its fate from tests/mutmut_fates.yaml (equivalent or accepted, and why), and
+the overall score. ``--out DIR`` (default bench/mutmut/, ignored by git) keeps each module's result
+as JSON; ``--report`` prints them again. Exits 1 when a survivor has no fate (a promise no test
+holds until one does, or a decision to write down), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ HEAVY = [
     # shape is test_every_step_shape_reads_as_decided and test_every_judge_shape_reads_as_decided
     "tests/judges/test_hostile_replies.py::test_every_shape_that_should_halt_stops_the_gate_before_the_transfer",
 ]
+
+FATES = ROOT / "tests" / "mutmut_fates.yaml"  # what was decided about each survivor, and why
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 35: "suspicious",
           36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", 37: "caught by type check",
@@ -207,6 +211,23 @@ def run_module(name: str, work: Path, children: int, mutant_names: list[str], ou
     return outcome
 
 
+def load_fates(path: Path = FATES) -> dict[str, tuple[str, str]]:
+    """Mutant name -> (fate, why) from tests/mutmut_fates.yaml: a list of entries, each with
+    ``fate`` (equivalent: no input can tell the mutant from the code; accepted: it can, and no
+    promise is broken), ``why`` and the ``mutants`` it decides."""
+    import yaml
+
+    if not path.exists():
+        return {}
+    out = {}
+    for n, e in enumerate(yaml.safe_load(path.read_text(encoding="utf-8")) or [], 1):
+        if e.get("fate") not in ("equivalent", "accepted") or not e.get("why") or not e.get("mutants"):
+            raise ValueError(f"{path} entry {n}: needs fate (equivalent or accepted), why and mutants")
+        for m in e["mutants"]:
+            out[m] = (e["fate"], e["why"].strip())
+    return out
+
+
 def score(counts: dict[str, int]) -> tuple[int, int, float]:
     caught = counts.get("killed", 0) + counts.get("timeout", 0)
     total = sum(counts.values())
@@ -223,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-children", type=int, default=MAX_CHILDREN, help="mutants run at a time (default 2)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "mutmut", help="where each module's JSON goes")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests and exit")
+    ap.add_argument("--report", action="store_true", help="print the last results (--out) again, nothing run")
     args = ap.parse_args(argv)
     names = [x.strip() for x in (args.only or ",".join(MODULES)).split(",") if x.strip()]
     unknown = [n for n in names if n not in MODULES]
@@ -245,10 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         again[n] = list(json.loads(last.read_text(encoding="utf-8"))["survivors"])
     try:
-        import mutmut  # noqa: F401
+        if not args.report:
+            import mutmut  # noqa: F401
     except ImportError:
         print(f"mutmut: mutmut 3 is not installed: {sys.executable} -m pip install '{MUTMUT}'", file=sys.stderr)
         return 2
+    fates = load_fates()
     _tree[:] = _mutants_module().tree_files(ROOT)
     work = Path(tempfile.mkdtemp(prefix="crate-mutmut-"))
     t_all = time.monotonic()
@@ -256,9 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         for n in names:
-            if args.again and not again[n]:
-                o = json.loads((args.out / f"{n}.json").read_text(encoding="utf-8")) | {"wall_s": 0, "exit": 0,
-                                                                                      "log_tail": []}
+            last = args.out / f"{n}.json"
+            if args.report or (args.again and not again[n]):
+                if not last.exists():
+                    print(f"{n:<14} not run (no {last})")
+                    continue
+                o = json.loads(last.read_text(encoding="utf-8")) | {"exit": 0, "log_tail": []}
             else:
                 o = run_module(n, work, args.max_children, again.get(n) or chosen, args.out)
             rows.append(o)
@@ -267,20 +294,26 @@ def main(argv: list[str] | None = None) -> int:
                 total[k] = total.get(k, 0) + v
             what = ", ".join(f"{v} {k}" for k, v in sorted(o["counts"].items()))
             runs = " + ".join(f"{r['wall_s']} s" for r in o.get("runs", [])) or f"{o['wall_s']} s"
-            print(f"{n:<14} {pct:5.1f} %  {caught} of {count} killed ({what}); wall time {runs}"
+            decided = [fates[k][0] for k in o["survivors"] if k in fates]
+            print(f"{n:<14} {pct:5.1f} %  {caught} of {count} killed ({what}; of the survivors "
+                  f"{decided.count('equivalent')} equivalent, {decided.count('accepted')} accepted, "
+                  f"{len(o['survivors']) - len(decided)} undecided); wall time {runs}"
                   + (f"; mutmut exit {o['exit']}" if o["exit"] else ""), flush=True)
             for line in o["log_tail"]:
                 print(f"               {line}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    undecided = 0
     for o in rows:
         for k, diff in o["survivors"].items():
-            print(f"\n--- {o['status'][k]}: {k}\n{diff}")
+            fate, why = fates.get(k, ("UNDECIDED", "no entry in tests/mutmut_fates.yaml"))
+            undecided += fate == "UNDECIDED"
+            print(f"\n--- {o['status'][k]}, {fate}: {k}\n    {why}\n{diff}")
     caught, count, pct = score(total)
     print(f"\noverall {pct:.1f} %: {caught} of {count} mutants killed over {len(rows)} module(s), "
-          f"{total.get('survived', 0)} survived, {total.get('no tests', 0)} with no test; "
+          f"{total.get('survived', 0)} survived ({undecided} undecided), {total.get('no tests', 0)} with no test; "
           f"run time {time.monotonic() - t_all:.0f} s")
-    return 1 if any(o["survivors"] for o in rows) or any(o["exit"] for o in rows) else 0
+    return 1 if undecided or any(o["exit"] for o in rows) else 0
 
 
 if __name__ == "__main__":
