@@ -227,3 +227,22 @@ def test_what_is_after_or_instead_of_the_object_is_quoted_to_its_limit():
     assert kind == "not_one_object" and says.startswith("not strict JSON: Exceeds the limit") and \
         len(says) == len("not strict JSON: ") + 120
 
+
+
+def test_a_schema_type_the_reading_does_not_know_is_a_programming_error_naming_it():
+    from harness.client.replies import conform
+
+    with pytest.raises(ValueError, match="schema type 'date' is not one the reading knows"):
+        conform("2026-01-01", {"type": "date"}, "")
+
+
+def test_the_errors_exact_words_for_the_reply_as_a_whole():
+    assert _says(_with(**{"Risky": True})) == (
+        "keys", "the reply: 'Risky' is not a key of the schema; the keys are reason, category, risky, score")
+    assert _says(json.dumps({"reason": "r", "risky": False})) == ("keys", "the reply: missing category, score")
+    assert _says(_with(category=5)) == ("types", "category: expected string or null, got 5")
+    # a value other than a string is written as JSON writes it, non-ASCII escaped, cut after 60 characters
+    assert _says(_with(risky=["是"])) == ("types", 'risky: expected boolean, got ["\\u662f"]')
+    name58 = "c" * 58  # 60 characters with its quotes: written whole
+    assert _says(_with(risky=True, category=name58, score=0.9))[1].startswith(f"category: '{name58}' is not one of")
+    assert _says(_with(risky=True, category=name58 + "c", score=0.9))[1].startswith(f"category: '{name58}c... is not")
