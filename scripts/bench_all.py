@@ -604,6 +604,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "calibration": ["--n", "20", "--pool", "200", "--splits", "20", "--episodes", "20"],
     "farm": ["--latency", "0.2", "--episodes", "2", "--rounds", "1", "--calls", "1", "--ceiling-phones", "4",
              "--ceiling-actors", "1", "--ceiling-steps", "5", "--ceiling-episodes", "1"],
+    "guard": ["--repeat", "1"],
     "judges": ["--L", "0.02", "--repeat", "1"],
     "judges_offline": ["--episodes", "4", "--steps", "2", "--concurrency", "4", "--latency", "0.05"],
     "judges_scale": ["--scale", "4,8", "--concurrency", "4", "--latency", "0.05"],
