@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from harness.core.episode_ids import task_of
 from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps, list_episodes,
                              read_manifest, read_results, resolve_screen)
 from harness.report.page_parts import CSP, action_overlay, describe_action, esc
@@ -616,7 +617,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     def build(tid: str) -> tuple[dict[str, Any], list[str]]:
         own = copy.copy(ctx)  # warnings of its own, gathered below in the pages' order
         own.warnings = []
-        page, row = _episode_page(own, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
+        page, row = _episode_page(own, tid, by_id.get(tid), tasks.get(task_of(tid)), judged.get(tid))
         _write_page(ctx.report_dir / "episodes" / f"{tid}.html", page, ctx.out)
         return row, own.warnings
 
@@ -630,7 +631,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
         ctx.warnings.extend(warned)
     # index
     agents = sorted({r.agent for r in results})
-    langs = sorted({(tasks[t].language if t in tasks else "unknown") for t in ids})
+    langs = sorted({(tasks[task_of(t)].language if task_of(t) in tasks else "unknown") for t in ids})
     b = [f'<header><h1>Run {esc(ctx.run.name)}</h1><div>{esc(ctx.run.resolve())}</div>']
     agent_spec = manifest.get("agent")
     if isinstance(agent_spec, dict):

@@ -232,8 +232,8 @@ class HandOvers:
             if after_shot is not None:
                 state["shot"], state["path"] = after_shot, after
 
-        q = Question(self.writer.path, self.task.id, self.device.serial, index, self.cap, action.describe(), "agent",
-                     None, action.text, kind="needs_user")
+        q = Question(self.writer.path, self.writer.task_id, self.device.serial, index, self.cap, action.describe(),
+                     "agent", None, action.text, kind="needs_user")
         d = self.operator.hand_over(q, self.device, self.live, on_step, self.should_stop)
         if d is None:
             raise Interrupted()
@@ -326,8 +326,8 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     def ask(m: Monitor, step: ProposedStep, v: MonitorVerdict) -> MonitorVerdict:
         """The operator's decision on a flagged action (``ask`` mode): the verdict with it."""
         nonlocal abandoned
-        q = Question(writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name,
-                     v.category, v.reason, v.error, v.score)
+        q = Question(writer.path, writer.task_id, device.serial, step.index, cap, step.action.describe(),
+                     v.monitor or m.name, v.category, v.reason, v.error, v.score)
         d = operator.ask(q, live, should_stop) if operator is not None else nobody_to_ask()
         if d is None:  # the run is stopping: the episode is redone on --resume
             abandoned = True
@@ -363,7 +363,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             write(rec.model_copy(update={"monitor": mon}), dict(rec.timings))
         return got if got and got[1].halt else None
 
-    live.started(task_id=task.id, device=device.serial, cap=cap, instruction=task.instruction,
+    live.started(task_id=writer.task_id, device=device.serial, cap=cap, instruction=task.instruction,
                  language=task.language)
     live.step(None, "resetting")
     try:
