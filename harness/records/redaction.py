@@ -3,6 +3,7 @@ keys, bearer tokens, ``--api-key X``), are replaced before anything is written."
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -65,6 +66,13 @@ def is_secret_key(key: Any) -> bool:
     """
     if not isinstance(key, str):
         return False
+    return _secret_name(key)
+
+
+@functools.lru_cache(maxsize=16384)
+def _secret_name(key: str) -> bool:
+    """:func:`is_secret_key` of a string, remembered: a bundle of a big run asks it of the same
+    few hundred keys millions of times."""
     words = _key_words(key.lstrip("-"))
     if not words or words[-1] in _NOT_SECRET_LAST:
         return False

@@ -145,7 +145,7 @@ def _agent_row(group: dict[str, str], agent: str, rows: list[dict[str, Any]], by
             "flaky": [r["task"] for r in rows if r["flaky"]], "differs": differ}
 
 
-def _paired(group: dict[str, str], a: str, b: str, ra: dict[str, dict[str, Any]], rb: dict[str, dict[str, Any]],
+def paired_rates(group: dict[str, str], a: str, b: str, ra: dict[str, dict[str, Any]], rb: dict[str, dict[str, Any]],
             judge: str, resamples: int, seed: int) -> dict[str, Any] | None:
     common = sorted(t for t in set(ra) & set(rb) if ra[t]["n"] and rb[t]["n"])
     if not common:
@@ -185,7 +185,7 @@ def build_repeats(episodes: list[Episode], by: list[str], judge: str | None, *, 
     if "agent" in by:
         for group_key, per in by_agent.items():
             for a, b in combinations(sorted(per), 2):
-                p = _paired(dict(zip(keys, group_key)), a, b, per[a], per[b], judge, resamples, seed)
+                p = paired_rates(dict(zip(keys, group_key)), a, b, per[a], per[b], judge, resamples, seed)
                 if p is not None:
                     paired.append(p)
     return {"judge": judge, "group_keys": keys, "agents": agents, "tasks": tasks, "paired": paired}
