@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator
 
 from harness import __version__
 from harness.records import MANIFEST_FILE, RESULTS_FILE, read_manifest, redact
+from harness.report.viewer_files import SCREEN_SIZE_KEY
 
 INDEX = "bundle-index.json"
 FORMAT = "crate-harness run bundle"
@@ -152,9 +153,6 @@ def _screen_member(path: str, source: Path, max_side: int | None) -> Member:
     buf = io.BytesIO()
     small.save(buf, "PNG", pnginfo=info, optimize=False)
     return Member(path, data=buf.getvalue())
-
-
-SCREEN_SIZE_KEY = "crate-screen-size"
 
 
 def _serials(manifest: dict[str, Any], results: list[dict[str, Any]]) -> list[str]:
