@@ -27,6 +27,7 @@ from harness.report.compare import Comparison, RunColumn
 from harness.report.page_parts import CSP, action_overlay, badges, describe_action, esc, monitor_rows
 from harness.report.viewer import CSS as VIEWER_CSS
 from harness.report.viewer import JS as VIEWER_JS
+from harness.report.viewer import LIGHTBOX
 from harness.report.viewer_files import source_size
 
 CSS = """
@@ -214,7 +215,7 @@ def task_page(cmp: Comparison, task: str) -> str:
             body.append('<div class="cell end"><div class="stepno">final screen</div>'
                         + (_shot(c, e.task_id, last, None) if e is not None else "") + "</div>")
         body.append("</div></details>")
-    body.append("</main>")
+    body.append("</main>" + LIGHTBOX)
     return _page(f"{task}: " + " vs ".join(c.agent for c in cols), "".join(body), "../")
 
 

@@ -25,7 +25,7 @@ import bisect
 import itertools
 import math
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 from harness.report.stats import Z95
 
@@ -78,14 +78,10 @@ def _percentile(stats: list[float], level: float) -> tuple[float, float]:
     return stats[lo], stats[hi]
 
 
-def bootstrap_sr(tasks: Sequence[tuple[int, int]], *, resamples: int = 2000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile interval of the suite SR (mean of per-task rates) from ``(n, c)`` per task,
-    resampling tasks and then repeats; None without tasks."""
-    tasks = [t for t in tasks if t[0] > 0]
-    if not tasks or resamples < 1:
-        return None
-    draw = [_sampler(n, c) for n, c in tasks]
+def _resample(draw: list[Callable[[random.Random], float]], resamples: int, seed: int,
+              level: float) -> tuple[float, float]:
+    """Percentile interval of the mean over tasks: tasks drawn with replacement, then each drawn
+    task's value drawn by its own ``draw`` (its repeats resampled)."""
     rng = random.Random(seed)
     T = len(draw)
     stats = []
@@ -97,6 +93,16 @@ def bootstrap_sr(tasks: Sequence[tuple[int, int]], *, resamples: int = 2000, see
     return _percentile(stats, level)
 
 
+def bootstrap_sr(tasks: Sequence[tuple[int, int]], *, resamples: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile interval of the suite SR (mean of per-task rates) from ``(n, c)`` per task,
+    resampling tasks and then repeats; None without tasks."""
+    tasks = [t for t in tasks if t[0] > 0]
+    if not tasks or resamples < 1:
+        return None
+    return _resample([_sampler(n, c) for n, c in tasks], resamples, seed, level)
+
+
 def bootstrap_paired(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]], *, resamples: int = 2000,
                      seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
     """Percentile interval of SR(A) - SR(B) over the same tasks (``(n, c)`` of each agent per task):
@@ -105,16 +111,11 @@ def bootstrap_paired(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]],
         raise ValueError("paired tasks must have the same length")
     if not a or resamples < 1:
         return None
-    da, db = [_sampler(n, c) for n, c in a], [_sampler(n, c) for n, c in b]
-    rng = random.Random(seed)
-    T = len(a)
-    stats = []
-    for _ in range(resamples):
-        s = 0.0
-        for i in rng.choices(range(T), k=T):
-            s += da[i](rng) - db[i](rng)
-        stats.append(s / T)
-    return _percentile(stats, level)
+
+    def diff(x: Callable[[random.Random], float], y: Callable[[random.Random], float]):
+        return lambda rng: x(rng) - y(rng)
+
+    return _resample([diff(_sampler(*p), _sampler(*q)) for p, q in zip(a, b)], resamples, seed, level)
 
 
 def sign_flip_p(diffs: Sequence[float], *, resamples: int = 2000, seed: int = 0) -> float:

@@ -127,6 +127,11 @@ JS = """(function () {
 """
 
 
+# the full-screen view of a screenshot (viewer.js opens it on a click of a.zoom); compare pages use it too
+LIGHTBOX = ('<div id="lightbox" hidden><div class="lb-shot" id="lightbox-shot"><img id="lightbox-img" '
+            'alt="full screenshot"></div><p>click or press Esc to close</p></div>')
+
+
 def _page(title: str, body: str, asset_prefix: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
@@ -507,8 +512,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         for judge, d in sorted(details.items()):
             body.append(f"<details><summary>{esc(label(judge))}</summary><pre>"
                         f"{esc(json.dumps(d, ensure_ascii=False, indent=1, default=str))}</pre></details>")
-    body.append('</main><div id="lightbox" hidden><div class="lb-shot" id="lightbox-shot">'
-                '<img id="lightbox-img" alt="full screenshot"></div><p>click or press Esc to close</p></div>')
+    body.append('</main>' + LIGHTBOX)
     row = {"task_id": task_id, "result": result, "task": task, "steps": len(steps)}
     return _page(title, "".join(body), "../assets/"), row
 

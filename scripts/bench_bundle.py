@@ -1,0 +1,115 @@
+"""Benchmark: run bundles (``harness bundle``) and reading them, on a big run.
+
+The run is scripts/bench_view's: one episode recorded for real on the simulated phone at 1080x2400,
+copied ``--episodes`` times (default 2,000; every copy's screenshots distinct files), with its suite.
+Each figure is the command a user types, timed from its start to its end (the best of ``--runs``;
+the machine is shared), so Python's start is in ours and none is in tar's:
+
+  make + verify   ``harness bundle RUN -o B`` then ``harness bundle verify B``, against
+                  ``tar -I 'zstd -3 -T1' -cf T -C RUN .`` then ``tar -I 'zstd -d' -tf T`` (the same
+                  files, the same compression: zstd level 3 on one thread, which the bundle uses;
+                  tar's listing decompresses every byte, as verify does). Target: at most 1.5x.
+  report          ``harness report B --format json`` against ``harness report RUN --format json``
+                  (the bundle's records checked and unpacked, its screenshots never read). Target:
+                  at most 1.2x.
+  compare         ``harness compare RUN B --out DIR`` (the bundle unpacked into the cache the first
+                  time; its page: 2,000 task pages side by side), then again (the cache reused).
+
+Usage: scripts/bench_bundle [--episodes 2000] [--runs 3]. Writes bench/bundle.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_rows import row, write_rows  # noqa: E402
+from bench_view import build_run  # noqa: E402  (the same big run)
+
+
+def judged(run: Path) -> None:
+    """Give every episode an oracle verdict (two in three succeed), for compare to have outcomes."""
+    import json
+
+    lines = (run / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        r = json.loads(line)
+        r["verdicts"] = {"oracle": i % 3 != 0}
+        out.append(json.dumps(r, ensure_ascii=False))
+    (run / "results.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def timed(cmd: list[str], env: dict[str, str], runs: int, before=None) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        if before is not None:
+            before()
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        dt = time.monotonic() - t0
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr[-2000:]}")
+        best = min(best, dt)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--episodes", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    if shutil.which("zstd") is None:
+        print("bench_bundle: the zstd program is needed for tar's side (apt-get install zstd)", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="bench-bundle-"))
+    env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
+    py = [sys.executable, "-m", "harness.cli"]
+    try:
+        t0 = time.monotonic()
+        run, screens, _ = build_run(work, args.episodes)
+        judged(run)
+        size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+        print(f"run: {args.episodes} episodes, {screens} screenshots, {size / 1e6:.0f} MB (built in "
+              f"{time.monotonic() - t0:.0f} s)", file=sys.stderr)
+        bundle, tar = work / "run.tar.zst", work / "tar.tar.zst"
+        make = timed([*py, "bundle", str(run), "-o", str(bundle)], env, args.runs)
+        verify = timed([*py, "bundle", "verify", str(bundle)], env, args.runs)
+        tar_c = timed(["tar", "-I", "zstd -3 -T1", "-cf", str(tar), "-C", str(run), "."], env, args.runs)
+        tar_t = timed(["tar", "-I", "zstd -d", "-tf", str(tar)], env, args.runs)
+        rep_run = timed([*py, "report", str(run), "--format", "json"], env, args.runs)
+        rep_bundle = timed([*py, "report", str(bundle), "--format", "json"], env, args.runs)
+        clear = lambda: shutil.rmtree(work / "cache", ignore_errors=True)  # noqa: E731
+        cmp_first = timed([*py, "compare", str(run), str(bundle), "--out", str(work / "cmp")], env, 1, before=clear)
+        cmp_again = timed([*py, "compare", str(run), str(bundle), "--out", str(work / "cmp")], env, 1)
+        rows = [
+            row("bundle: episodes", args.episodes), row("bundle: screenshots", screens),
+            row("bundle: run MB", round(size / 1e6, 1)),
+            row("bundle: bundle MB", round(bundle.stat().st_size / 1e6, 1)),
+            row("bundle: tar zstd MB", round(tar.stat().st_size / 1e6, 1)),
+            row("bundle: make s", make), row("bundle: verify s", verify),
+            row("bundle: tar -c zstd s", tar_c), row("bundle: tar -t zstd s", tar_t),
+            row("bundle: make+verify / tar c+t", (make + verify) / (tar_c + tar_t), "<= 1.5"),
+            row("bundle: report of the run s", rep_run), row("bundle: report of the bundle s", rep_bundle),
+            row("bundle: report bundle / run", rep_bundle / rep_run, "<= 1.2"),
+            row("compare: run vs bundle, first (unpack + page) s", cmp_first),
+            row("compare: run vs bundle, again (cached) s", cmp_again),
+        ]
+        write_rows(ROOT / "bench" / "bundle.json", rows, "run bundles")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
