@@ -20,11 +20,12 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             t0 = time.monotonic()
             v = read_bundle(words[1])
             red = v.index.get("redacted") or {}
+            side = (v.index.get("screens") or {}).get("max_side")
             print(f"{words[1]}: ok: {v.files} files, {v.bytes:,} bytes, each as its index says "
                   f"({time.monotonic() - t0:.1f} s)")
             print(f"index sha256: {v.index_sha256} (the bundle's signature: compare it with the one its sender gave)")
             print(f"run: {v.index.get('run')}; made by harness {v.index.get('harness_version')}; screenshots: "
-                  f"{'downscaled to ' + str(v.index['screens']['max_side']) + ' px' if (v.index.get('screens') or {}).get('max_side') else 'as recorded'}; "
+                  f"{f'downscaled to {side} px' if side else 'as recorded'}; "
                   f"redacted: secrets, {red.get('devices', 0)} device serial(s), host paths")
             return 0
         if len(words) != 1:

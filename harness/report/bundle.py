@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import __version__
-from harness.records import MANIFEST_FILE, RESULTS_FILE, read_manifest, redact
+from harness.records import LOCK_FILE, MANIFEST_FILE, RESULTS_FILE, RecordError, read_manifest, read_results, redact
 from harness.report.viewer_files import SCREEN_SIZE_KEY
 
 INDEX = "bundle-index.json"
@@ -184,13 +184,34 @@ def _task_files(run: Path, manifest: dict[str, Any]) -> list[tuple[str, Path, st
     return out
 
 
+def _not_being_written(run: Path) -> None:
+    """Refuse a run whose writer still holds its lock (a run in progress: its records are moving)."""
+    import fcntl
+
+    try:
+        fd = os.open(run / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return  # no lock file: nobody has it open for writing
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise BundleError(f"{run}: a run is still being written there (its {LOCK_FILE} is held); bundle it once "
+                          "it has ended") from None
+    finally:
+        os.close(fd)
+
+
 def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member], dict[str, Any]]:
     """The members of ``run``'s bundle in their order (index not included), and what was redacted."""
     run = Path(run)
     if not (run / MANIFEST_FILE).is_file() or not (run / RESULTS_FILE).is_file():
         raise BundleError(f"{run}: not a run folder (no manifest.json and results.jsonl)")
-    manifest = read_manifest(run)
-    results = [json.loads(x) for x in (run / RESULTS_FILE).read_bytes().splitlines() if x.strip().endswith(b"}")]
+    _not_being_written(run)
+    try:
+        manifest = read_manifest(run)
+        results = [r.model_dump() for r in read_results(run)]
+    except RecordError as e:
+        raise BundleError(f"{e}; the run's records are damaged (bundle refused)") from None
     serials = _serials(manifest, results)
     red = Redactor({s: f"device-{i}" for i, s in enumerate(serials, start=1)},
                    {str(run.resolve()): "<run>", str(Path.cwd().resolve()): "<cwd>", str(Path.home()): "<home>"})

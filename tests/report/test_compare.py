@@ -70,7 +70,7 @@ def write_run(path: Path, agent: str, outcomes: dict[str, list[bool]]) -> Path:
     return path
 
 
-def test_compare_two_agents_in_chromium(tmp_path, browser, capsys):  # noqa: F811
+def test_compare_two_agents_in_chromium(tmp_path, browser, capsys, monkeypatch):  # noqa: F811
     one = write_run(tmp_path / "one", "agent-one", {"clock_a": [True, True, False], "clock_b": [True, True, True],
                                                     "notes_c": [False, False, False]})
     two = write_run(tmp_path / "two", "agent-two", {"clock_a": [False], "clock_b": [True], "notes_c": [True]})
@@ -78,13 +78,8 @@ def test_compare_two_agents_in_chromium(tmp_path, browser, capsys):  # noqa: F81
     make_bundle(two, bundle)
     out = tmp_path / "cmp"
     capsys.readouterr()
-    import os
-
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    try:
-        assert main(["compare", str(one), str(bundle), "--out", str(out)]) == 0
-    finally:
-        os.environ.pop("XDG_CACHE_HOME")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["compare", str(one), str(bundle), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     # rates A: clock_a 2/3, clock_b 1, notes_c 0; B: 0, 1, 1. Matrix: both = 0*2/3 + 1*1 + 0 = 1;
     # only A = 2/3*1 + 0 + 0 = 0.67; only B = 0 + 0 + 1*1 = 1; both fail = 1/3*1 + 0 + 0 = 0.33

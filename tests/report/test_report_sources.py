@@ -173,6 +173,9 @@ def test_verify_finds_what_changed(tmp_path, capsys):
     with pytest.raises(BundleError, match="damaged|not in the bundle"):
         read_bundle(cut)
     assert main(["bundle", str(tmp_path / "none"), "-o", str(tmp_path / "x")]) == 2
+    with RunWriter(run, resume=True, fsync=False):  # a run still being written is refused
+        with pytest.raises(BundleError, match="still being written"):
+            make_bundle(run, tmp_path / "y")
 
 
 def test_downscaled_screens_keep_the_phone_size_and_view_reads_a_bundle(tmp_path, monkeypatch, capsys):
