@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.core.run_tasks import load_run_tasks
 from harness.report.episodes import Episode, ReportError, load_episodes
 from harness.report.repeats import outcome, paired_rates
 from harness.report.tables import primary_judge
@@ -35,6 +36,7 @@ class RunColumn:
     path: Path                # the folder read
     agent: str
     episodes: dict[str, list[Episode]] = field(default_factory=dict)  # task -> its episodes, by repeat
+    tasks: dict[str, Any] = field(default_factory=dict)  # task id -> Task, from the run's task files
 
     def rate(self, task: str, judge: str) -> tuple[int, int]:
         """(n scored repeats, successes) of ``task``."""
@@ -80,7 +82,8 @@ def compare_runs(sources: list[tuple[str, Path]], *, judge: str | None = None, r
         if not eps:
             raise ReportError(f"{name}: no finished episode to compare")
         agents = sorted({e.agent for e in eps})
-        col = RunColumn(chr(ord("A") + i) if i < 26 else f"R{i + 1}", name, path, ", ".join(agents))
+        col = RunColumn(chr(ord("A") + i) if i < 26 else f"R{i + 1}", name, path, ", ".join(agents),
+                        tasks=load_run_tasks(path, warnings=[]))  # load_episodes warned of what is missing
         for e in sorted(eps, key=lambda e: e.repeat or 1):
             col.episodes.setdefault(e.task_key, []).append(e)
         cols.append(col)
@@ -122,16 +125,10 @@ def _row(col: RunColumn, task: str, judge: str) -> dict[str, Any]:
 
 
 def _app(cols: list[RunColumn], task: str) -> str:
-    """The task's first app, from the task file (``apps``) when the run has it."""
-    from harness.core.run_tasks import load_run_tasks
-
+    """The task's first app, from the task file (``apps``) when a run has it."""
     for c in cols:
-        cache = getattr(c, "_tasks", None)
-        if cache is None:
-            cache = load_run_tasks(c.path, warnings=[])
-            c._tasks = cache  # type: ignore[attr-defined]
-        t = cache.get(task)
-        if t is not None and getattr(t, "apps", None):
+        t = c.tasks.get(task)
+        if t is not None and t.apps:
             return str(t.apps[0])
     return "unknown"
 
