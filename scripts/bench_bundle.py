@@ -15,7 +15,7 @@ the machine is shared), so Python's start is in ours and none is in tar's:
   compare         ``harness compare RUN B --out DIR`` (the bundle unpacked into the cache the first
                   time; its page: 2,000 task pages side by side), then again (the cache reused).
 
-Usage: scripts/bench_bundle [--episodes 2000] [--runs 3]. Writes bench/bundle.json.
+Usage: scripts/bench_bundle [--episodes 2000] [--runs 3] [--keep DIR]. Writes bench/bundle.json.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--keep", metavar="DIR", help="build the run in DIR, or use the one built there before")
     args = ap.parse_args()
     if shutil.which("zstd") is None:
         print("bench_bundle: the zstd program is needed for tar's side (apt-get install zstd)", file=sys.stderr)
@@ -77,8 +78,13 @@ def main() -> int:
     py = [sys.executable, "-m", "harness.cli"]
     try:
         t0 = time.monotonic()
-        run, screens, _ = build_run(work, args.episodes)
-        judged(run)
+        kept = Path(args.keep) if args.keep else None
+        if kept is not None and (kept / "run" / "results.jsonl").is_file():
+            run = kept / "run"
+            screens = sum(1 for _ in run.glob("episodes/*/screens/*.png"))
+        else:
+            run, screens, _ = build_run(kept or work, args.episodes)
+            judged(run)
         size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
         print(f"run: {args.episodes} episodes, {screens} screenshots, {size / 1e6:.0f} MB (built in "
               f"{time.monotonic() - t0:.0f} s)", file=sys.stderr)

@@ -35,12 +35,14 @@ import os
 import re
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import __version__
 from harness.records import LOCK_FILE, MANIFEST_FILE, RESULTS_FILE, RecordError, read_manifest, read_results, redact
+from harness.records.redaction import might_hold_secret
 from harness.report.viewer_files import SCREEN_SIZE_KEY
 
 INDEX = "bundle-index.json"
@@ -82,6 +84,17 @@ class Redactor:
         self._re = re.compile("|".join(re.escape(w) for w in words)) if words else None
         return self
 
+    def untouched(self, line: bytes) -> bool:
+        """Whether redaction would leave this record's text as it is (no secret by the records'
+        rule, no serial, no host path): then it is copied, not parsed and written again."""
+        if b"\\u" in line:  # an escaped character could spell a key the text test cannot see
+            return False
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return not might_hold_secret(text) and (self._re is None or self._re.search(text) is None)
+
     def text(self, s: str) -> str:
         return self._re.sub(lambda m: self._subs[m.group(0)], s) if self._re is not None else s
 
@@ -113,6 +126,9 @@ def _json_lines(raw: bytes, red: Redactor, where: str) -> bytes:
     lines = raw.split(b"\n")
     for i, line in enumerate(lines):
         if not line.strip():
+            continue
+        if i < len(lines) - 1 and red.untouched(line):
+            out.append(line + b"\n")  # nothing to redact: the line as it was written
             continue
         try:
             obj = json.loads(line)
@@ -287,8 +303,10 @@ def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None
     import zstandard
 
     members, redacted = plan(run, max_side=max_side)
-    for m in members:
-        _hash(m)
+    # the files are hashed before the index that lists them is written, on a thread per core
+    # (hashlib and file reads release the GIL), then read again from the page cache to be written
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        list(pool.map(_hash, members))
     index = {"format": FORMAT, "version": VERSION, "harness_version": __version__, "run": Path(run).resolve().name,
              "compression": "zstd", "screens": {"max_side": max_side}, "redacted": redacted,
              "files": [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in members]}
@@ -298,6 +316,7 @@ def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None
     try:
         with open(tmp, "wb") as raw, zstandard.ZstdCompressor(level=level).stream_writer(raw) as z, \
                 tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            tar.copybufsize = CHUNK  # (16 KiB by default: a zstd write call per 16 KiB)
             tar.addfile(_info(INDEX, len(index_bytes)), io.BytesIO(index_bytes))
             for m in members:
                 if m.data is not None:
@@ -339,11 +358,12 @@ class Verified:
 
 
 def read_bundle(path: str | Path, *, dest: Path | None = None,
-                stop: Callable[[str], bool] = lambda name: False) -> Verified:
+                stop: Callable[[str], bool] = lambda name: False,
+                keep: Callable[[str], bool] = lambda name: True) -> Verified:
     """Read the bundle at ``path`` member by member, each checked against the index (its path
-    listed, its size and sha256 equal); with ``dest``, write each into that folder. ``stop(name)``
-    true ends the reading before that member (the rest is not checked). Anything out of place is a
-    :class:`BundleError` naming the member."""
+    listed, its size and sha256 equal); with ``dest``, write into that folder each member ``keep``
+    accepts. ``stop(name)`` true ends the reading before that member (the rest is not checked).
+    Anything out of place is a :class:`BundleError` naming the member."""
     import zstandard
 
     path = Path(path)
@@ -380,7 +400,7 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
                 h, size = hashlib.sha256(), 0
                 src = tar.extractfile(ti)
                 out = None
-                if dest is not None:
+                if dest is not None and keep(ti.name):
                     target = dest / ti.name
                     target.parent.mkdir(parents=True, exist_ok=True)
                     out = open(target, "wb")
@@ -414,11 +434,18 @@ def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
 
 
 def unpack(path: str | Path, dest: Path, *, screens: bool = True) -> Verified:
-    """Verify and write the bundle's files into the empty folder ``dest`` (without screenshots:
-    reading stops at the first one, which the format puts last)."""
-    stop = (lambda name: False) if screens else (lambda name: "/screens/" in name)
-    return read_bundle(path, dest=dest, stop=stop)
+    """Verify and write the bundle's files into the empty folder ``dest``. Without ``screens``
+    (what a report reads): reading stops at the first screenshot (the format puts them last), and
+    of each episode only its trajectory is written (the report's tokens, when a result has none)."""
+    if screens:
+        return read_bundle(path, dest=dest)
+    return read_bundle(path, dest=dest, stop=lambda name: "/screens/" in name,
+                       keep=lambda name: not name.startswith("episodes/") or name.endswith("/trajectory.jsonl"))
 
 
 def temp_folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="crate-bundle-"))
+    """A private temporary folder, in memory (/dev/shm) where the system has one: a report of a big
+    bundle writes thousands of small files there, which a disk's metadata makes slow."""
+    shm = Path("/dev/shm")
+    where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+    return Path(tempfile.mkdtemp(prefix="crate-bundle-", dir=where))

@@ -198,3 +198,23 @@ def test_downscaled_screens_keep_the_phone_size_and_view_reads_a_bundle(tmp_path
     assert len(pages) == 1 and "unpacked into" in capsys.readouterr().err
     page = (pages[0].parent / "report" / "episodes" / "a.html").read_text()
     assert 'viewBox="0 0 540 1200"' in page and KEY not in page
+
+
+def test_lines_copied_as_written_only_when_nothing_is_redacted():
+    """The bundle's quick path (a line copied when redaction would change nothing) never lets a
+    secret through: every line redact() changes, or that names a serial or a host path, goes the
+    slow way."""
+    from harness.report.bundle import Redactor
+
+    red = Redactor({SERIAL: "device-1"}, {"/home/someone/runs/r": "<run>"}).compile()
+    lines = [{"raw_output": f"use {KEY}"}, {"apiKey": "abc"}, {"X-Api-Key": "abc"}, {"headers": {"Authorization": "x y"}},
+             {"cmd": ["--token", "abcdef"]}, {"t": "Bearer abcdefghijkl"}, {"api key": "v"}, {"passphrase": "p"},
+             {"note": "hf_" + "a" * 24}, {"device": SERIAL}, {"out": "/home/someone/runs/r/x"}, {"k": "\\u0073k-x"},
+             {"thought": "tap the blue button", "usage": None}, {"steps": [1, 2], "x": "pass the salt"}]
+    for obj in lines:
+        raw = json.dumps(obj).encode()
+        changed = red.record(obj) != obj
+        assert not (changed and red.untouched(raw)), obj
+    assert red.untouched(json.dumps({"thought": "tap the blue button"}).encode())
+    # a key spelt with a JSON escape (\u0073k- is sk-) is never copied as it is
+    assert not red.untouched(json.dumps({"k": "\u0073k-" + "a" * 20}, ensure_ascii=True).encode().replace(b"sk", b"\\u0073k"))
