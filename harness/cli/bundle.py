@@ -23,7 +23,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             side = (v.index.get("screens") or {}).get("max_side")
             print(f"{words[1]}: ok: {v.files} files, {v.bytes:,} bytes, each as its index says "
                   f"({time.monotonic() - t0:.1f} s)")
-            print(f"index sha256: {v.index_sha256} (the bundle's signature: compare it with the one its sender gave)")
+            print(f"signature: {v.signature} (sha256 of its seal: compare it with the one its sender gave)")
             print(f"run: {v.index.get('run')}; made by harness {v.index.get('harness_version')}; screenshots: "
                   f"{f'downscaled to {side} px' if side else 'as recorded'}; "
                   f"redacted: secrets, {red.get('devices', 0)} device serial(s), host paths")
@@ -43,7 +43,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     size = Path(args.out).stat().st_size
     print(f"{args.out}: {len(index['files'])} files of {words[0]} ({size:,} bytes, {time.monotonic() - t0:.1f} s); "
           f"secrets, {index['redacted']['devices']} device serial(s) and host paths redacted", file=sys.stderr)
-    print(f"index sha256: {digest} (give it with the bundle: `harness bundle verify FILE` prints the same)")
+    print(f"signature: {digest} (give it with the bundle: `harness bundle verify FILE` prints the same)")
     return 0
 
 
@@ -51,9 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bundle", help="a run as one portable, redacted file (tar + zstd); `bundle verify FILE` checks one",
                        description="harness bundle RUN -o FILE writes the run as one file: manifest, results, "
                        "trajectories, screenshots, judgements and task files, with keys, tokens, device serials and "
-                       "host paths redacted and every file's sha256 in its index. harness bundle verify FILE checks "
-                       "every file against the index and prints the index's sha256. harness report, view and compare "
-                       "read a bundle as they read a run folder.")
+                       "host paths redacted and every file's sha256 in its index or seal. harness bundle verify FILE "
+                       "checks every file and prints the bundle's signature (the seal's sha256). harness report, view "
+                       "and compare read a bundle as they read a run folder.")
     p.add_argument("what", nargs="+", metavar="RUN | verify FILE")
     p.add_argument("-o", "--out", help="the bundle file to write (e.g. run.tar.zst)")
     p.add_argument("--screens-max-side", type=int, metavar="PX",

@@ -103,6 +103,9 @@ def _redact_string(text: str) -> str:
     return text
 
 
+_VALUE_PREFIXES = ("sk-", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")  # what _VALUE_PATTERNS start with
+
+
 # every word a secret's name must hold, lower-cased (the words, suffixes and pairs above)
 _SECRET_PARTS = ("token", "secret", "passw", "passphrase", "authorization", "apikey", "credential", "api", "access",
                  "private", "bearer")
@@ -113,7 +116,10 @@ def might_hold_secret(text: str) -> bool:
     secret's name (every one holds one of ``_SECRET_PARTS``), no key pattern, no bearer token. A
     quick test for the many records that need no redaction (a bundle of a big run)."""
     lowered = text.lower()
-    return any(w in lowered for w in _SECRET_PARTS) or any(p.search(text) for p in _VALUE_PATTERNS)
+    if any(w in lowered for w in _SECRET_PARTS):
+        return True
+    # the key patterns' prefixes, found by plain search before any pattern runs
+    return any(w in text for w in _VALUE_PREFIXES) and any(p.search(text) for p in _VALUE_PATTERNS)
 
 
 def redact(obj: Any) -> Any:

@@ -4,12 +4,16 @@
 
 A bundle is a tar archive compressed with zstd (the ``zstandard`` package; Python's own zstd module
 arrives only with 3.14). Its first member is ``bundle-index.json``: the format, what was redacted,
-and every other member's path, size and sha256. The index is the bundle's signature by hash: its
-own sha256, printed when the bundle is made and by ``verify``, names the bundle's whole content,
-so a reader who has that hash from the sender checks everything against it. Then come the run's
-records (manifest, results, labels, the task files the manifest names, offline judgement sets),
-each episode's trajectory, summary and side records, and last the screenshots, so a reader that
-needs no screenshot (a report) stops before them.
+and the path, size and sha256 of every record that follows it: the run's manifest, results,
+labels, the task files the manifest names, offline judgement sets, and each episode's trajectory,
+summary and side records. Then come the screenshots, and last ``bundle-seal.json``: each
+screenshot's path, size and sha256, and the index's own sha256. The seal's sha256 is the bundle's
+signature by hash: printed when the bundle is made and by ``verify``, it names every byte of the
+bundle (the seal names the index, which names the records), so a reader who has it from the sender
+checks everything against it. A reader that needs no screenshot (a report) checks the records
+against the index as it reads them and stops before the screenshots. Each screenshot is read once
+when the bundle is made and once when it is verified, hashed on another core while the archive is
+compressed or decompressed.
 
 Redacted on the way in (text records only; screenshots are copied, or downscaled):
 
@@ -45,11 +49,14 @@ from harness.records import LOCK_FILE, MANIFEST_FILE, RESULTS_FILE, RecordError,
 from harness.records.redaction import might_hold_secret
 from harness.report.viewer_files import SCREEN_SIZE_KEY
 
-INDEX = "bundle-index.json"
+INDEX = "bundle-index.json"   # first: the format, what was redacted, the records' sizes and sha256
+SEAL = "bundle-seal.json"     # last: the screenshots' sizes and sha256, and the index's sha256
 FORMAT = "crate-harness run bundle"
 VERSION = 1
 LEVEL = 3               # zstd's default level, as `tar --zstd` (zstd -3)
 CHUNK = 1 << 20
+TAR_BUFFER = 1 << 16    # tarfile's stream buffer: its default (10 KiB) makes a zstd call per 10 KiB; a
+                        # buffer much larger than a member is copied again at every member read
 RESERVED = ("episodes", "judgements", "report", INDEX, MANIFEST_FILE, RESULTS_FILE, "labels.jsonl")
 
 
@@ -93,7 +100,7 @@ class Redactor:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
             return False
-        return not might_hold_secret(text) and (self._re is None or self._re.search(text) is None)
+        return not might_hold_secret(text) and not any(w in text for w in self._subs)
 
     def text(self, s: str) -> str:
         return self._re.sub(lambda m: self._subs[m.group(0)], s) if self._re is not None else s
@@ -217,6 +224,17 @@ def _not_being_written(run: Path) -> None:
         os.close(fd)
 
 
+def _entries(folder: Path, dirs: bool = False) -> list[os.DirEntry[str]]:
+    """A folder's plain files (or folders), by name: no symlink, nothing hidden; none when the folder
+    is missing or a symlink."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    with os.scandir(folder) as it:
+        out = [e for e in it if not e.name.startswith(".") and not e.is_symlink()
+               and (e.is_dir(follow_symlinks=False) if dirs else e.is_file(follow_symlinks=False))]
+    return sorted(out, key=lambda e: e.name)
+
+
 def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member], dict[str, Any]]:
     """The members of ``run``'s bundle in their order (index not included), and what was redacted."""
     run = Path(run)
@@ -243,7 +261,7 @@ def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member],
                _text_member(RESULTS_FILE, run / RESULTS_FILE, red)]
     if (run / "labels.jsonl").is_file():
         members.append(_text_member("labels.jsonl", run / "labels.jsonl", red))
-    members += [Member(to, source=found) for _, found, to in tasks]
+    members += [Member(to, data=found.read_bytes()) for _, found, to in tasks]
     judg = run / "judgements"
     if judg.is_dir():
         for f in sorted(judg.rglob("*")):
@@ -251,22 +269,17 @@ def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member],
                     and f.suffix in (".json", ".jsonl"):
                 members.append(_text_member(f.relative_to(run).as_posix(), f, red))
     screens: list[Member] = []
-    eps = run / "episodes"
-    for ep in sorted(eps.iterdir()) if eps.is_dir() else []:
-        if ep.name.startswith(".") or ep.is_symlink() or not ep.is_dir():
-            continue
+    for ep in _entries(run / "episodes", dirs=True):
         base = f"episodes/{ep.name}"
-        for f in sorted(ep.iterdir()):
-            if f.is_file() and not f.is_symlink() and not f.name.startswith(".") and f.suffix in (".json", ".jsonl"):
-                members.append(_text_member(f"{base}/{f.name}", f, red))
-        dec = ep / "decisions"
-        for f in sorted(dec.glob("*.json")) if dec.is_dir() and not dec.is_symlink() else []:
-            if f.is_file() and not f.is_symlink():
-                members.append(_text_member(f"{base}/decisions/{f.name}", f, red))
-        shots = ep / "screens"
-        for f in sorted(shots.glob("*.png")) if shots.is_dir() and not shots.is_symlink() else []:
-            if f.is_file() and not f.is_symlink():
-                screens.append(_screen_member(f"{base}/screens/{f.name}", f, max_side))
+        for f in _entries(Path(ep.path)):
+            if f.name.endswith((".json", ".jsonl")):
+                members.append(_text_member(f"{base}/{f.name}", Path(f.path), red))
+        for f in _entries(Path(ep.path) / "decisions"):
+            if f.name.endswith(".json"):
+                members.append(_text_member(f"{base}/decisions/{f.name}", Path(f.path), red))
+        for f in _entries(Path(ep.path) / "screens"):
+            if f.name.endswith(".png"):
+                screens.append(_screen_member(f"{base}/screens/{f.name}", Path(f.path), max_side))
     redacted = {"secrets": "harness.records.redact", "devices": len(serials), "paths": sorted(set(red.paths.values())),
                 "task_files_renamed": len(renamed)}
     return members + screens, redacted
@@ -276,18 +289,12 @@ def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member],
 
 
 def _hash(m: Member) -> None:
-    h = hashlib.sha256()
-    if m.data is not None:
-        h.update(m.data)
-        m.size = len(m.data)
-    else:
-        size = 0
-        with open(m.source, "rb") as f:  # type: ignore[arg-type]
-            while chunk := f.read(CHUNK):
-                h.update(chunk)
-                size += len(chunk)
-        m.size = size
-    m.sha256 = h.hexdigest()
+    """A text member's size and sha256 (its bytes are in memory already)."""
+    m.size, m.sha256 = len(m.data or b""), hashlib.sha256(m.data or b"").hexdigest()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _info(path: str, size: int) -> tarfile.TarInfo:
@@ -297,38 +304,52 @@ def _info(path: str, size: int) -> tarfile.TarInfo:
     return ti
 
 
+PENDING = 16  # screenshots read ahead of their hashes (each a few hundred KiB)
+
+
 def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None,
                 level: int = LEVEL) -> tuple[str, dict[str, Any]]:
-    """Write ``run``'s bundle to ``out`` (atomically); returns the index's sha256 and the index."""
+    """Write ``run``'s bundle to ``out`` (atomically); returns its signature (the seal's sha256)
+    and the index."""
     import zstandard
 
     members, redacted = plan(run, max_side=max_side)
-    # the files are hashed before the index that lists them is written, on a thread per core
-    # (hashlib and file reads release the GIL), then read again from the page cache to be written
-    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
-        list(pool.map(_hash, members))
+    text = [m for m in members if "/screens/" not in m.path]
+    shots = [m for m in members if "/screens/" in m.path]
+    for m in text:
+        _hash(m)
     index = {"format": FORMAT, "version": VERSION, "harness_version": __version__, "run": Path(run).resolve().name,
-             "compression": "zstd", "screens": {"max_side": max_side}, "redacted": redacted,
-             "files": [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in members]}
+             "compression": "zstd", "screens": {"max_side": max_side}, "redacted": redacted, "seal": SEAL,
+             "files": [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in text]}
     index_bytes = json.dumps(index, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
     out = Path(out)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as raw, zstandard.ZstdCompressor(level=level).stream_writer(raw) as z, \
-                tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            tar.copybufsize = CHUNK  # (16 KiB by default: a zstd write call per 16 KiB)
+                tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT, bufsize=TAR_BUFFER) as tar, \
+                ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+            tar.copybufsize = CHUNK
             tar.addfile(_info(INDEX, len(index_bytes)), io.BytesIO(index_bytes))
-            for m in members:
-                if m.data is not None:
-                    tar.addfile(_info(m.path, m.size), io.BytesIO(m.data))
-                else:
-                    with open(m.source, "rb") as f:  # type: ignore[arg-type]
-                        tar.addfile(_info(m.path, m.size), f)
+            for m in text:
+                tar.addfile(_info(m.path, m.size), io.BytesIO(m.data))  # type: ignore[arg-type]
+            # each screenshot is read once: hashed on another core while it is compressed here
+            hashes = []
+            for m in shots:
+                data = m.data if m.data is not None else m.source.read_bytes()  # type: ignore[union-attr]
+                m.size = len(data)
+                hashes.append(pool.submit(_digest, data))
+                tar.addfile(_info(m.path, m.size), io.BytesIO(data))
+            for m, h in zip(shots, hashes):
+                m.sha256 = h.result()
+            seal = {"index_sha256": _digest(index_bytes),
+                    "files": [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in shots]}
+            seal_bytes = json.dumps(seal, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+            tar.addfile(_info(SEAL, len(seal_bytes)), io.BytesIO(seal_bytes))
         os.replace(tmp, out)
     finally:
         if tmp.exists():
             tmp.unlink()
-    return hashlib.sha256(index_bytes).hexdigest(), index
+    return _digest(seal_bytes), index
 
 
 # --------------------------------------------------------------------------- reading
@@ -351,31 +372,40 @@ def _safe(path: str) -> bool:
 
 @dataclass
 class Verified:
-    index_sha256: str
+    signature: str | None        # the seal's sha256 (None: the reading stopped before the seal)
     index: dict[str, Any]
     files: int
     bytes: int
 
 
+def _listed(where: str, doc: Any, what: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+        raise BundleError(f"{where}: {what} is not a run bundle's")
+    return {f["path"]: f for f in doc["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
+
+
 def read_bundle(path: str | Path, *, dest: Path | None = None,
                 stop: Callable[[str], bool] = lambda name: False,
                 keep: Callable[[str], bool] = lambda name: True) -> Verified:
-    """Read the bundle at ``path`` member by member, each checked against the index (its path
-    listed, its size and sha256 equal); with ``dest``, write into that folder each member ``keep``
-    accepts. ``stop(name)`` true ends the reading before that member (the rest is not checked).
-    Anything out of place is a :class:`BundleError` naming the member."""
+    """Read the bundle at ``path`` member by member, each checked against its index (its path
+    listed, its size and sha256 equal): the records against the first member's index, the
+    screenshots against the seal, the last member, which also holds the index's own sha256. With
+    ``dest``, write into that folder each member ``keep`` accepts. ``stop(name)`` true ends the
+    reading before that member (the rest, the seal included, is not checked). Anything out of
+    place is a :class:`BundleError` naming the member."""
     import zstandard
 
-    path = Path(path)
     where = str(path)
     try:
         fh = open(path, "rb")
     except OSError as e:
         raise BundleError(f"{where}: cannot read: {e.strerror}") from None
     n = total = 0
-    with fh, zstandard.ZstdDecompressor().stream_reader(fh) as z:
+    pending: list[tuple[str, dict[str, Any], Any]] = []  # (member, its entry, its hash computing)
+    with fh, zstandard.ZstdDecompressor().stream_reader(fh) as z, \
+            ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
         try:
-            tar = tarfile.open(fileobj=z, mode="r|")
+            tar = tarfile.open(fileobj=z, mode="r|", bufsize=TAR_BUFFER)
             first = tar.next()
             if first is None or first.name != INDEX or not first.isfile():
                 raise BundleError(f"{where}: not a run bundle (its first member is not {INDEX})")
@@ -384,48 +414,69 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
                 index = json.loads(index_bytes)
             except json.JSONDecodeError:
                 raise BundleError(f"{where}: {INDEX} is not JSON") from None
-            if not isinstance(index, dict) or index.get("format") != FORMAT or not isinstance(index.get("files"), list):
+            if not isinstance(index, dict) or index.get("format") != FORMAT:
                 raise BundleError(f"{where}: {INDEX} is not a run bundle's index")
             if index.get("version") != VERSION:
                 raise BundleError(f"{where}: bundle format version {index.get('version')!r}; this harness reads {VERSION}")
-            listed = {f["path"]: f for f in index["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
+            listed = _listed(where, index, INDEX)
             seen: set[str] = set()
+            seal: Any = None
             for ti in _members(tar):
                 if stop(ti.name):
                     break
-                entry = listed.get(ti.name)
-                if entry is None or not ti.isfile() or not _safe(ti.name) or ti.name in seen:
-                    raise BundleError(f"{where}: {ti.name}: not in the bundle's index (or not a plain file, or twice)")
+                if seal is not None:
+                    raise BundleError(f"{where}: {ti.name}: after the seal ({SEAL}), where nothing may be")
+                if ti.name == SEAL and ti.isfile():
+                    seal_bytes = tar.extractfile(ti).read()  # type: ignore[union-attr]
+                    try:
+                        seal = json.loads(seal_bytes)
+                    except json.JSONDecodeError:
+                        raise BundleError(f"{where}: {SEAL} is not JSON") from None
+                    sealed = _listed(where, seal, SEAL)
+                    if seal.get("index_sha256") != _digest(index_bytes):
+                        raise BundleError(f"{where}: {INDEX} differs from the one its seal names (altered)")
+                    for name, entry in sealed.items():
+                        if name in listed:
+                            raise BundleError(f"{where}: {name}: listed twice")
+                    _check_pending(where, pending, sealed)
+                    continue
+                if not ti.isfile() or not _safe(ti.name) or ti.name in seen or ti.name in (INDEX, SEAL):
+                    raise BundleError(f"{where}: {ti.name}: not a plain file of the bundle (or twice)")
                 seen.add(ti.name)
-                h, size = hashlib.sha256(), 0
-                src = tar.extractfile(ti)
-                out = None
+                data = tar.extractfile(ti).read()  # type: ignore[union-attr]
                 if dest is not None and keep(ti.name):
                     target = dest / ti.name
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    out = open(target, "wb")
-                try:
-                    while chunk := src.read(CHUNK):  # type: ignore[union-attr]
-                        h.update(chunk)
-                        size += len(chunk)
-                        if out is not None:
-                            out.write(chunk)
-                finally:
-                    if out is not None:
-                        out.close()
-                if size != entry.get("size") or h.hexdigest() != entry.get("sha256"):
-                    raise BundleError(f"{where}: {ti.name}: its content differs from the index (sha256 "
-                                      f"{h.hexdigest()[:16]}..., the index says {str(entry.get('sha256'))[:16]}...)")
+                    target.write_bytes(data)
+                entry = listed.get(ti.name)
+                if entry is not None:  # a record: checked now, before anything reads it
+                    if len(data) != entry.get("size") or _digest(data) != entry.get("sha256"):
+                        raise BundleError(f"{where}: {ti.name}: its content differs from the index (altered)")
+                else:  # a screenshot: hashed on another core, checked against the seal at the end
+                    pending.append((ti.name, {"size": len(data)}, pool.submit(_digest, data)))
                 n += 1
-                total += size
+                total += len(data)
             else:
-                missing = sorted(set(listed) - seen)
+                if seal is None:
+                    raise BundleError(f"{where}: no seal ({SEAL}): the bundle is cut short")
+                missing = sorted((set(listed) | set(_listed(where, seal, SEAL))) - seen)
                 if missing:
                     raise BundleError(f"{where}: {len(missing)} file(s) of the index are not in the bundle "
                                       f"(first: {missing[0]}); it is cut short or was altered")
+                return Verified(_digest(seal_bytes), index, n, total)
         except (tarfile.TarError, zstandard.ZstdError, EOFError) as e:
             raise BundleError(f"{where}: damaged bundle ({type(e).__name__}: {e})") from None
-    return Verified(hashlib.sha256(index_bytes).hexdigest(), index, n, total)
+    return Verified(None, index, n, total)  # stopped early: the seal and what comes after are unchecked
+
+
+def _check_pending(where: str, pending: list[tuple[str, dict[str, Any], Any]],
+                   sealed: dict[str, dict[str, Any]]) -> None:
+    for name, got, fut in pending:
+        entry = sealed.get(name)
+        if entry is None:
+            raise BundleError(f"{where}: {name}: not in the bundle's index (planted)")
+        if got["size"] != entry.get("size") or fut.result() != entry.get("sha256"):
+            raise BundleError(f"{where}: {name}: its content differs from the index (altered)")
 
 
 def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

@@ -6,7 +6,7 @@ checked against the bundle's index as they are read and written into a private t
 (removed when the command ends), without the screenshots when the command needs none (a report
 stops reading before them: the format puts them last). The name a command shows for a bundle is the
 path it was given; :func:`shown` puts it back wherever a reader named the temporary folder.
-``harness view`` keeps its copy in the user's cache folder, keyed by the index's sha256
+``harness view`` keeps its copy in the user's cache folder, keyed by the index's sha256 and size
 (:func:`cached`), so its pages and thumbnails outlive the command and a second view starts at once.
 """
 
@@ -65,7 +65,9 @@ def cache_root() -> Path:
 
 
 def index_sha256(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a bundle's index (its first member), read without the rest."""
+    """The sha256 of a bundle's index (its first member), read without the rest, and the file's
+    size: what the cache is keyed by (the index names the records; the size tells apart two
+    bundles of one run whose screenshots differ, e.g. downscaled)."""
     import hashlib
 
     import zstandard
@@ -80,12 +82,12 @@ def index_sha256(path: str | os.PathLike[str]) -> str:
     except (OSError, tarfile.TarError, zstandard.ZstdError) as e:
         raise BundleError(f"{path}: damaged bundle ({type(e).__name__}: {e})") from None
     json.loads(data)  # a broken index is found by the full read that follows
-    return hashlib.sha256(data).hexdigest()
+    return f"{hashlib.sha256(data).hexdigest()[:32]}-{os.path.getsize(path)}"
 
 
 def cached(path: str | os.PathLike[str]) -> Path:
     """The bundle unpacked whole (checked) into the cache, once per content: the run folder there."""
-    root = cache_root() / index_sha256(path)[:32]
+    root = cache_root() / index_sha256(path)
     run = root / "run"
     if (root / ".complete").is_file() and run.is_dir():
         return run

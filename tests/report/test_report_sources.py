@@ -6,7 +6,6 @@ screenshots keep the phone's size for the viewer's overlays; view reads a bundle
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import tarfile
@@ -113,15 +112,15 @@ def test_bundle_round_trip_without_keys(tmp_path, monkeypatch, capsys):
         capsys.readouterr()
         assert main(["bundle", f"runs/{name}", "-o", f"b/runs/{name}"]) == 0
         printed = capsys.readouterr().out
-        digest = printed.split("index sha256: ")[1].split()[0]
+        digest = printed.split("signature: ")[1].split()[0]
         assert main(["bundle", "verify", f"b/runs/{name}"]) == 0
-        assert f"index sha256: {digest}" in capsys.readouterr().out
+        assert f"signature: {digest}" in capsys.readouterr().out
     monkeypatch.chdir(tmp_path / "b")
     assert _reports(capsys, "runs/x", "runs/y") == from_runs
     # nothing secret in any member: keys, the serial, the host paths
     dest = tmp_path / "unpacked"
     v = unpack(tmp_path / "b" / "runs" / "x", dest)
-    assert v.files == len(v.index["files"]) and v.index["redacted"]["devices"] == 1
+    assert v.files == len(v.index["files"]) + 6 and v.index["redacted"]["devices"] == 1  # + 6 sealed screenshots
     text = b"".join(p.read_bytes() for p in dest.rglob("*") if p.is_file() and p.suffix != ".png")
     for secret in (KEY, SERIAL, str(tmp_path), str(Path.home())):
         assert secret.encode() not in text, secret
@@ -154,8 +153,7 @@ def test_verify_finds_what_changed(tmp_path, capsys):
     run = write_single(tmp_path / "r", "X", {"a": True, "b": False}, secrets=True)
     good = tmp_path / "r.tar.zst"
     digest, index = make_bundle(run, good)
-    assert read_bundle(good).index_sha256 == digest
-    assert hashlib.sha256(json.dumps(index, ensure_ascii=False, indent=1).encode() + b"\n").hexdigest() == digest
+    assert read_bundle(good).signature == digest and index["seal"] == "bundle-seal.json"
     bad = tmp_path / "bad"
     _rewrite(good, bad, lambda name, data: data.replace(b'"oracle":true', b'"oracle":fals') if name == "results.jsonl" else data)
     with pytest.raises(BundleError, match="results.jsonl: its content differs from the index"):
@@ -165,8 +163,14 @@ def test_verify_finds_what_changed(tmp_path, capsys):
     _rewrite(good, bad, lambda name, data: None if name.endswith("001.png") and "/a/" in name else data)
     with pytest.raises(BundleError, match="not in the bundle"):
         read_bundle(bad)
+    _rewrite(good, bad, lambda name, data: data[:-8] + b"\x00" * 8 if name.endswith("a/screens/001.png") else data)
+    with pytest.raises(BundleError, match="a/screens/001.png: its content differs from the index"):
+        read_bundle(bad)
+    _rewrite(good, bad, lambda name, data: None if name == "bundle-seal.json" else data)
+    with pytest.raises(BundleError, match="no seal"):
+        read_bundle(bad)
     _rewrite(good, bad, lambda name, data: data, extra=("episodes/a/planted.json", b"{}"))
-    with pytest.raises(BundleError, match="planted.json: not in the bundle's index"):
+    with pytest.raises(BundleError, match="planted.json: after the seal"):
         read_bundle(bad)
     cut = tmp_path / "cut"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
