@@ -12,8 +12,7 @@ signature by hash: printed when the bundle is made and by ``verify``, it names e
 bundle (the seal names the index, which names the records), so a reader who has it from the sender
 checks everything against it. A reader that needs no screenshot (a report) checks the records
 against the index as it reads them and stops before the screenshots. Each screenshot is read once
-when the bundle is made and once when it is verified, hashed on another core while the archive is
-compressed or decompressed.
+when the bundle is made and once when it is verified.
 
 Redacted on the way in (text records only; screenshots are copied, or downscaled):
 
@@ -39,13 +38,13 @@ import os
 import re
 import tarfile
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import __version__
-from harness.records import LOCK_FILE, MANIFEST_FILE, RESULTS_FILE, RecordError, read_manifest, read_results, redact
+from harness.records import (LOCK_FILE, MANIFEST_FILE, RESULTS_FILE, TRAJECTORY_FILE, RecordError, read_manifest,
+                             read_results, redact)
 from harness.records.redaction import might_hold_secret
 from harness.report.viewer_files import SCREEN_SIZE_KEY
 
@@ -268,21 +267,24 @@ def plan(run: str | Path, *, max_side: int | None = None) -> tuple[list[Member],
             if f.is_file() and not f.is_symlink() and not any(x.startswith(".") for x in f.relative_to(run).parts) \
                     and f.suffix in (".json", ".jsonl"):
                 members.append(_text_member(f.relative_to(run).as_posix(), f, red))
+    trajectories: list[Member] = []  # first of the episodes' files: what a report reads
+    others: list[Member] = []
     screens: list[Member] = []
     for ep in _entries(run / "episodes", dirs=True):
         base = f"episodes/{ep.name}"
         for f in _entries(Path(ep.path)):
             if f.name.endswith((".json", ".jsonl")):
-                members.append(_text_member(f"{base}/{f.name}", Path(f.path), red))
+                (trajectories if f.name == TRAJECTORY_FILE else others).append(
+                    _text_member(f"{base}/{f.name}", Path(f.path), red))
         for f in _entries(Path(ep.path) / "decisions"):
             if f.name.endswith(".json"):
-                members.append(_text_member(f"{base}/decisions/{f.name}", Path(f.path), red))
+                others.append(_text_member(f"{base}/decisions/{f.name}", Path(f.path), red))
         for f in _entries(Path(ep.path) / "screens"):
             if f.name.endswith(".png"):
                 screens.append(_screen_member(f"{base}/screens/{f.name}", Path(f.path), max_side))
     redacted = {"secrets": "harness.records.redact", "devices": len(serials), "paths": sorted(set(red.paths.values())),
                 "task_files_renamed": len(renamed)}
-    return members + screens, redacted
+    return members + trajectories + others + screens, redacted
 
 
 # --------------------------------------------------------------------------- writing
@@ -326,21 +328,15 @@ def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as raw, zstandard.ZstdCompressor(level=level).stream_writer(raw) as z, \
-                tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT, bufsize=TAR_BUFFER) as tar, \
-                ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+                tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT, bufsize=TAR_BUFFER) as tar:
             tar.copybufsize = CHUNK
             tar.addfile(_info(INDEX, len(index_bytes)), io.BytesIO(index_bytes))
             for m in text:
                 tar.addfile(_info(m.path, m.size), io.BytesIO(m.data))  # type: ignore[arg-type]
-            # each screenshot is read once: hashed on another core while it is compressed here
-            hashes = []
-            for m in shots:
+            for m in shots:  # each screenshot read once: hashed, then compressed
                 data = m.data if m.data is not None else m.source.read_bytes()  # type: ignore[union-attr]
-                m.size = len(data)
-                hashes.append(pool.submit(_digest, data))
+                m.size, m.sha256 = len(data), _digest(data)
                 tar.addfile(_info(m.path, m.size), io.BytesIO(data))
-            for m, h in zip(shots, hashes):
-                m.sha256 = h.result()
             seal = {"index_sha256": _digest(index_bytes),
                     "files": [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in shots]}
             seal_bytes = json.dumps(seal, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
@@ -385,12 +381,11 @@ def _listed(where: str, doc: Any, what: str) -> dict[str, dict[str, Any]]:
 
 
 def read_bundle(path: str | Path, *, dest: Path | None = None,
-                stop: Callable[[str], bool] = lambda name: False,
-                keep: Callable[[str], bool] = lambda name: True) -> Verified:
+                stop: Callable[[str], bool] = lambda name: False) -> Verified:
     """Read the bundle at ``path`` member by member, each checked against its index (its path
     listed, its size and sha256 equal): the records against the first member's index, the
     screenshots against the seal, the last member, which also holds the index's own sha256. With
-    ``dest``, write into that folder each member ``keep`` accepts. ``stop(name)`` true ends the
+    ``dest``, write each into that folder. ``stop(name)`` true ends the
     reading before that member (the rest, the seal included, is not checked). Anything out of
     place is a :class:`BundleError` naming the member."""
     import zstandard
@@ -401,9 +396,8 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
     except OSError as e:
         raise BundleError(f"{where}: cannot read: {e.strerror}") from None
     n = total = 0
-    pending: list[tuple[str, dict[str, Any], Any]] = []  # (member, its entry, its hash computing)
-    with fh, zstandard.ZstdDecompressor().stream_reader(fh) as z, \
-            ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+    pending: list[tuple[str, int, str]] = []  # screenshots read: (member, size, sha256), for the seal
+    with fh, zstandard.ZstdDecompressor().stream_reader(fh) as z:
         try:
             tar = tarfile.open(fileobj=z, mode="r|", bufsize=TAR_BUFFER)
             first = tar.next()
@@ -444,7 +438,7 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
                     raise BundleError(f"{where}: {ti.name}: not a plain file of the bundle (or twice)")
                 seen.add(ti.name)
                 data = tar.extractfile(ti).read()  # type: ignore[union-attr]
-                if dest is not None and keep(ti.name):
+                if dest is not None:
                     target = dest / ti.name
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
@@ -452,8 +446,8 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
                 if entry is not None:  # a record: checked now, before anything reads it
                     if len(data) != entry.get("size") or _digest(data) != entry.get("sha256"):
                         raise BundleError(f"{where}: {ti.name}: its content differs from the index (altered)")
-                else:  # a screenshot: hashed on another core, checked against the seal at the end
-                    pending.append((ti.name, {"size": len(data)}, pool.submit(_digest, data)))
+                else:  # a screenshot: checked against the seal, at the end
+                    pending.append((ti.name, len(data), _digest(data)))
                 n += 1
                 total += len(data)
             else:
@@ -469,13 +463,12 @@ def read_bundle(path: str | Path, *, dest: Path | None = None,
     return Verified(None, index, n, total)  # stopped early: the seal and what comes after are unchecked
 
 
-def _check_pending(where: str, pending: list[tuple[str, dict[str, Any], Any]],
-                   sealed: dict[str, dict[str, Any]]) -> None:
-    for name, got, fut in pending:
+def _check_pending(where: str, pending: list[tuple[str, int, str]], sealed: dict[str, dict[str, Any]]) -> None:
+    for name, size, digest in pending:
         entry = sealed.get(name)
         if entry is None:
             raise BundleError(f"{where}: {name}: not in the bundle's index (planted)")
-        if got["size"] != entry.get("size") or fut.result() != entry.get("sha256"):
+        if size != entry.get("size") or digest != entry.get("sha256"):
             raise BundleError(f"{where}: {name}: its content differs from the index (altered)")
 
 
@@ -486,12 +479,12 @@ def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
 
 def unpack(path: str | Path, dest: Path, *, screens: bool = True) -> Verified:
     """Verify and write the bundle's files into the empty folder ``dest``. Without ``screens``
-    (what a report reads): reading stops at the first screenshot (the format puts them last), and
-    of each episode only its trajectory is written (the report's tokens, when a result has none)."""
+    (what a report reads): the records and the trajectories (the report's tokens, when a result has
+    none), which the format puts first; reading stops at the first other file of an episode."""
     if screens:
         return read_bundle(path, dest=dest)
-    return read_bundle(path, dest=dest, stop=lambda name: "/screens/" in name,
-                       keep=lambda name: not name.startswith("episodes/") or name.endswith("/trajectory.jsonl"))
+    return read_bundle(path, dest=dest, stop=lambda name: name.startswith("episodes/")
+                       and not name.endswith("/" + TRAJECTORY_FILE))
 
 
 def temp_folder() -> Path:
