@@ -1,8 +1,8 @@
-"""What both pages of a run draw alike, the trajectory viewer (:mod:`harness.report.viewer`) and
-the live page (:mod:`harness.live`), and the compare pages (:mod:`harness.report.compare_page`): the
-Content-Security-Policy they are served under, HTML
-escaping of record text, a recorded action as one line, and the SVG drawn over a screenshot to
-show it. Everything here takes untrusted record text and returns markup with that text escaped.
+"""What the pages of a run draw alike, the trajectory viewer (:mod:`harness.report.viewer`), the
+live page (:mod:`harness.live`) and the compare pages (:mod:`harness.report.compare_page`): the
+Content-Security-Policy they are served under, HTML escaping of record text, a recorded action as
+one line, the SVG drawn over a screenshot to show it, verdict badges and a step's monitor verdict.
+Everything here takes untrusted record text and returns markup with that text escaped.
 """
 
 from __future__ import annotations
