@@ -35,13 +35,13 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         if args.screens_max_side is not None and args.screens_max_side < 16:
             raise UserError("--screens-max-side: at least 16 px")
         t0 = time.monotonic()
-        digest, index = make_bundle(words[0], args.out, max_side=args.screens_max_side)
+        digest, index, files = make_bundle(words[0], args.out, max_side=args.screens_max_side)
     except BundleError as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"{e.filename or args.out}: {e.strerror}") from None
     size = Path(args.out).stat().st_size
-    print(f"{args.out}: {len(index['files'])} files of {words[0]} ({size:,} bytes, {time.monotonic() - t0:.1f} s); "
+    print(f"{args.out}: {files} files of {words[0]} ({size:,} bytes, {time.monotonic() - t0:.1f} s); "
           f"secrets, {index['redacted']['devices']} device serial(s) and host paths redacted", file=sys.stderr)
     print(f"signature: {digest} (give it with the bundle: `harness bundle verify FILE` prints the same)")
     return 0

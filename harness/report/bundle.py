@@ -310,9 +310,9 @@ PENDING = 16  # screenshots read ahead of their hashes (each a few hundred KiB)
 
 
 def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None,
-                level: int = LEVEL) -> tuple[str, dict[str, Any]]:
-    """Write ``run``'s bundle to ``out`` (atomically); returns its signature (the seal's sha256)
-    and the index."""
+                level: int = LEVEL) -> tuple[str, dict[str, Any], int]:
+    """Write ``run``'s bundle to ``out`` (atomically); returns its signature (the seal's sha256),
+    the index and how many files it holds (the index and the seal not counted)."""
     import zstandard
 
     members, redacted = plan(run, max_side=max_side)
@@ -345,7 +345,7 @@ def make_bundle(run: str | Path, out: str | Path, *, max_side: int | None = None
     finally:
         if tmp.exists():
             tmp.unlink()
-    return _digest(seal_bytes), index
+    return _digest(seal_bytes), index, len(members)
 
 
 # --------------------------------------------------------------------------- reading

@@ -152,8 +152,9 @@ def _rewrite(src: Path, dst: Path, change, extra: tuple[str, bytes] | None = Non
 def test_verify_finds_what_changed(tmp_path, capsys):
     run = write_single(tmp_path / "r", "X", {"a": True, "b": False}, secrets=True)
     good = tmp_path / "r.tar.zst"
-    digest, index = make_bundle(run, good)
-    assert read_bundle(good).signature == digest and index["seal"] == "bundle-seal.json"
+    digest, index, files = make_bundle(run, good)
+    v = read_bundle(good)
+    assert v.signature == digest and index["seal"] == "bundle-seal.json" and v.files == files
     bad = tmp_path / "bad"
     _rewrite(good, bad, lambda name, data: data.replace(b'"oracle":true', b'"oracle":fals') if name == "results.jsonl" else data)
     with pytest.raises(BundleError, match="results.jsonl: its content differs from the index"):
