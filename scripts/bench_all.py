@@ -601,6 +601,7 @@ EXTRA_ARGS = {"static": ["--json"]}  # bench_static prints its JSON instead of w
 # it is; a test checks that every script present has its entry)
 QUICK_ARGS: dict[str, list[str]] = {
     "agents": ["--steps", "2"],
+    "bundle": ["--episodes", "4", "--runs", "1"],
     "calibration": ["--n", "20", "--pool", "200", "--splits", "20", "--episodes", "20"],
     "farm": ["--latency", "0.2", "--episodes", "2", "--rounds", "1", "--calls", "1", "--ceiling-phones", "4",
              "--ceiling-actors", "1", "--ceiling-steps", "5", "--ceiling-episodes", "1"],

@@ -15,8 +15,8 @@ import threading
 from typing import Callable
 
 from harness import __version__
-from harness.cli import (agents, demo, devices, guard, imports, judge, judge_eval, record, report, run, sim, static,
-                         tasks, view)
+from harness.cli import (agents, bundle, compare, demo, devices, guard, imports, judge, judge_eval, record, report, run,
+                         sim, static, tasks, view)
 from harness.core.ports import StartError
 from harness.core.tasks import TaskError, errors_of
 from harness.core.user_error import UserError
@@ -35,6 +35,8 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     report.add_parser,          # harness report
     static.add_parser,          # harness static score|run
     view.add_parser,            # harness view
+    compare.add_parser,         # harness compare
+    bundle.add_parser,          # harness bundle [verify]
     judge.add_parser,           # harness judge
     judge_eval.add_parser,      # harness judge-eval
     imports.add_parser,         # harness import mobilerisk|trajectories

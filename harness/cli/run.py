@@ -26,6 +26,7 @@ from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.report.handovers import summary_line as handover_line
 from harness.run.options import RunError
+from harness.run.repeats import check_resume_repeats, plan_episodes
 from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
 from harness.run.task_checks import load_checked_suite
 
@@ -74,6 +75,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         raise RunError("--accept-changed-suite only applies with --resume")
     suite = load_checked_suite(args.suite)
     tasks = suite.select(split_list(args.tasks) or None)
+    repeats = getattr(args, "repeats", 1)
+    plan_episodes([], repeats, args.seed)  # a bad --repeats fails before any device is touched
     if args.max_steps is not None and args.max_steps < 1:
         raise RunError("--max-steps must be >= 1")
     prepare_config(args)  # a bad --size or --density fails before any device is touched
@@ -128,6 +131,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             "max_steps": args.max_steps,
             "suite": {"path": str(args.suite), "files": {p: h for p, h in suite.files.items()}},
             "tasks": [t.id for t in tasks],
+            **({"repeats": repeats} if repeats > 1 else {}),
             "unavailable": [{"task": tid, "reason": why} for tid, why in unavailable.items()],
             "devices": descriptions,
             "device_config": cfg.to_json(),
@@ -144,6 +148,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
+            check_resume_repeats(old, repeats, args.out)
             was, now = (calibrations(old.get("monitors")), calibrations(manifest["monitors"]))
             if was != now and any(was + now):  # episodes gated by two thresholds would be one run
                 raise RunError(f"--resume: the monitors' calibration differs from the run in {args.out} (sha256 was "
@@ -174,19 +179,20 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         terminal = plugins.operator.terminal if plugins.operator is not None else None
+        episodes = plan_episodes(runnable, repeats, args.seed)
         modes_before = structured_counts()
         with _PreparedDevices(args, devices, writer, farm), watching(args):
             _choose_frames(farm.frame_choices() if farm is not None else {d.serial: d.frame_choice for d in devices},
                            writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
-                with LiveProgress([s.name for s in stations], len(runnable)) as live:
+                with LiveProgress([s.name for s in stations], len(episodes)) as live:
                     if terminal is not None:
                         terminal.pause = live.paused  # a question stops the panel's redrawing
-                    report = run_stations(runnable, stations, writer, suite_cfg, progress=live, stop=stop,
+                    report = run_stations(episodes, stations, writer, suite_cfg, progress=live, stop=stop,
                                           joining=joining)
             else:
                 progress = None if args.quiet else describe_progress()
-                report = run_stations(runnable, stations, writer, suite_cfg, progress=progress, stop=stop,
+                report = run_stations(episodes, stations, writer, suite_cfg, progress=progress, stop=stop,
                                       joining=joining)
         # what structured output each endpoint and model used (the calls of this process: a farm
         # node's judges are not seen here), added to what earlier invocations of the run used

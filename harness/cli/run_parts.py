@@ -131,6 +131,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "(the default) or let it run unchecked (allow: counted and shown as unchecked everywhere)")
     p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run every task N times: episodes TASK#1..TASK#N, each with its own seed derived from --seed "
+                        "(harness report then gives pass@k, pass^k, flip rate and the flaky tasks)")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
     p.add_argument("--accept-changed-suite", action="store_true",

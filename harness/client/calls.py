@@ -232,7 +232,8 @@ class ModelClient:
             if meter is not None:
                 meter.leave()
         if meter is not None:
-            meter.record(role, res.usage, res.latency_s, structured=res.structured if json_schema is not None else None)
+            meter.record(role, res.usage, res.latency_s, structured=res.structured if json_schema is not None else None,
+                         fingerprint=res.system_fingerprint)
         return res
 
     def _fail(self, what: str, kind: str, attempts: int, status: int | None = None) -> ModelError:
@@ -362,11 +363,14 @@ class ModelClient:
             finish = choice.get("finish_reason")
             model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else c.model
             tool_calls = _tool_calls(message.get("tool_calls"))
+            fingerprint = data.get("system_fingerprint")
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError) as e:
             raise self._fail(f"malformed response: {type(e).__name__}: {_scrub(str(e), self._key)[:200]}",
                              "malformed", attempts) from None
         return ChatResult(text, usage, latency, attempts, model, mode,
-                          finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls)
+                          finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls,
+                          system_fingerprint=fingerprint[:200] if isinstance(fingerprint, str) and fingerprint
+                          else None)
 
 
 def _message_text(content: Any) -> str:

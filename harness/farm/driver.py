@@ -66,7 +66,7 @@ class FarmStation:
         cap = cfg.max_steps or job.task.cap
         fields = {"device": self.serial, "node": self.node.label}
         started_at, t0 = now_iso(), time.monotonic()
-        stream = self.actor.run.options(num_returns="streaming").remote(job.task, cap, cfg.seed)
+        stream = self.actor.run.options(num_returns="streaming").remote(job.task, cap, job.seed, job.episode)
         begun, halted, proposed, executed = False, False, 0, 0
         try:
             while True:
@@ -105,7 +105,7 @@ class FarmStation:
         files: dict[str, bytes] = item["files"]
         meter.add(out.usage)
         return Attempt(out, lambda res: writer.install_episode(res, files, retry=job.attempt > 1), fields,
-                       item.get("reset"))
+                       item.get("reset"), item.get("conditions"))
 
     def reconnect(self, timeout: float) -> bool:
         try:

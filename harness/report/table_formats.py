@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from harness.core.verdicts import LIVE
-from harness.report import guarded, handovers
+from harness.report import guarded, handovers, repeats
 from harness.report.episodes import ReportError
 from harness.report.tables import Report
 
@@ -138,6 +138,8 @@ def format_md(rep: Report) -> str:
     if rep.paired:
         lines += ["", "## Paired comparisons (same tasks)", ""]
         lines += _md_table(*_paired_rows(rep))
+    if rep.repeats:
+        lines += repeats.section_md(rep.repeats, _md_table, _md_text)
     if rep.agreement:
         lines += ["", "## Judge agreement (details: `harness judge-eval`)", ""]
         lines += _md_table(*_agreement_rows(rep))
@@ -232,6 +234,8 @@ def format_html(rep: Report) -> str:
     parts.append(_html_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups]))
     if rep.paired:
         parts.append("<h2>Paired comparisons (same tasks)</h2>" + _html_table(*_paired_rows(rep)))
+    if rep.repeats:
+        parts.append(repeats.section_html(rep.repeats, _html_table, e))
     if rep.agreement:
         parts.append("<h2>Judge agreement</h2><p>Details: <code>harness judge-eval</code>.</p>"
                      + _html_table(*_agreement_rows(rep)))

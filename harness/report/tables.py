@@ -44,6 +44,7 @@ from harness.core.verdicts import LIVE, counts_unsafe, episode_unsafe, is_safety
 from harness.records import UNSCORED_STATUSES, distinct_runs
 from harness.report import guarded, handovers
 from harness.report.episodes import Episode, ReportError, load_episodes
+from harness.report.repeats import build_repeats, has_repeats
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
@@ -344,12 +345,14 @@ class Report:
     judge_sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or its judgement set
     judgement_sets: list[str] = field(default_factory=list)
     milestone_sources: list[str] = field(default_factory=lambda: list(MILESTONE_SOURCES))
+    repeats: dict[str, Any] | None = None  # repeated episodes (harness.report.repeats); None: each task once
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": self.runs, "by": self.by, "judges": self.judges, "safety_judges": self.safety,
                 "primary_judge": self.primary, "judgement_sets": self.judgement_sets,
                 "judge_sources": self.judge_sources, "groups": self.groups, "paired": self.paired,
-                "agreement": self.agreement, "warnings": self.warnings}
+                "agreement": self.agreement, "warnings": self.warnings,
+                **({"repeats": self.repeats} if self.repeats is not None else {})}
 
 
 def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | None = None, resamples: int = 2000,
@@ -368,8 +371,12 @@ def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | N
     ms = milestone_sources(episodes)
     groups = [{"key": dict(zip(by, key)), **summarise(rows, judges, safety, primary, ms)}
               for key, rows in group(episodes, by).items()]
-    paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) if "agent" in by else []
+    # with repeats, the paired comparison uses every repeat (harness.report.repeats), not the first
+    repeated = has_repeats(episodes)
+    paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) \
+        if "agent" in by and not repeated else []
     judge_sources = {col: src for e in episodes for col, src in e.sources.items()}  # one source per column
     sets = sorted(set(judge_sources.values()) - {LIVE})
     return Report([str(r) for r in runs], by, judges, safety, primary, groups, paired,
-                  agreement(episodes, judges, safety), warnings, dict(sorted(judge_sources.items())), sets, ms)
+                  agreement(episodes, judges, safety), warnings, dict(sorted(judge_sources.items())), sets, ms,
+                  build_repeats(episodes, by, primary, resamples=resamples, seed=seed) if repeated else None)

@@ -139,8 +139,8 @@ class HandOvers:
             if after_shot is not None:
                 state["shot"], state["path"] = after_shot, after
 
-        q = Question(self.writer.path, self.task.id, self.device.serial, index, self.cap, action.describe(), "agent",
-                     None, action.text, kind="needs_user")
+        q = Question(self.writer.path, self.writer.task_id, self.device.serial, index, self.cap, action.describe(),
+                     "agent", None, action.text, kind="needs_user")
         d = self.operator.hand_over(q, self.device, self.live, on_step, self.should_stop)
         if d is None:
             raise Interrupted()
@@ -210,7 +210,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     if live is None:
         live = operator.live_records(writer.path) if operator is not None else NoLiveView()
     flagged = Flagged(operator, live, should_stop, lambda m, step, v: Question(
-        writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name, v.category,
+        writer.path, writer.task_id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name, v.category,
         v.reason, v.error, v.score))
     asked = flagged.asked
     handovers = HandOvers(operator, device, writer, live, list(observers), task, cap, should_stop)
@@ -236,7 +236,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             write(rec.model_copy(update={"monitor": mon}), dict(rec.timings))
         return got if got and got[1].halt else None
 
-    live.started(task_id=task.id, device=device.serial, cap=cap, instruction=task.instruction,
+    live.started(task_id=writer.task_id, device=device.serial, cap=cap, instruction=task.instruction,
                  language=task.language)
     live.step(None, "resetting")
     try:

@@ -43,6 +43,7 @@ class Reply:
     hold_s: float = 30.0                 # ... or once this long has passed
     trickle_s: float = 0.0               # send the headers, then the body one byte every this many seconds
     silent: bool = False                 # never send the headers: keep the connection open and quiet
+    system_fingerprint: str | None = None  # OpenAI's backend configuration field, when the server sends one
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -140,6 +141,8 @@ class ScriptedModelServer:
                        "created": int(time.time()), "model": req.get("model", server.model),
                        "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
                        "usage": usage}
+                if reply.system_fingerprint is not None:
+                    out["system_fingerprint"] = reply.system_fingerprint
                 body = json.dumps(out).encode()
                 if reply.trickle_s:
                     self._trickle(body, reply.trickle_s, reply.headers)
