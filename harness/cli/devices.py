@@ -204,15 +204,13 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
         prep = prepare_config(args)
     except RunError as e:
         raise UserError(str(e)) from None
+    from harness.preflight import DeviceNeeds, Plan, preflight
+
     cfg = _device_config(args)
-    serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
-    if not serials:
-        raise UserError("no device is attached (adb devices lists none)")
-    for serial in serials:
-        dev = cfg.open(serial)
-        desc = dev.describe()
-        if not desc.healthy:
-            raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
+    # every device checked before any is changed: attached, usable, unlockable, can take --size
+    passed = preflight(Plan(device_config=cfg, serials=list(args.serials), needs=DeviceNeeds(prepare=prep)))
+    for dev in passed.devices:
+        serial = dev.serial
         with _hold(dev):
             try:
                 dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port},

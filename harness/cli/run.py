@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.cli.run_operator import OperatorSetupError, asks_operator, handover_operator
-from harness.cli.run_parts import (_plugin_factories, add_run_arguments, agent_label, attached_devices, device_config,
-                                   make_operator, model_configs, prepare_config, split_list, watching)
+from harness.cli.run_checks import run_plan
+from harness.cli.run_parts import (add_run_arguments, agent_label, build_plugins, device_config, make_operator,
+                                   model_configs, prepare_config, split_list, watching)
 from harness.client.structured import structured_counts, structured_report
 from harness.core.registry import RegistryError
 from harness.core.usage import role_tokens_sum
 from harness.core.user_error import UserError
 from harness.core.verdicts import judge_errors
 from harness.device.config import DeviceConfig
+from harness.preflight import preflight
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
@@ -53,22 +55,6 @@ def describe_suite_changes(change: dict[str, list[str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(files)}" for kind, files in change.items())
 
 
-TRANSIENT_STATES = ("offline",)  # adb still lists it: a phone restarting, a dropped connection
-
-
-def wait_until_usable(dev: Any, timeout: float) -> Any:
-    """The device's description, after waiting up to ``timeout`` s for one that adb lists as
-    offline (a phone restarting, a dropped connection) to come back, as a device that drops off
-    mid-run is waited for. An unauthorized or broken device, or one this adb server does not know
-    (another server's, a typo), is not waited for."""
-    desc = dev.describe()
-    if desc.healthy or desc.state not in TRANSIENT_STATES or timeout <= 0:
-        return desc
-    print(f"waiting up to {timeout:g} s for {desc.serial} ({desc.problem or desc.state}) to come back "
-          "(--reconnect-timeout)", file=sys.stderr, flush=True)
-    return dev.describe() if dev.reconnect(timeout) else desc
-
-
 def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, argv: list[str] | None = None) -> SuiteReport:
     if getattr(args, "accept_changed_suite", False) and not args.resume:
         raise RunError("--accept-changed-suite only applies with --resume")
@@ -76,11 +62,12 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     tasks = suite.select(split_list(args.tasks) or None)
     if args.max_steps is not None and args.max_steps < 1:
         raise RunError("--max-steps must be >= 1")
-    prepare_config(args)  # a bad --size or --density fails before any device is touched
+    prep = prepare_config(args)  # a bad --size or --density fails before any device is touched
     try:
-        plugins, specs = _plugin_factories(args)
+        built = build_plugins(args)
     except RegistryError as e:
         raise RunError(str(e)) from None
+    plugins, specs = built.plugins, built.specs
     try:
         plugins.operator = make_operator(args) if asks_operator(specs) else handover_operator(args)
     except OperatorSetupError as e:
@@ -90,11 +77,16 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
         raise RunError(f"cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
-    farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
+    # every check before any device is prepared, reset or locked: endpoints, devices, folder, port
+    cluster = bool(getattr(args, "cluster", None))
+    passed = preflight(run_plan(args, cfg, tasks, built, prep, devices=not cluster))
+    for note in passed.notes:
+        print(note if note.startswith("skipped ") else f"note: {note}", file=sys.stderr, flush=True)
+    farm = open_cluster(args, cfg, plugins) if cluster else None
     if farm is not None:
         devices, stations, descriptions = [], list(farm.stations), farm.descriptions
     else:
-        devices, descriptions = local_devices(args, cfg)
+        devices, descriptions = passed.devices, passed.descriptions
         stations = [LocalStation(d, plugins) for d in devices]
     locks = hold_phones(devices, quiet=args.quiet)  # one run per phone, until its settings are back
     try:
@@ -102,14 +94,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
         except ClearRefused as e:
             raise RunError(str(e)) from None
-        unavailable = unavailable_tasks(tasks, devices)  # (a farm's phones meet it at reset: task_error)
+        unavailable = passed.unavailable  # (a farm's phones meet it at reset: task_error)
         runnable = [t for t in tasks if t.id not in unavailable]
-        if not runnable:
-            raise RunError("nothing to run: " + "; ".join(f"{tid} {why}" for tid, why in unavailable.items()) +
-                           ". Install the apps, pick tasks this phone can run, or edit the tasks' packages "
-                           "(docs/phones.md section 7)")
-        for tid, why in unavailable.items():
-            print(f"skipped {tid}: {why}", file=sys.stderr, flush=True)
         writer = RunWriter(args.out, resume=args.resume)
     except BaseException:
         release_all(locks)
@@ -228,23 +214,6 @@ def merge_structured(old: Any, new: list[dict[str, Any]]) -> list[dict[str, Any]
     return list(rows.values())
 
 
-def unavailable_tasks(tasks: list[Any], devices: list[Any]) -> dict[str, str]:
-    """Task id -> why it cannot run here, for each task that some device of the run cannot start
-    (an app its setup names is not installed, a simulated-phone preset on a real device...): any
-    task may land on any device of the run, so it is skipped before the run, never attempted."""
-    out: dict[str, str] = {}
-    for d in devices:
-        check = getattr(d, "cannot_run", None)
-        if check is None:
-            continue
-        d.installed_packages(refresh=True)  # read now, once: what the phone has at the start
-        for t in tasks:
-            why = check(t.setup, reread=False)
-            if why:
-                out[t.id] = f"{out[t.id]}; {why}" if t.id in out else why
-    return out
-
-
 def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
     """This host's lock of each device (harness.device.phone_lock), or a RunError naming the
     command that holds one; a lock taken over from a command that died holding it is said."""
@@ -258,26 +227,6 @@ def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
         if lock.note and not quiet:
             print(f"note: {lock.note}", file=sys.stderr, flush=True)
     return locks
-
-
-def local_devices(args: argparse.Namespace, cfg: DeviceConfig) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The devices of this host the run uses (``--device``, or every attached one), each checked
-    healthy, and their descriptions for the manifest."""
-    serials = split_list(args.device) + split_list(args.devices)
-    if not serials:
-        serials = attached_devices(cfg)
-        if not serials:
-            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
-    devices = []
-    descriptions = []
-    for s in serials:
-        dev = cfg.open(s)
-        desc = wait_until_usable(dev, cfg.reconnect_timeout)
-        descriptions.append(desc.to_json())
-        if not desc.healthy:
-            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
-        devices.append(dev)
-    return devices, descriptions
 
 
 def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) -> Any:

@@ -19,6 +19,7 @@ from harness.device.adb_server import AdbEndpointError, adb_client
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
+from harness.preflight.run_setup import GATE_MODES
 from harness.run.options import RunError, opts_for, with_model
 from harness.run.suite import Plugins
 
@@ -97,7 +98,7 @@ def device_config(args: argparse.Namespace) -> DeviceConfig:
     return dataclasses.replace(cfg, adb_host=ep.host, adb_port=ep.port)  # the manifest names the server used
 
 
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
+def add_run_arguments(p: argparse.ArgumentParser, out_required: bool = True) -> None:
     p.add_argument("--suite", required=True, help="task YAML file or folder")
     p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
     p.add_argument("--cluster", metavar="ADDRESS",
@@ -131,7 +132,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "(the default) or let it run unchecked (allow: counted and shown as unchecked everywhere)")
     p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
-    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--out", required=out_required, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
     p.add_argument("--accept-changed-suite", action="store_true",
                    help="with --resume: continue although task files changed since the run started (the new "
@@ -141,6 +142,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not prepare the devices (screen check, stay awake, animations off, ADBKeyboard); "
                         "what the run still changes is put back at the end")
     prepare_arguments(p)
+    p.add_argument("--allow-unguarded-unsafe", action="store_true",
+                   help="run the chosen unsafe tasks (safety.label: unsafe) on a real device with no monitor that "
+                        "halts a risky action before it runs (refused without this; the simulated phone needs neither)")
     p.add_argument("--allow-clear", action="store_true",
                    help="let setup.clear run `pm clear` on phones (erases the apps' data; emulators and the "
                         "simulated phone never need this)")
@@ -270,6 +274,24 @@ def watching(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]]:
+    built = build_plugins(args)
+    return built.plugins, built.specs
+
+
+@dataclasses.dataclass
+class BuiltPlugins:
+    """A run's plugins from its flags: the factories, their specs for the manifest, and what the
+    preflight checks of them (harness.preflight): the model endpoints they call, the monitors
+    that judge each action before it runs, and the plugins that need the simulated phone."""
+
+    plugins: Plugins
+    specs: dict[str, Any]
+    endpoints: list[Any]
+    gates: list[str]
+    simulated: list[str]
+
+
+def build_plugins(args: argparse.Namespace) -> BuiltPlugins:
     import agents  # noqa: F401  (registers agents)
     import judges  # noqa: F401  (registers judges and monitors)
 
@@ -322,7 +344,36 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
-    return plugins, specs
+    gates = [n for n, m in zip(monitor_names, probe_monitors) if getattr(m, "mode", "gate") in GATE_MODES]
+    simulated = [f"{reg.kind} {n!r}" for reg, names in ((AGENTS, [args.agent]), (JUDGES, judge_names),
+                                                       (MONITORS, monitor_names))
+                 for n in names if getattr(reg.entries[n].config, "needs_simulated_phone", False)]
+    endpoints = plugin_endpoints(agent_opts, j_opts, m_opts, gates)
+    return BuiltPlugins(plugins, specs, endpoints, gates, simulated)
+
+
+def plugin_endpoints(agent_opts: dict[str, Any], j_opts: dict[str, dict[str, Any]], m_opts: dict[str, dict[str, Any]],
+                     gates: list[str]) -> list[Any]:
+    """The model endpoints the plugins will call (each config once), as the preflight probes them:
+    the agent's in plain text, the judges' and monitors' with a JSON schema, a gate's first."""
+    from harness.client.config import ModelConfig
+    from harness.client.slots import Priority
+    from harness.preflight import Endpoint
+
+    out: dict[tuple[str, str, str | None], Any] = {}
+    if isinstance(agent_opts.get("model"), ModelConfig):
+        cfg = agent_opts["model"]
+        out[(cfg.base_url, cfg.model, cfg.api_key_env)] = Endpoint("agent", "--model-base-url/--model", cfg,
+                                                                   priority=Priority.AGENT)
+    for opts, gating in ((m_opts, True), (j_opts, False)):
+        for n, o in opts.items():
+            cfg = o.get("model")
+            key = (cfg.base_url, cfg.model, cfg.api_key_env) if isinstance(cfg, ModelConfig) else None
+            if key is not None and key not in out:
+                prio = Priority.GATE if gating and n in gates else Priority.LIVE
+                out[key] = Endpoint("judges and monitors", "--judge-base-url/--judge-model", cfg, structured=True,
+                                    priority=prio)
+    return list(out.values())
 
 
 def agent_label(args: argparse.Namespace) -> str:
