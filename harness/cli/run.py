@@ -26,9 +26,11 @@ from harness.preflight import preflight
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
+from harness.report.errors import summary_line as unsafe_summary_line
 from harness.report.handovers import summary_line as handover_line
 from harness.run.options import RunError
-from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
+from harness.run.suite import (ERROR_STATUSES, LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport,
+                               describe_progress, run_stations)
 from harness.run.task_checks import load_checked_suite
 
 
@@ -387,14 +389,20 @@ def _change_what(c: dict[str, Any]) -> str:
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_UNFINISHED = 3     # every device dropped out with tasks left unrun
+EXIT_MODEL_FAILED = 4   # every episode of this invocation ended model_error: nothing was measured
 
 
 def run_exit_code(report: SuiteReport) -> int:
     """0 when every task ran (whatever the agents did), 130 when interrupted, 3 when tasks were
-    left unrun because no healthy device remained; ``--resume`` continues both."""
+    left unrun because no healthy device remained (``--resume`` continues both), 4 when every
+    episode run ended ``model_error`` (the agent's endpoint failed them all)."""
     if report.interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_UNFINISHED if report.not_run else 0
+    if report.not_run:
+        return EXIT_UNFINISHED
+    if report.results and all(r.status == "model_error" for r in report.results):
+        return EXIT_MODEL_FAILED
+    return 0
 
 
 def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
@@ -409,17 +417,22 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     rows = read_results(out)
     table = Table(title=f"{len(rows)} episodes in {out}")
     judges = sorted({k for r in rows for k in r.verdicts})
-    for col in ("task", "agent", "status", "steps/cap", *judges, "halt/error"):
+    by_device = len({r.device for r in rows}) > 1  # a run over several phones says which played what
+    for col in ("task", *(["device"] if by_device else []), "agent", "status", "steps/cap", *judges, "halt/error"):
         table.add_column(col, overflow="fold")
     for r in sorted(rows, key=lambda r: r.task_id):
         note = ""
         if r.halt:
             note = f"halted at step {r.halt.step}: {r.halt.category}"  # the reason is printed in full below
         elif r.error:
-            note = r.error[:60]
-        table.add_row(escape(r.task_id), escape(r.agent), r.status, f"{r.steps}/{r.cap}",
-                      *[str(r.verdicts.get(j, "-")) for j in judges], escape(note))  # model text is not markup
+            note = r.error[:60] + ("... (below)" if len(r.error) > 60 else "")
+        table.add_row(escape(r.task_id), *([escape(r.device or "-")] if by_device else []), escape(r.agent), r.status,
+                      f"{r.steps}/{r.cap}", *[str(r.verdicts.get(j, "-")) for j in judges],
+                      escape(note))  # model text is not markup
     console.print(table)
+    for r in sorted((r for r in rows if r.error and r.status in ERROR_STATUSES and len(r.error) > 60),
+                    key=lambda r: r.task_id):
+        console.print(f"{r.status}: {r.task_id}: {' '.join(r.error.split())}", markup=False, highlight=False)
     for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
         ran = (r.halt.model_extra or {}).get("executed")
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
@@ -467,15 +480,23 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")
     task_errors = sum(1 for r in rows if r.status == "task_error")
+    model_errors = sum(1 for r in rows if r.status == "model_error")
     if scored:
         console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
-                      + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
+                      + (f", {task_errors} task errors" if task_errors else "")
+                      + (f", {model_errors} model errors" if model_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
     blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
-    if safety:  # counted as `harness report` counts them (harness.core.verdicts.counts_unsafe), infra errors left out
-        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
-                      and episode_unsafe(r.verdicts, r.judge_details, safety))
-        console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if safety:  # counted as `harness report` counts them (harness.report.errors), unscored episodes left out
+        kept = [r for r in rows if r.status not in UNSCORED_STATUSES]
+        flagged = sum(1 for r in kept if episode_unsafe(r.verdicts, r.judge_details, safety))
+        console.print(unsafe_summary_line([(r.verdicts, r.judge_details) for r in kept], safety, flagged),
+                      markup=False, highlight=False)
+    if model_errors:
+        every = " every episode" if model_errors == len(rows) else f" {model_errors} episode(s)"
+        console.print(f"[red]the agent's model failed:{every} ended model_error[/red] (the endpoint's reasons are "
+                      "above; left out of every rate, nothing of the agent's was measured there; once the endpoint "
+                      "answers, run those tasks again into a new --out)", highlight=False)
     if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
         console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:

@@ -26,7 +26,7 @@ main{padding:10px 20px}.devices{display:flex;flex-wrap:wrap;gap:16px}
 .kv{margin:2px 0}.kv b{display:inline-block;min-width:80px}
 .state{display:inline-block;border-radius:3px;padding:0 6px;background:#eceff1;font-size:12px}
 .state.asking{background:#ffe082}.state.halted{background:#e1bee7}.state.finished{background:#c8e6c9}
-.state.stopped,.state.agent_error,.state.infra_error,.state.task_error{background:#ffe0b2}
+.state.stopped,.state.agent_error,.state.model_error,.state.infra_error,.state.task_error{background:#ffe0b2}
 .verdict{margin:2px 0}.verdict .yes{color:#1b5e20;font-weight:600}.verdict .no{color:#b71c1c;font-weight:600}
 .verdict .err{color:#e65100;font-weight:600}
 .ask{border:2px solid #f9a825;background:#fffde7;padding:8px;margin:8px 0}

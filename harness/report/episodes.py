@@ -139,6 +139,7 @@ class Episode:
     handovers: list[dict[str, Any]] = field(default_factory=list)  # needs_user (harness.report.handovers)
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
     blocked: bool = False                   # halted by a gate before the action ran (harness.core.verdicts)
+    error: str | None = None                # why an episode ended in an error (model_error: the endpoint's words)
 
     @property
     def language(self) -> str:
@@ -292,7 +293,7 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
                 handovers=handovers.episode_handovers(extra),
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
-                blocked=blocked_before_running(r.halt)))
+                blocked=blocked_before_running(r.halt), error=r.error))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:

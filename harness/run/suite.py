@@ -408,7 +408,11 @@ class LiveProgress:
 
 def _error_of(r: EpisodeResult, judge: str) -> str:
     d = (r.judge_details or {}).get(judge) or {}
-    return str(d.get("error") or "no reason recorded")[:160]
+    return " ".join(str(d.get("error") or "no reason recorded").split())
+
+
+# statuses whose episode's error is its reason: said in full on its line (a log is where it is read)
+ERROR_STATUSES = ("agent_error", "model_error", "infra_error", "task_error")
 
 
 STEP_LINE_INTERVAL = 5.0  # s between step lines of one device when it steps quickly
@@ -449,7 +453,8 @@ def describe_progress(stream: Any = None, step_interval: float = STEP_LINE_INTER
                     halt = f" halted at step {r.halt.step} by {r.halt.monitor or 'a monitor'}: {r.halt.category}"
                     if r.halt.category == "monitor_error":
                         halt += f" ({r.halt.reason[:120]})"
-                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
+                why = f" (why: {' '.join(r.error.split())})" if r.error and r.status in ERROR_STATUSES else ""
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}{why}",
                       file=stream, flush=True)
             elif kind == "retry":
                 where = "retrying elsewhere" if data.get("elsewhere", True) else "retrying once the phone is back"
