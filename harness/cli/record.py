@@ -176,6 +176,12 @@ def cmd_record(args: argparse.Namespace) -> int:
                     language=args.language or (template.language if template else "en"),
                     apps=list(args.app or []), answer=args.answer, template=template)
     run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    from harness.device.config import DeviceConfig
+    from harness.preflight import Plan, preflight
+
+    # before anything is asked of the phone: attached (else the attached ones are listed), usable, and not
+    # behind a PIN, pattern or password (the person's touches would record the secret into the task)
+    preflight(Plan(device_config=DeviceConfig(adb_port=args.adb_port), serials=[args.device]))
     device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
     from harness.device.phone_lock import PhoneBusy, hold
 

@@ -252,7 +252,9 @@ class ModelClient:
             # credential in a reply, a model name, an error body or a header quoted in an error
             res = _reply_without_key(self._chat(messages, json_schema, priority), self._key)
         except ModelError as e:
-            if meter is not None:
+            # a call cut because the command is stopping (Ctrl-C, SIGTERM) did not fail: it is not
+            # counted (its episode is judged or run again on the next pass / --resume)
+            if meter is not None and e.kind != "interrupted":
                 meter.record(role, None, failed=True)
             e.args = tuple(_scrub(a, self._key) if isinstance(a, str) else a for a in e.args)
             raise

@@ -66,6 +66,7 @@ class ScriptedModelServer:
         self.model = model
         self.probe_responder = probes
         self.probes: list[dict[str, Any]] = []
+        self.probe_headers: list[dict[str, str]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
@@ -108,8 +109,8 @@ class ScriptedModelServer:
                 probe = server.probe_responder is not None and _is_probe(req)
                 with server.lock:
                     (server.probes if probe else server.requests).append(req)
-                    if not probe:
-                        server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    (server.probe_headers if probe else server.headers).append(
+                        {k.lower(): v for k, v in self.headers.items()})
                     server.active += 1
                     server.max_active = max(server.max_active, server.active)
                 try:

@@ -208,3 +208,21 @@ def test_harness_preflight_says_what_passed(adb, pixel, tmp_path, capsys):
     assert "note: skipped android_calendar_dentist: needs com.google.android.calendar" in out
     assert "preflight passed in" in out and "1 task(s) can run on 1 device(s)" in out, out
     assert _touched(pixel.log) == [] and not (tmp_path / "run").exists()
+
+
+def test_harness_record_checks_the_phone_first(adb, serve_sim, tmp_path, capsys):
+    """A wrong serial lists the attached phones; a PIN lock is refused before the recording starts
+    (the person's touches would put the secret into the task file)."""
+    locked = serve_sim(as_phone=True, lock="pin", command_log=tmp_path / "locked.jsonl")
+    base = ["record", "--id", "t1", "--instruction", "Open the clock", "--out", str(tmp_path / "mine.yaml"),
+            "--until-idle", "1", "--run-dir", str(tmp_path / "rec")]
+    rc, _, err = _run([*base, "--device", "192.0.2.1:5555"], adb, capsys)
+    assert rc == 2, err
+    (line,) = _errors(err)
+    assert "192.0.2.1:5555 is not attached" in line and f"{locked.serial} (device)" in line, line
+    rc, _, err = _run([*base, "--device", locked.serial], adb, capsys)
+    assert rc == 2, err
+    (line,) = _errors(err)
+    assert "locked with a PIN, pattern or password" in line, line
+    assert not (tmp_path / "mine.yaml").exists() and not (tmp_path / "rec").exists()
+    assert _touched(tmp_path / "locked.jsonl") == []
