@@ -82,6 +82,14 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
         report = SimHuman(device, screen, cues=cues, pause=args.pause).perform(task)
     except (HumanError, RecordError) as e:
         raise UserError(str(e)) from None
+    if cues is not None:  # the recorder's closing lines are still to come: passed through, not cut off
+        print(f"{task.id}: done ({report.gestures} gesture(s)); waiting for the recorder's last lines (it stops at "
+              "its --until-idle, or Ctrl-C)", file=sys.stderr, flush=True)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the recorder's: it ends, and so this
+        try:
+            cues.until_closed()
+        finally:
+            signal.signal(signal.SIGINT, previous)
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else
           f"{task.id}: {report.gestures} gesture(s), {report.touches} touch(es)", flush=True)
     return 0

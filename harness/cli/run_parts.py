@@ -103,7 +103,7 @@ def add_run_arguments(p: argparse.ArgumentParser, out_required: bool = True) -> 
     p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on the phones of every node of a Ray cluster (HEAD:6379, or auto inside a Ray job); "
-                        "needs the farm extra: pip install 'crate-harness[farm]'")
+                        "needs the farm extra: pip install -e '.[farm]' in the checkout")
     p.add_argument("--device", action="append", help="a device serial (repeatable; with --cluster also NODE/SERIAL)")
     p.add_argument("--devices", action="append", help="device serials, comma-separated (default: all attached)")
     p.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
@@ -263,9 +263,10 @@ def watching(args: argparse.Namespace) -> Iterator[Any]:
               file=sys.stderr, flush=True)
     try:
         server = LiveServer(args.out, host=args.watch_host, port=args.watch_port)
-    except OSError as e:
-        raise RunError(f"--watch: cannot listen on {args.watch_host}:{args.watch_port}: {e.strerror or e} "
-                       "(pass another --watch-port)") from None
+    except OSError as e:  # taken since the preflight looked
+        from harness.cli.options import busy_port
+
+        raise RunError(f"--watch: {busy_port(args.watch_host, args.watch_port, e, '--watch-port')}") from None
     print(f"watch the run at {server.url}", file=sys.stderr, flush=True)
     if args.watch_host not in LOOPBACK:
         print("warning: anyone who can reach this address can watch the run", file=sys.stderr, flush=True)

@@ -393,7 +393,7 @@ class Suite(BaseModel):
         missing = [i for i in ids if i not in index]
         if missing:
             raise TaskError(self.where(), None, "--tasks", f"unknown task id(s): {unknown_ids(missing, list(index))}; "
-                            "`harness tasks list --suite PATH` lists them")
+                            f"`harness tasks list --suite {self.where()}` lists them")
         return [index[i] for i in ids]
 
     def where(self) -> str:
@@ -410,7 +410,7 @@ def unknown_ids(missing: list[str], known: list[str]) -> str:
 
     out = []
     for m in missing:
-        near = difflib.get_close_matches(m, known, n=3, cutoff=0.6)
+        near = difflib.get_close_matches(m, known, n=3, cutoff=0.8)
         out.append(f"{m!r}" + (f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""))
     return ", ".join(out)
 

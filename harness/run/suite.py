@@ -353,8 +353,18 @@ class LiveProgress:
 
         t = Table(title=f"{self.done}/{self.total} episodes  " + "  ".join(f"{k}: {v}" for k, v in sorted(self.tally.items())),
                   expand=False)
-        for col in ("device", "state", "task", "step", "last action"):
-            t.add_column(col, overflow="ellipsis", max_width=48, no_wrap=True)
+        # widths set here, from the terminal's: a device's name, state and step stay whole, the task
+        # and the last action share what is left and are cut (an 80-column terminal once lost the
+        # state and step columns entirely: rich shrinks columns to nothing when a table is too wide)
+        fixed = {k: max([len(str(r[k])) for r in self.rows.values()] + [len(k)]) for k in ("state", "step")}
+        device = min(max([len(d) for d in self.rows] + [6]), 24)
+        room = max(20, self.console.width - device - fixed["state"] - fixed["step"] - 16)  # 16: borders, padding
+        task = min(max([len(str(r["task"])) for r in self.rows.values()] + [4]), max(8, room * 2 // 5), 48)
+        t.add_column("device", overflow="ellipsis", no_wrap=True, width=device)
+        t.add_column("state", no_wrap=True, width=fixed["state"])
+        t.add_column("task", overflow="ellipsis", no_wrap=True, width=task)
+        t.add_column("step", no_wrap=True, width=fixed["step"])
+        t.add_column("last action", overflow="ellipsis", no_wrap=True, width=max(8, min(room - task, 60)))
         for d, r in self.rows.items():
             t.add_row(d, r["state"], r["task"], r["step"], r["action"])
         return t
