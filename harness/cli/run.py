@@ -82,6 +82,11 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     # every check before any device is prepared, reset or locked: endpoints, devices, folder, port
     cluster = bool(getattr(args, "cluster", None))
     passed = preflight(run_plan(args, cfg, tasks, built, prep, devices=not cluster))
+    if not args.quiet:
+        phones = "the cluster's phones are checked on their nodes" if cluster else f"{len(passed.devices)} device(s) ready"
+        print(f"preflight: {len(built.endpoints)} model endpoint(s) answer, {phones}, "
+              f"run folder {args.out} {'to continue' if args.resume else 'free'} ({passed.wall_s:.2f} s; "
+              "`harness preflight` with these flags says more)", file=sys.stderr, flush=True)
     for note in passed.notes:
         print(note if note.startswith("skipped ") else f"note: {note}", file=sys.stderr, flush=True)
     farm = open_cluster(args, cfg, plugins) if cluster else None

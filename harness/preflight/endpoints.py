@@ -76,5 +76,6 @@ def check_endpoint(ep: Endpoint) -> tuple[Problem | None, str]:
             listed = f"; it serves {', '.join(models[:5])}{' ...' if len(models) > 5 else ''}, not {cfg.model!r}"
         return Problem("endpoint", f"{where}: a one-line test request to model {cfg.model!r} failed: {_reason(e, cfg)}{listed}"), ""
     mode = f", structured output: {res.structured}" if ep.structured else ""
-    return None, (f"{where} answers: model {cfg.model}, {(time.monotonic() - t0) * 1000:.0f} ms"
-                  f"{mode}, key: {key_for(cfg).reason}")
+    key_var = key_for(cfg).variable
+    return None, (f"{where} answers: model {cfg.model}, {(time.monotonic() - t0) * 1000:.0f} ms{mode}, "
+                  + (f"key from ${key_var}" if key_var else "no API key sent"))
