@@ -23,6 +23,7 @@ from harness.core.user_error import UserError
 from harness.core.verdicts import judge_errors
 from harness.device.config import DeviceConfig
 from harness.preflight import preflight
+from harness.preflight.plan import check_described
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
@@ -81,7 +82,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     cfg = device_config(args)
     # every check before any device is prepared, reset or locked: endpoints, devices, folder, port
     cluster = bool(getattr(args, "cluster", None))
-    passed = preflight(run_plan(args, cfg, tasks, built, prep, devices=not cluster))
+    plan = run_plan(args, cfg, tasks, built, prep, devices=not cluster)
+    passed = preflight(plan)  # (a farm's phones are checked as their nodes find them: check_described)
     if not args.quiet:
         phones = "the cluster's phones are checked on their nodes" if cluster else f"{len(passed.devices)} device(s) ready"
         print(f"preflight: {len(built.endpoints)} model endpoint(s) answer, {phones}, "
@@ -89,7 +91,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
               "`harness preflight` with these flags says more)", file=sys.stderr, flush=True)
     for note in passed.notes:
         print(note if note.startswith("skipped ") else f"note: {note}", file=sys.stderr, flush=True)
-    farm = open_cluster(args, cfg, plugins) if cluster else None
+    farm = open_cluster(args, cfg, plugins, check=lambda found: check_described(plan, found)) if cluster else None
     if farm is not None:
         devices, stations, descriptions = [], list(farm.stations), farm.descriptions
     else:
@@ -236,7 +238,7 @@ def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
     return locks
 
 
-def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) -> Any:
+def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins, check: Any = None) -> Any:
     """``--cluster ADDRESS``: the Ray farm's phones as the run's stations (``harness.farm``)."""
     import dataclasses
 
@@ -251,7 +253,7 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     try:  # each phone is prepared, journaled and held by its actor on its node, and put back at the end
         farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
                          select=split_list(args.device) + split_list(args.devices), say=say,
-                         prepare=prepare_config(args), holder=f"{command_line()} (pid {os.getpid()})")
+                         prepare=prepare_config(args), holder=f"{command_line()} (pid {os.getpid()})", check=check)
     except FarmError as e:
         raise RunError(str(e)) from None
     return farm

@@ -24,7 +24,7 @@ def run_plan(args: argparse.Namespace, cfg: Any, tasks: list[Any], built: Any, p
                 needs=DeviceNeeds(simulated=built.simulated, prepare=prep, prepared=not args.no_prepare, tasks=tasks),
                 reconnect_timeout=cfg.reconnect_timeout, out=args.out, resume=args.resume,
                 watch=(args.watch_host, args.watch_port) if args.watch else None,
-                gates=built.gates if devices else None,
+                gates=built.gates,
                 allow_unguarded=getattr(args, "allow_unguarded_unsafe", False))
 
 

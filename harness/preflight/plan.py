@@ -122,3 +122,24 @@ def _task_problems(plan: Plan, passed: Passed) -> list[Problem]:
         if note is not None:
             passed.notes.append(note)
     return problems
+
+
+def check_described(plan: Plan, descriptions: list[dict[str, Any]]) -> None:
+    """The checks that need only the devices' descriptions (a farm's phones, which their nodes
+    describe and check themselves): kinds every judge can judge, and unsafe tasks on real devices
+    with no gate. :class:`PreflightFailed`, or nothing."""
+    from types import SimpleNamespace
+
+    from harness.preflight.devices import check_kind
+
+    problems: list[Problem] = []
+    for d in descriptions:
+        desc = SimpleNamespace(simulated=bool(d.get("simulated")), kind=d.get("kind") or "", model=d.get("model") or "")
+        where = f"{d['node']}/{d['serial']}" if d.get("node") else d["serial"]
+        problems.extend(check_kind(where, desc, plan.needs))
+    if plan.gates is not None:
+        problem, _ = check_unguarded_unsafe(plan.needs.tasks, plan.gates, descriptions, plan.allow_unguarded)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise PreflightFailed(problems)

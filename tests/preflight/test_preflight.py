@@ -226,3 +226,24 @@ def test_harness_record_checks_the_phone_first(adb, serve_sim, tmp_path, capsys)
     assert "locked with a PIN, pattern or password" in line, line
     assert not (tmp_path / "mine.yaml").exists() and not (tmp_path / "rec").exists()
     assert _touched(tmp_path / "locked.jsonl") == []
+
+
+def test_a_farms_phones_meet_the_same_rules_before_their_actors_prepare_them():
+    """--cluster: the nodes describe their phones; the oracle on a phone and unsafe tasks with no
+    gate on a real phone are refused from those descriptions (harness.farm.driver.Farm calls this
+    before it starts an actor), the simulated phone passes."""
+    from harness.core.tasks import load_suite
+    from harness.preflight import DeviceNeeds, Plan, PreflightFailed
+    from harness.preflight.plan import check_described
+
+    tasks = load_suite(ANDROID).select([CLOCK, RESET])
+    phone = {"serial": "R58M1", "node": "lab-2", "kind": "phone", "model": "SM-S911B", "simulated": False}
+    sim = {"serial": "127.0.0.1:6520", "node": "lab-1", "kind": "sim", "model": "sim", "simulated": True}
+    plan = Plan(needs=DeviceNeeds(simulated=["judge 'oracle'"], tasks=tasks), gates=[])
+    with pytest.raises(PreflightFailed) as e:
+        check_described(plan, [sim, phone])
+    lines = [p.text for p in e.value.problems]
+    assert len(lines) == 2 and "lab-2/R58M1" in lines[0] and "judge 'oracle'" in lines[0], lines
+    assert RESET in lines[1] and "--allow-unguarded-unsafe" in lines[1], lines
+    check_described(plan, [sim])  # nothing to refuse on the simulated phone
+    check_described(Plan(needs=DeviceNeeds(tasks=tasks), gates=["crate-s"]), [phone])  # gated: fine
