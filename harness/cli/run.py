@@ -86,7 +86,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
     passed = preflight(plan)  # (a farm's phones are checked as their nodes find them: check_described)
     if not args.quiet:
         phones = "the cluster's phones are checked on their nodes" if cluster else f"{len(passed.devices)} device(s) ready"
-        print(f"preflight: {len(built.endpoints)} model endpoint(s) answer, {phones}, "
+        answer = f"{len(built.endpoints)} model endpoint(s) answer, " if built.endpoints else ""
+        print(f"preflight: {answer}{phones}, "
               f"run folder {args.out} {'to continue' if args.resume else 'free'} ({passed.wall_s:.2f} s; "
               "`harness preflight` with these flags says more)", file=sys.stderr, flush=True)
     for note in passed.notes:

@@ -8,13 +8,15 @@ a cut call is not a failed one."""
 
 from __future__ import annotations
 
-import _thread
 import socket
 import threading
+import time
 
 from harness.cli.main import main
-from harness.client.config import ModelConfig
-from harness.offline_judge import judge_runs, prepare_judges
+from harness.client.calls import ModelClient, allow_calls, stop_calls
+from harness.client.config import ModelConfig, ModelError
+from harness.client.images import user_message
+from harness.core.usage import Meter
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.offline_judge import count_judge  # noqa: F401  (registers the count-test judge)
 from tests.offline_judge.sample_runs import make_run
@@ -58,23 +60,30 @@ def test_every_call_failing_says_why_exits_4_and_a_rerun_says_how_to_retry(tmp_p
     assert rc == 0 and "4 judged" in " ".join(out.split()) and "4 with judge_error judged again" in out, out + err
 
 
-def test_calls_cut_by_ctrl_c_are_not_counted_as_failed(tmp_path):
-    run = make_run(tmp_path / "run", EPISODES)
-    release = threading.Event()
-    asked = threading.Event()
+def test_calls_cut_by_ctrl_c_are_not_counted_as_failed():
+    """Ctrl-C (or SIGTERM) cuts every call in flight (harness.client.calls.stop_calls, as harness
+    judge does on KeyboardInterrupt): such a call raises, and is no failure of the endpoint's."""
+    release, errors = threading.Event(), []
+    meter = Meter()
+    with ScriptedModelServer(lambda req: Reply('{"ok": true}', hold=release, hold_s=30)) as s:
+        client = ModelClient(ModelConfig(base_url=s.base_url, model="judge-m", max_retries=0))
 
-    def held(req):
-        asked.set()
-        return Reply('{"ok": true}', hold=release, hold_s=30)
+        def call():
+            try:
+                client.chat([user_message("x")], meter=meter, role="count-test")
+            except ModelError as e:
+                errors.append(e)
 
-    with ScriptedModelServer(held) as s:
-        setup = prepare_judges(["count-test"], {}, ModelConfig(base_url=s.base_url, model="judge-m", max_retries=0),
-                               concurrency=4)
-        timer = threading.Thread(target=lambda: asked.wait(30) and _thread.interrupt_main(), daemon=True)
-        timer.start()  # Ctrl-C once the first calls are in flight
+        t = threading.Thread(target=call)
+        t.start()
+        deadline = time.monotonic() + 30
+        while not s.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
         try:
-            report = judge_runs([run], setup, concurrency=4, fsync=False)
+            stop_calls()
+            t.join(10)
         finally:
+            allow_calls()
             release.set()
-    assert report.interrupted and s.requests
-    assert report.usage["failed_calls"] == 0, report.usage  # cut, not failed
+    assert [e.kind for e in errors] == ["interrupted"], errors
+    assert meter.to_json()["failed"] == 0, meter.to_json()  # cut, not failed
