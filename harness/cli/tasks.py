@@ -34,6 +34,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():  # a pipe or a file: whole values, one task a line, tab-separated (grep, cut)
         for line in (cols, *cells):
             print("\t".join(line))
+        print(f"{len(rows)} tasks in {args.suite}", file=sys.stderr)  # the table's title, beside the data
     else:
         table = Table(title=f"{len(rows)} tasks in {args.suite}")
         for col in cols:
