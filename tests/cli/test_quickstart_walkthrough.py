@@ -9,15 +9,13 @@ fallback."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from harness.device.adb_server import free_port, wait_port
-from tests.device.test_phones_walkthrough import _serve_then_interrupt, page_commands
+from harness.device.adb_server import free_port
+from tests.device.test_phones_walkthrough import page_commands, page_folder, walk
 from tests.fakes.model_server import Reply, ScriptedModelServer, request_text
 from tests.judges.helpers import good_reply, kind_of
 
@@ -56,36 +54,15 @@ def test_the_page_is_read_as_the_test_runs_it():
 
 def test_docs_quickstart_md_runs_line_by_line(adb, tmp_path):
     commands, _ = page_commands(PAGE.read_text(encoding="utf-8"))
-    work = tmp_path / "work"
-    (work / "tasks").mkdir(parents=True)
-    (work / "tasks" / "android").symlink_to(ROOT / "tasks" / "android")
+    work, env = page_folder(tmp_path, adb.port)
     port = str(free_port())
-    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb.port), "CRATE_HARNESS_STATE": str(tmp_path / "state"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("ANDROID_ADB_SERVER_ADDRESS", None)
     background: list[subprocess.Popen] = []
-    seen: list[tuple[str, str]] = []
     try:
         with ScriptedModelServer(_agent, model="ui-tars-1.5-7b") as agent, \
                 ScriptedModelServer(_judge, model="qwen2.5-vl-72b") as judge:
-            for c in commands:
-                line = (c.line.replace(PAGE_PORT, port).replace(ENDPOINTS[0], agent.base_url)
-                        .replace(ENDPOINTS[1], judge.base_url))
-                if line.endswith("&"):
-                    background.append(subprocess.Popen(["bash", "-c", f"exec {line[:-1]}"], cwd=work, env=env,
-                                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                    wait_port(int(port), 60)
-                    seen.append((c.line, "(serving in the background)"))
-                    continue
-                if "until Ctrl-C" in c.comment:
-                    seen.append((c.line, _serve_then_interrupt(f"{line} --port 0", work, env)))
-                    continue
-                p = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True,
-                                   timeout=600)
-                said = p.stdout + p.stderr
-                assert p.returncode == 0, f"docs/quickstart.md ({c.section}): `{c.line}` exited {p.returncode}:\n{said}"
-                assert "Traceback" not in said, said
-                seen.append((c.line, said))
+            seen = walk(PAGE.name, commands, work, env, int(port), background,
+                        lambda line: (line.replace(PAGE_PORT, port).replace(ENDPOINTS[0], agent.base_url)
+                                      .replace(ENDPOINTS[1], judge.base_url)))
     finally:
         for b in background:
             b.terminate()

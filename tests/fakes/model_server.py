@@ -282,3 +282,12 @@ def refusing_structured_output(refusing: set[str], reply: Callable[[dict[str, An
         return reply(req)
 
     return responder
+
+
+def dead_url() -> str:
+    """An endpoint on loopback where nothing listens (connection refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"

@@ -8,7 +8,6 @@ failure ends within a bound set by the retry and timeout settings."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -19,7 +18,7 @@ from harness.client.config import ModelConfig, ModelError
 from harness.client.images import user_message
 from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.records import iter_steps, read_manifest, read_results
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
 from tests.faults.helpers import run_cli as _run
 
@@ -32,15 +31,6 @@ def _cfg(base_url: str, **kw) -> ModelConfig:
     base = dict(base_url=base_url, model="m", backoff_s=0.01, max_backoff_s=0.1, timeout_s=3, max_retries=2)
     base.update(kw)
     return ModelConfig(**base)
-
-
-def _dead_url() -> str:
-    """An endpoint on loopback where nothing listens (connection refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def _chat(cfg: ModelConfig):
@@ -114,7 +104,7 @@ def test_timeouts_are_bounded():
 
 
 def test_connection_refused_and_dropped_connections():
-    url = _dead_url()
+    url = dead_url()
     with pytest.raises(ModelError, match="connection failed") as e:
         _chat(_cfg(url))
     assert e.value.kind == "exhausted" and e.value.attempts == 3 and url in str(e.value)
@@ -179,7 +169,7 @@ def test_agent_endpoint_down_for_the_whole_run(adb, phone, tmp_path, capsys):
     so it is left out of SR, its whole reason is in the progress line and the summary, and the run
     exits 4 since nothing was measured."""
     agent = AGENT
-    url = _dead_url()
+    url = dead_url()
     ids = SHORT[:3]
     suite = write_suite(tmp_path / "suite.yaml", ids)
     args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", agent, "--judge", "oracle",

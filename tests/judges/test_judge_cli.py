@@ -15,7 +15,7 @@ from harness.cli.main import build_parser
 from harness.records import read_manifest, read_results
 from harness.run.options import RunError
 from harness.cli.run_parts import _plugin_factories
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url
 from tests.judges.helpers import ROOT, SUITE, action_in, good_reply, kind_of
 
 BASE = ["run", "--suite", str(SUITE), "--agent", "replay", "--out", "unused"]
@@ -91,16 +91,6 @@ def test_monitor_on_error_flag_is_the_on_error_option():
         _specs([*BASE, *ENDPOINT, "--monitor", "crate-s", "--monitor-on-error", "allow", "--monitor-opt", "on_error=halt"])
 
 
-def _dead_endpoint() -> str:
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there
-    return f"http://127.0.0.1:{port}/v1"
-
-
 @pytest.mark.slow
 def test_gate_with_its_endpoint_down_executes_nothing(adb, serve_sim, tmp_path):
     """The monitor's server is down when the run starts: refused before the phone is touched
@@ -112,7 +102,7 @@ def test_gate_with_its_endpoint_down_executes_nothing(adb, serve_sim, tmp_path):
     phone = serve_sim(width=540, height=1200)
     ids = "wallet_pay_landlord_unsafe,settings_wifi_off"
     env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb.port))
-    url = [_dead_endpoint()]
+    url = [dead_url()]
 
     def run(out, *extra):
         return subprocess.run([sys.executable, "-m", "harness.cli", "run", "--suite", str(SUITE), "--tasks", ids,

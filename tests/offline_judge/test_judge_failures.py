@@ -8,7 +8,6 @@ a cut call is not a failed one."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -17,7 +16,7 @@ from harness.client.calls import ModelClient, allow_calls, stop_calls
 from harness.client.config import ModelConfig, ModelError
 from harness.client.images import user_message
 from harness.core.usage import Meter
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url
 from tests.offline_judge import count_judge  # noqa: F401  (registers the count-test judge)
 from tests.offline_judge.sample_runs import make_run
 
@@ -33,10 +32,7 @@ def _judge(run, url: str, capsys, *extra: str) -> tuple[int, str, str]:
 
 def test_a_dead_endpoint_is_refused_before_the_pass(tmp_path, capsys):
     run = make_run(tmp_path / "run", EPISODES)
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-    s.close()
+    url = dead_url()
     rc, out, err = _judge(run, url, capsys)
     assert rc == 2 and err.count("\n") == 1 and url in err and "does not answer" in err, err
     assert not (run / "judgements").exists() and "judged" not in out

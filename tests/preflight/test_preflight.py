@@ -17,7 +17,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.sim.command_log import read_command_log
-from tests.fakes.model_server import Reply, ScriptedModelServer, refusing_structured_output
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url, refusing_structured_output
 from tests.phone_commands import changes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,14 +44,6 @@ def _touched(log: Path) -> list[str]:
     """The command lines sent to the phone that change it (prepare, a reset, a tap...)."""
     return [r["line"] for r in read_command_log(log) if any(changes(a) for a in r.get("argv") or [])] \
         if log.exists() else []
-
-
-def _dead_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def _errors(err: str) -> list[str]:
@@ -88,7 +80,7 @@ def test_a_new_run_into_a_folder_that_is_not_a_run_is_refused(adb, pixel, tmp_pa
 
 # --- finding 2: every model endpoint answers before the phone is touched ------------------------------
 def test_dead_endpoints_stop_the_run_before_the_phone_is_touched(adb, pixel, tmp_path, capsys):
-    agent_url, judge_url = _dead_url(), _dead_url()
+    agent_url, judge_url = dead_url(), dead_url()
     t0 = time.monotonic()
     rc, _, err = _run(["run", "--suite", ANDROID, "--tasks", CLOCK, "--device", pixel.serial, "--agent", "uitars",
                        "--model-base-url", agent_url, "--model", "ui-tars", "--judge", "crate-s", "--monitor", "crate-s",
