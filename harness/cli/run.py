@@ -22,10 +22,10 @@ from harness.core.usage import role_tokens_sum
 from harness.core.user_error import UserError
 from harness.core.verdicts import judge_errors
 from harness.device.config import DeviceConfig
-from harness.preflight import preflight
-from harness.preflight.plan import check_described
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
+from harness.preflight import preflight
+from harness.preflight.plan import check_described
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
 from harness.report.errors import summary_line as unsafe_summary_line
 from harness.report.handovers import summary_line as handover_line

@@ -15,7 +15,7 @@ from harness.cli.run_operator import OperatorSetupError, ask_operator, operator_
 from harness.client.config import MAX_REPLY_BYTES
 from harness.core.episode import REFLECT_MODES, ReflectingAgent
 from harness.core.registry import AGENTS, JUDGES, MONITORS, parse_options
-from harness.device.adb_server import AdbEndpointError, adb_client
+from harness.device.adb_server import AdbEndpointError
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
@@ -29,17 +29,6 @@ def split_list(values: list[str] | None) -> list[str]:
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
-
-
-def attached_devices(cfg: DeviceConfig) -> list[str]:
-    import adbutils
-
-    ep = cfg.endpoint()
-    client = adb_client(host=ep.host, port=ep.port)
-    try:
-        return [d.serial for d in client.list() if d.state == "device"]
-    except (adbutils.AdbError, OSError) as e:
-        raise RunError(f"cannot reach the adb server at {ep}: {e}") from None
 
 
 def adb_arguments(p: argparse.ArgumentParser, nested: bool = False) -> None:

@@ -51,7 +51,7 @@ def _devices(plan: Plan, pool: cf.Executor) -> tuple[list[Problem], list[cf.Futu
         serials = [s for s, st in states.items() if st == "device"]
         if not serials:
             return [Problem("device", "no usable device is attached (attached: " + describe_attached(states) +
-                                      "); connect one (docs/phones.md), or pass --device SERIAL")], []
+                                      "); connect one (docs/phones.md section 1), or name the serial of one it lists")], []
     problems = check_attached(serials, states)
     futures = [pool.submit(check_device, plan.device_config.open(s), plan.needs, plan.reconnect_timeout)
                for s in serials if s in states]
