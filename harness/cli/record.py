@@ -83,9 +83,9 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
     except (HumanError, RecordError) as e:
         raise UserError(str(e)) from None
     if cues is not None:  # the recorder's closing lines are still to come: passed through, not cut off
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the recorder's: it ends, and so this
         print(f"{task.id}: done ({report.gestures} gesture(s)); waiting for the recorder's last lines (it stops at "
               "its --until-idle, or Ctrl-C)", file=sys.stderr, flush=True)
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the recorder's: it ends, and so this
         try:
             cues.until_closed()
         finally:
