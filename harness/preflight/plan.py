@@ -16,7 +16,8 @@ from harness.preflight.devices import (DeviceFindings, DeviceNeeds, attached_sta
                                        describe_attached)
 from harness.preflight.endpoints import Endpoint, check_endpoint
 from harness.preflight.problems import Passed, PreflightFailed, Problem
-from harness.preflight.run_setup import check_run_folder, check_unguarded_unsafe, check_watch_port
+from harness.preflight.run_setup import (check_run_folder, check_unguarded_unsafe, check_watch_port,
+                                         started_before_its_manifest)
 
 
 @dataclass
@@ -65,6 +66,9 @@ def preflight(plan: Plan) -> Passed:
     problems: list[Problem] = []
     if plan.out is not None and (p := check_run_folder(plan.out, plan.resume)):
         problems.append(p)
+    elif plan.out is not None and plan.resume and started_before_its_manifest(Path(plan.out)):
+        passed.notes.append(f"{plan.out} holds a run stopped before it wrote its manifest: nothing was recorded, "
+                            "so --resume starts it")
     if plan.watch is not None and (p := check_watch_port(*plan.watch)):
         problems.append(p)
     workers = len(plan.endpoints) + max(1, len(plan.serials) or 4)

@@ -18,15 +18,29 @@ GATE_MODES = ("gate", "ask", "reflect", "reflect,ask")
 ALLOW_UNGUARDED = "--allow-unguarded-unsafe"
 
 
+def _foreign(path: Path) -> list[str]:
+    """What a folder holds that no run folder does."""
+    return sorted(p.name for p in path.iterdir()
+                  if p.name not in RUN_ENTRIES and not (p.name.startswith(".manifest.json.") and p.name.endswith(".tmp")))
+
+
+def started_before_its_manifest(path: Path) -> bool:
+    """A run folder its run made (``results.jsonl`` and nothing foreign) and left before it wrote its
+    manifest (killed in that moment): nothing was recorded, ``--resume`` starts it."""
+    return path.is_dir() and (path / "results.jsonl").is_file() and not (path / "manifest.json").exists() \
+        and not _foreign(path) and (path / "results.jsonl").stat().st_size == 0
+
+
 def check_run_folder(out: str | Path, resume: bool) -> Problem | None:
-    """``--resume`` into a folder with no run (no manifest) is a mistyped path, never a new run; a
-    new run goes into a new folder, an empty one, or a run folder (which then asks for --resume)."""
+    """``--resume`` into a folder with no run (no manifest) is a mistyped path, never a new run (but
+    for a run's own folder left before its manifest was written: nothing recorded, it is started);
+    a new run goes into a new folder, an empty one, or a run folder (which then asks for --resume)."""
     path = Path(out)
     if resume:
         if not path.is_dir():
             return Problem("run folder", f"--resume: {path} does not exist, so there is no run to continue; check the "
                                          "path, or leave out --resume to start a new run there")
-        if not (path / "manifest.json").is_file():
+        if not (path / "manifest.json").is_file() and not started_before_its_manifest(path):
             return Problem("run folder", f"--resume: {path} holds no run (no manifest.json); check the path, or leave "
                                          "out --resume to start a new run in a new folder")
         return None
@@ -34,8 +48,7 @@ def check_run_folder(out: str | Path, resume: bool) -> Problem | None:
         return Problem("run folder", f"--out {path} exists and is not a folder; choose a new folder for the run")
     if not path.is_dir():
         return None
-    others = sorted(p.name for p in path.iterdir()
-                    if p.name not in RUN_ENTRIES and not (p.name.startswith(".manifest.json.") and p.name.endswith(".tmp")))
+    others = _foreign(path)
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return Problem("run folder", f"--out {path} is not empty and is not a run folder (it holds {shown}); a run "

@@ -66,6 +66,20 @@ def test_resume_into_a_folder_with_no_run_is_refused_with_its_path(adb, pixel, t
     assert _touched(pixel.log) == []  # no episode, no prepare: the phone was only looked at
 
 
+def test_resume_starts_a_run_killed_before_it_wrote_its_manifest(adb, pixel, tmp_path, capsys):
+    """A run's own folder (its empty results file, nothing foreign) left by a kill in the moment
+    before its manifest: nothing was recorded, and --resume starts it, saying so."""
+    out = tmp_path / "killed"
+    (out / "episodes").mkdir(parents=True)
+    (out / "results.jsonl").write_bytes(b"")
+    (out / ".lock").write_bytes(b"")
+    rc, _, err = _run(["run", "--suite", ANDROID, "--tasks", CLOCK, "--device", pixel.serial, "--agent", "finish",
+                       "--out", str(out), "--resume"], adb, capsys)
+    assert rc == 0, err
+    assert "stopped before it wrote its manifest: nothing was recorded, so --resume starts it" in err, err
+    assert (out / "manifest.json").is_file()
+
+
 def test_a_new_run_into_a_folder_that_is_not_a_run_is_refused(adb, pixel, tmp_path, capsys):
     out = tmp_path / "Documents"
     out.mkdir()
