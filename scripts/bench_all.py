@@ -609,6 +609,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "judges": ["--L", "0.02", "--repeat", "1"],
     "judges_offline": ["--episodes", "4", "--steps", "2", "--concurrency", "4", "--latency", "0.05"],
     "judges_scale": ["--scale", "4,8", "--concurrency", "4", "--latency", "0.05"],
+    "preflight": ["--repeat", "1"],
     "replies": ["--small", "2000", "--repeat", "1"],
     "runner": ["--steps", "4"],
     "static": ["--steps", "200"],

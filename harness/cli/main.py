@@ -16,10 +16,11 @@ from typing import Callable
 
 from harness import __version__
 from harness.cli import (agents, bundle, compare, demo, devices, guard, imports, judge, judge_eval, record, report, run,
-                         sim, static, tasks, view)
+                         run_checks, sim, static, tasks, view)
 from harness.core.ports import StartError
 from harness.core.tasks import TaskError, errors_of
 from harness.core.user_error import UserError
+from harness.preflight import PreflightFailed
 
 # Each registers its command(s) on the sub-parsers, in the order of `harness --help`.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -27,6 +28,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     sim.add_parser,             # harness sim serve|human
     record.add_record_parser,   # harness record
     run.add_parser,             # harness run
+    run_checks.add_parser,      # harness preflight
     devices.add_devices_parser,  # harness devices [prepare|restore|capture]
     devices.add_adb_parser,     # harness adb
     guard.add_parser,           # harness guard
@@ -70,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     except TaskError as e:
         for line in errors_of(e):  # one line per defect: FILE: task 'ID': FIELD: problem
             print(f"harness: error: {line}", file=sys.stderr)
+        return 2
+    except PreflightFailed as e:
+        for problem in e.problems:  # one line each: what failed, and what to do
+            print(f"harness: error: {problem}", file=sys.stderr)
         return 2
     except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)

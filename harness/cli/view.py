@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.cli.options import busy_port
 from harness.core.user_error import UserError
 
 
@@ -40,7 +41,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         try:
             server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir, thumbnails=thumbs)
         except OSError as e:
-            raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+            raise busy_port(args.host, args.port, e) from None
         what = str(index.parent)
     print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
     if thumbs is not None and len(thumbs):
@@ -83,7 +84,7 @@ def _live_server(args: argparse.Namespace):
     try:
         return LiveServer(run, host=args.host, port=args.port)
     except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        raise busy_port(args.host, args.port, e) from None
 
 
 def _bundle_folder(run: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,18 +20,59 @@ PROBE_TIMEOUT_S = 120.0       # a node's first task starts a Python worker there
 ENDPOINT_TIMEOUT_S = 10.0
 
 
-def connect(address: str) -> None:
-    """Join the cluster at ``address`` (``HOST:PORT`` of the head's GCS, or ``auto`` inside a Ray
-    job) as a driver. The driver must run on a host of the cluster (the head, typically)."""
-    if ray.is_initialized():
+HOW_TO_START = ("start one with `ray start --head --port PORT` on the head host and `ray start --address HEAD:PORT` "
+                "on every host with phones, and run harness on a host of the cluster (docs/farm.md)")
+REACH_TIMEOUT_S = 5.0     # something must accept a TCP connection at the address by then
+CONNECT_TIMEOUT_S = 6.0   # and Ray must have joined it by then (ray.init alone waits minutes for a GCS)
+
+
+def gcs_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT`` (or ``ray://HOST:PORT``); None for ``auto`` or what is not one."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """A :class:`FarmError` in one line when nothing accepts a connection at ``address`` within
+    ``timeout``: Ray's own join would wait minutes, printing its C++ warnings about another address."""
+    target = gcs_address(address)
+    if target is None:
         return
     try:
-        ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False,
-                 configure_logging=True)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        raise FarmError(f"cannot join the Ray cluster at {address}: {e}; start one with `ray start --head` "
-                        "on the head host and `ray start --address HEAD:PORT` on every host with phones, and run "
-                        "harness on a host of the cluster") from None
+        socket.create_connection(target, timeout=timeout).close()
+    except OSError as e:
+        why = "no answer within {:g} s".format(timeout) if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise FarmError(f"no Ray cluster at {address}: {why}; {HOW_TO_START}") from None
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Join the cluster at ``address`` (``HOST:PORT`` of the head's GCS, or ``auto`` inside a Ray
+    job) as a driver, or a :class:`FarmError` in one line within about ``REACH_TIMEOUT_S +
+    timeout`` seconds. The driver must run on a host of the cluster (the head, typically)."""
+    if ray.is_initialized():
+        return
+    check_reachable(address)
+    failed: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False,
+                     configure_logging=True)
+        except BaseException as e:  # said by the caller's thread
+            failed.append(e)
+
+    joining = threading.Thread(target=join, name="ray-join", daemon=True)
+    joining.start()
+    joining.join(timeout)
+    if joining.is_alive():  # something answers there, but not a Ray cluster (or a busy one): not waited for
+        raise FarmError(f"the Ray cluster at {address} did not let this driver join within {timeout:g} s (something "
+                        f"listens there; is it a Ray head's GCS port?); {HOW_TO_START}")
+    if failed:
+        e = failed[0]
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FarmError(f"cannot join the Ray cluster at {address}: {first}; {HOW_TO_START}") from None
 
 
 def pinned(node_id: str) -> NodeAffinitySchedulingStrategy:

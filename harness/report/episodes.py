@@ -144,6 +144,7 @@ class Episode:
     repeat: int | None = None               # --repeats: which repeat of its task (TASK#r); None: run once
     seed: Any = None                        # the episode's seed
     conditions: dict[str, Any] | None = None  # what could make repeats differ (harness.run.conditions)
+    error: str | None = None                # why an episode ended in an error (model_error: the endpoint's words)
 
     @property
     def task_key(self) -> str:
@@ -304,7 +305,8 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
                 blocked=blocked_before_running(r.halt), guard=guarded.episode_guard(extra),
                 repeat=split_episode_id(r.task_id)[1], seed=r.seed,
-                conditions=extra.get("conditions") if isinstance(extra.get("conditions"), dict) else None))
+                conditions=extra.get("conditions") if isinstance(extra.get("conditions"), dict) else None,
+                error=r.error))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, Callable
+
+from harness.core.verdicts import is_safety_judge
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "base-uri 'none'; form-action 'none'; object-src 'none'")
@@ -87,6 +89,9 @@ def describe_action(action: dict[str, Any] | None) -> str:
     return f"{kind}({args})"
 
 
+BLOCKED = "blocked"  # a safety judge's false on an episode a gate stopped before its risky action ran
+
+
 def verdict_class(v: Any) -> str:
     return "yes" if v is True else "no" if v is False else "err"
 
@@ -95,15 +100,23 @@ def verdict_word(v: Any) -> str:
     return "true" if v is True else "false" if v is False else str(v)
 
 
-def badges(verdicts: dict[str, Any], label: Any = None) -> str:
-    """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name)."""
-    from harness.core.verdicts import is_safety_judge
+def badges(verdicts: dict[str, Any], label: Callable[[str], str] | None = None, blocked: bool = False) -> str:
+    """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name). A
+    safety judge's true means unsafe (shown as bad); on a ``blocked`` episode its false says
+    ``blocked``: the risky action never ran, so nothing was judged safe."""
 
-    def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
-        return verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
+    def shown(k: str, v: Any) -> tuple[str, str]:
+        if is_safety_judge(k) and isinstance(v, bool):
+            if blocked and v is False:
+                return "blk", BLOCKED
+            return verdict_class(not v), verdict_word(v)
+        return verdict_class(v), verdict_word(v)
 
-    return "".join(f'<span class="badge {cls(k, v)}">{esc(label(k) if label else k)}: {esc(verdict_word(v))}</span>'
-                   for k, v in sorted(verdicts.items()))
+    out = []
+    for k, v in sorted(verdicts.items()):
+        cls, word = shown(k, v)
+        out.append(f'<span class="badge {cls}">{esc(label(k) if label else k)}: {esc(word)}</span>')
+    return "".join(out)
 
 
 def monitor_rows(m: dict[str, Any], index: int) -> str:

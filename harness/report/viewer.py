@@ -30,7 +30,9 @@ from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps,
                              read_manifest, read_results, resolve_screen)
 from harness.report.page_parts import CSP, action_overlay, describe_action, esc
 from harness.report.page_parts import badges as _badges, monitor_rows as _monitor_rows  # shared with compare pages
-from harness.report.page_parts import verdict_class as _verdict_class, verdict_word as _verdict_word
+from harness.report.page_parts import verdict_class, verdict_word
+from harness.report.viewer_index import CSS as INDEX_CSS
+from harness.report.viewer_index import episode_rows, run_summary
 from harness.report.viewer_files import (THUMB_WIDTH, Thumbnails, ViewerError, make_dir, make_thumb,  # noqa: F401
                                          workers)  # (THUMB_WIDTH and ViewerError were defined here: still importable)
 
@@ -504,7 +506,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         for c in conds:
             met = _first(c, "met", "satisfied", "ok", "holds", "verdict")
             body.append(f'<tr><td>{esc(_first(c, "condition", "text", "description", "name"))}</td>'
-                        f'<td class="{_verdict_class(met) if isinstance(met, bool) else ""}">{esc(_verdict_word(met))}</td>'
+                        f'<td class="{verdict_class(met) if isinstance(met, bool) else ""}">{esc(verdict_word(met))}</td>'
                         f'<td>{esc(_first(c, "evidence", "reason", "rationale"))}</td></tr>')
         body.append("</tbody></table>")
     if details:
@@ -560,7 +562,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
         live, lambda r: (ctx.run, r.task_id), lambda r: (r.verdicts, r.judge_details or {}), sets, ctx.warnings)))
     ids = list(by_id) + [t for t in list_episodes(ctx.run) if t not in by_id]
     assets = ctx.report_dir / "assets"
-    _write_page(assets / "viewer.css", CSS, ctx.out)
+    _write_page(assets / "viewer.css", CSS + INDEX_CSS, ctx.out)
     _write_page(assets / "viewer.js", JS, ctx.out)
     success = order_judges(k for j in judged.values() for k in j.verdicts if not is_safety_judge(k))
     primary = success[0] if success else None
@@ -587,6 +589,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     if isinstance(agent_spec, dict):
         b.append(f"<div>agent: {esc(agent_spec.get('label') or agent_spec.get('name'))}</div>")
     b.append("</header><main>")
+    b.append(run_summary(manifest, list(results), judged, primary))
 
     def select(name: str, label: str, options: list[tuple[str, str]]) -> str:
         opts = '<option value="">any</option>' + "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in options)
@@ -601,25 +604,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     b.append(f' <span><span id="shown">{len(rows)}</span> of {len(rows)} episodes shown</span></div>')
     b.append("<table><thead><tr><th>task</th><th>agent</th><th>status</th><th>steps/cap</th><th>verdicts</th>"
              "<th>halt / error</th><th>lang</th><th>instruction</th></tr></thead><tbody>")
-    for row in rows:
-        r, t, tid = row["result"], row["task"], row["task_id"]
-        verdicts = judged[tid].verdicts if tid in judged else {}
-        sources = judged[tid].sources if tid in judged else {}
-        badges = _badges(verdicts, lambda c: _source_label(c, sources)) if r is not None else ""
-        v = verdicts.get(primary) if r is not None and primary else None
-        vkey = "true" if v is True else "false" if v is False else "judge_error" if v == "judge_error" else "none"
-        halted = "yes" if r is not None and (r.status == "halted" or r.halt is not None) else "no"
-        lang = t.language if t is not None else "unknown"
-        note = ""
-        if r is not None and r.halt is not None:
-            note = f"halted at {r.halt.step}: {r.halt.category}"
-        elif r is not None and r.error:
-            note = r.error[:120]
-        b.append(f'<tr class="ep" data-agent="{esc(r.agent if r else "")}" data-verdict="{vkey}" data-halted="{halted}" '
-                 f'data-lang="{esc(lang)}"><td><a href="{REPORT_DIR}/episodes/{esc(quote(tid))}.html">{esc(tid)}</a></td>'
-                 f'<td>{esc(r.agent if r else "-")}</td><td>{esc(r.status if r else "unfinished")}</td>'
-                 f'<td>{esc(f"{r.steps}/{r.cap}" if r else row["steps"])}</td><td>{badges}</td>'
-                 f'<td>{esc(note)}</td><td>{esc(lang)}</td><td>{esc(t.instruction if t is not None else "")}</td></tr>')
+    b.extend(episode_rows(rows, judged, primary, _source_label, REPORT_DIR))
     b.append("</tbody></table>")
     if ctx.warnings:
         b.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w)}</li>" for w in ctx.warnings) + "</ul>")

@@ -38,6 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.client.config import ModelError
 from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.core.daemon_pool import DaemonPool
 from harness.run.gate import Checks as _Checks, Flagged, Interrupted  # noqa: F401  (the gate's decision, shared)
@@ -309,8 +310,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     abandoned = True
                     raise Interrupted() from None
                 log.debug("agent error: %s", traceback.format_exc())
-                out.status, out.error = "agent_error", f"step {i}: {type(e).__name__}: {e}"
-                status = "agent_error"
+                # the agent's model endpoint failed the call for good: not a decision of the agent's
+                status = "model_error" if isinstance(e, ModelError) else "agent_error"
+                out.status, out.error = status, f"step {i}: {type(e).__name__}: {e}"
                 break
             timings["agent"] = time.monotonic() - t0
             action = proposal.action
@@ -462,12 +464,12 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             status = "step_limit"
         # an async check still running when the episode ended must still be heard
         late = release_held()
-        if late is not None and status in ("step_limit", "finished", "agent_error"):
-            if status != "agent_error":
+        if late is not None and status in ("step_limit", "finished", "agent_error", "model_error"):
+            if status not in ("agent_error", "model_error"):
                 status = "halted"
             out.halt = {"step": late[0], "category": late[1].category or "unspecified",
                         "reason": late[1].reason, "monitor": late[1].monitor, "executed": True}
-        if status != "agent_error":
+        if status not in ("agent_error", "model_error"):
             out.status = status
         final_shot = shot
     except InfraError as e:

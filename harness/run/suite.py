@@ -368,8 +368,18 @@ class LiveProgress:
 
         t = Table(title=f"{self.done}/{self.total} episodes  " + "  ".join(f"{k}: {v}" for k, v in sorted(self.tally.items())),
                   expand=False)
-        for col in ("device", "state", "task", "step", "last action"):
-            t.add_column(col, overflow="ellipsis", max_width=48, no_wrap=True)
+        # widths set here, from the terminal's: a device's name, state and step stay whole, the task
+        # and the last action share what is left and are cut (an 80-column terminal once lost the
+        # state and step columns entirely: rich shrinks columns to nothing when a table is too wide)
+        fixed = {k: max([len(str(r[k])) for r in self.rows.values()] + [len(k)]) for k in ("state", "step")}
+        device = min(max([len(d) for d in self.rows] + [6]), 24)
+        room = max(20, self.console.width - device - fixed["state"] - fixed["step"] - 16)  # 16: borders, padding
+        task = min(max([len(str(r["task"])) for r in self.rows.values()] + [4]), max(8, room * 2 // 5), 48)
+        t.add_column("device", overflow="ellipsis", no_wrap=True, width=device)
+        t.add_column("state", no_wrap=True, width=fixed["state"])
+        t.add_column("task", overflow="ellipsis", no_wrap=True, width=task)
+        t.add_column("step", no_wrap=True, width=fixed["step"])
+        t.add_column("last action", overflow="ellipsis", no_wrap=True, width=max(8, min(room - task, 60)))
         for d, r in self.rows.items():
             t.add_row(d, r["state"], r["task"], r["step"], r["action"])
         return t
@@ -423,7 +433,11 @@ class LiveProgress:
 
 def _error_of(r: EpisodeResult, judge: str) -> str:
     d = (r.judge_details or {}).get(judge) or {}
-    return str(d.get("error") or "no reason recorded")[:160]
+    return " ".join(str(d.get("error") or "no reason recorded").split())
+
+
+# statuses whose episode's error is its reason: said in full on its line (a log is where it is read)
+ERROR_STATUSES = ("agent_error", "model_error", "infra_error", "task_error")
 
 
 STEP_LINE_INTERVAL = 5.0  # s between step lines of one device when it steps quickly
@@ -464,7 +478,8 @@ def describe_progress(stream: Any = None, step_interval: float = STEP_LINE_INTER
                     halt = f" halted at step {r.halt.step} by {r.halt.monitor or 'a monitor'}: {r.halt.category}"
                     if r.halt.category == "monitor_error":
                         halt += f" ({r.halt.reason[:120]})"
-                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
+                why = f" (why: {' '.join(r.error.split())})" if r.error and r.status in ERROR_STATUSES else ""
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}{why}",
                       file=stream, flush=True)
             elif kind == "retry":
                 where = "retrying elsewhere" if data.get("elsewhere", True) else "retrying once the phone is back"
