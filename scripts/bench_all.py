@@ -727,6 +727,9 @@ def run_other(name: str, timeout: float, log_dir: Path, quick: bool = False) -> 
     if rc != 0 and (rc is None or data is None):  # (a script that exits 1 for a missed target wrote its rows)
         why = "timed out" if rc is None else f"exit {rc}"
         print(f"  scripts/bench_{name}: {why} after {took:.0f}s (log: {log})", flush=True)
+        tail = [line for line in (stderr or stdout).strip().splitlines() if line.strip()][-12:]
+        for line in tail:  # why, where it is read (a CI log keeps this, not the file under /tmp)
+            print(f"    | {line}", flush=True)
         return [row(f"{name}: FAILED ({why}; log {log})", None, None) | {"holds": False}]
     if data is None:
         return [row(f"{name}: FAILED: ran, but wrote no {name}.json and printed no JSON (log {log})", None)

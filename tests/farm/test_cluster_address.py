@@ -2,7 +2,8 @@
 nothing for 616 s (only Ray's own C++ warnings about another address) until it was killed. Now an
 address where nothing answers fails within 15 s with one line, for ``harness devices`` and
 ``harness run`` alike; an address where something listens that is not a Ray head is given up on a
-few seconds later, also in one line of ours. (Ray is the farm extra, installed with the tests.)"""
+few seconds later, also in one line of ours, as is one that answers but not as gRPC does (a Ray head's
+GCS port is a gRPC server). (Ray is the farm extra, installed with the tests.)"""
 
 from __future__ import annotations
 
@@ -63,4 +64,36 @@ def test_something_that_is_not_a_ray_head_is_given_up_on(tmp_path):
         squatter.close()
     assert p.returncode == 2 and took < 30, (took, p.stderr)
     (line,) = _ours(p.stderr)
-    assert f"the Ray cluster at {address} did not let this driver join" in line, line
+    assert f"something listens at {address}, but not a Ray head's GCS port (no answer within" in line, line
+
+
+def test_a_server_that_answers_but_not_as_grpc_is_refused_at_once(tmp_path):
+    """What listens and talks, but not HTTP/2 (a web server's HTTP/1.1 error here), is not a GCS: refused
+    after the first reply, before Ray is asked to join it."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(64)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    try:
+        p, took = _harness("devices", "--cluster", address)
+    finally:
+        server.close()
+    assert p.returncode == 2 and took < 15, (took, p.stderr)
+    assert p.stderr.strip().splitlines() == _ours(p.stderr), p.stderr  # Ray was never started
+    (line,) = _ours(p.stderr)
+    assert f"something listens at {address}, but not a Ray head's GCS port (it answered, but not as gRPC does)" \
+        in line, line
