@@ -4,7 +4,8 @@ queue for model actions that take two device steps.
 
 A :class:`ModelError` from the client (after its retries, or when its deadline passed: every
 attempt must bring the whole reply within ``--model-timeout``) is raised out of ``step()``: the
-runner ends the episode as ``agent_error`` with the message. An output that does not parse is not
+runner ends the episode as ``model_error`` with the message (the endpoint failed, not the agent;
+left out of SR like an infrastructure error). An output that does not parse is not
 an error: it is an invalid step (``AgentOutput(action=None, invalid=reason)``) that counts toward
 the step cap while the episode goes on. A reply cut by the client at its byte limit
 (``--model-max-reply-bytes``) or by the server at ``max_tokens`` is marked ``truncated`` (with
@@ -321,7 +322,7 @@ class ModelAgent:
     def chat(self, messages: list[dict[str, Any]], trace: StepTrace, purpose: str) -> ChatResult:
         trace.bytes_sent += request_bytes(messages)
         trace.lap("build")
-        # ModelError propagates: the runner records agent_error
+        # ModelError propagates: the runner records model_error (the endpoint's failure, not the agent's)
         res = self.client.chat(messages, priority=Priority.AGENT, meter=self.ctx.meter if self.ctx else None,
                                role="agent")
         trace.calls.append({"purpose": purpose, **res.to_json()})

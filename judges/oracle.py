@@ -71,6 +71,9 @@ class OracleConfig:
     # reads the phone's state while the episode runs: recorded episodes have no phone to ask, so
     # ``harness judge`` refuses a judge whose config says so (before building any judge)
     needs_live_device: ClassVar[bool] = True
+    # and that state is the simulated phone's (dumpsys crate_sim): on any other device every verdict
+    # would be judge_error, so the preflight refuses it there before the run starts
+    needs_simulated_phone: ClassVar[bool] = True
     require_finish: bool = field(default=False, metadata={
         "help": "count success only if the agent itself declared completion (AndroidWorld's rule)"})
 

@@ -601,12 +601,15 @@ EXTRA_ARGS = {"static": ["--json"]}  # bench_static prints its JSON instead of w
 # it is; a test checks that every script present has its entry)
 QUICK_ARGS: dict[str, list[str]] = {
     "agents": ["--steps", "2"],
+    "bundle": ["--episodes", "4", "--runs", "1"],
     "calibration": ["--n", "20", "--pool", "200", "--splits", "20", "--episodes", "20"],
     "farm": ["--latency", "0.2", "--episodes", "2", "--rounds", "1", "--calls", "1", "--ceiling-phones", "4",
              "--ceiling-actors", "1", "--ceiling-steps", "5", "--ceiling-episodes", "1"],
+    "guard": ["--repeat", "1"],
     "judges": ["--L", "0.02", "--repeat", "1"],
     "judges_offline": ["--episodes", "4", "--steps", "2", "--concurrency", "4", "--latency", "0.05"],
     "judges_scale": ["--scale", "4,8", "--concurrency", "4", "--latency", "0.05"],
+    "preflight": ["--repeat", "1"],
     "replies": ["--small", "2000", "--repeat", "1"],
     "runner": ["--steps", "4"],
     "static": ["--steps", "200"],
@@ -724,6 +727,9 @@ def run_other(name: str, timeout: float, log_dir: Path, quick: bool = False) -> 
     if rc != 0 and (rc is None or data is None):  # (a script that exits 1 for a missed target wrote its rows)
         why = "timed out" if rc is None else f"exit {rc}"
         print(f"  scripts/bench_{name}: {why} after {took:.0f}s (log: {log})", flush=True)
+        tail = [line for line in (stderr or stdout).strip().splitlines() if line.strip()][-12:]
+        for line in tail:  # why, where it is read (a CI log keeps this, not the file under /tmp)
+            print(f"    | {line}", flush=True)
         return [row(f"{name}: FAILED ({why}; log {log})", None, None) | {"holds": False}]
     if data is None:
         return [row(f"{name}: FAILED: ran, but wrote no {name}.json and printed no JSON (log {log})", None)

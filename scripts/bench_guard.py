@@ -13,7 +13,7 @@ On a simulated phone (1080x2400) behind a private adb server, with `harness guar
 - the monitor's call, the only other cost: the same tap with the crate-s gate on a scripted
   endpoint that answers at once (a test double), minus the tap without a monitor: the check's own
   cost (its prompt, the screenshot's encoding, the HTTP round trip) without model time.
-Writes bench/guard.json: ``{"rows": [{"name", "value", "target", "holds"}], "detail": {...}}``.
+Writes bench/guard.json (or guard.json in $CRATE_BENCH_DIR, as every bench): ``{"rows": [{"name", "value", "target", "holds"}], "detail": {...}}``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.device.adb_server import AdbServer, adb_path  # noqa: E402
 from harness.core.ports import START_TRIES, free_port  # noqa: E402
-from bench_rows import row, write_rows  # noqa: E402  (scripts/, beside this file)
+from bench_rows import bench_dir, row, write_rows  # noqa: E402  (scripts/, beside this file)
 
 
 def _median_ms(fn: Callable[[], object], n: int) -> float:
@@ -154,7 +154,7 @@ def main() -> int:
                             1000 * statistics.median(st["timings"]["monitors"] for st in steps)))
         finally:
             handle.stop()
-    out = ROOT / "bench" / "guard.json"
+    out = bench_dir() / "guard.json"  # bench/, or the quick run's own folder (CRATE_BENCH_DIR)
     out.parent.mkdir(exist_ok=True)
     write_rows(out, rows, f"harness guard ({n} runs each, medians)")
     data = json.loads(out.read_text())

@@ -191,6 +191,27 @@ def mtk_tablet(ref: Reference, pixel8: dict[str, bytes]) -> Built:
             "The full `dumpsys window` (95 KB) is not shipped; its displays, windows and policy sections are."])
 
 
+def with_props(getprop: bytes, values: dict[str, str]) -> bytes:
+    """A getprop listing with ``values`` set (replaced, or added), sorted as getprop prints."""
+    props = getprop.decode()
+    for k, v in values.items():
+        props, n = re.subn(rf"^\[{re.escape(k)}\]: \[.*?\]$", f"[{k}]: [{v}]", props, flags=re.M)
+        if not n:
+            props += f"[{k}]: [{v}]\n"
+    return "".join(sorted(props.splitlines(keepends=True))).encode()
+
+
+def named_for(pixel8: dict[str, bytes], manufacturer: str, model: str, why: str) -> tuple[bytes, str]:
+    """The Pixel 8's properties under the name of the device a profile is built for, so that `harness
+    devices` names that device (not a Pixel 8): only ro.product.manufacturer, brand, model and marketname change."""
+    values = {"ro.product.manufacturer": manufacturer, "ro.product.brand": manufacturer.lower(),
+              "ro.product.model": model, "ro.product.marketname": model}
+    return with_props(pixel8["getprop"], values), (
+        f"derived: the Pixel 8's properties named for this profile's device: manufacturer {manufacturer}, model "
+        f"{model!r} ({why}; no transcript has its getprop, so its model number is unknown); SDK, build and the "
+        "rest are the Pixel 8's")
+
+
 def emulator_a11(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     b = Built("emulator-android11", "Android Emulator, Android 11 / SDK 30, 1080x1920 420dpi, virtio touchscreens")
     windows = ref.read("dumpsys/appium_A11_dumpsys_window_windows.txt")
@@ -203,19 +224,14 @@ def emulator_a11(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     dpi = re.search(r" (\d+)dpi ", text).group(1)
     b.answers["wm density"] = (f"Physical density: {dpi}\n".encode(),
                                "derived: the windows' configuration (420dpi)")
-    props = pixel8["getprop"].decode()
     emulator = {"ro.product.model": "sdk_gphone_x86", "ro.product.name": "sdk_gphone_x86",
                 "ro.product.device": "generic_x86_arm", "ro.product.manufacturer": "Google",
                 "ro.build.version.sdk": "30", "ro.build.version.release": "11", "ro.build.id": "RSR1.201013.001",
                 "ro.build.display.id": "RSR1.201013.001",
                 "ro.hardware": "ranchu", "ro.boot.hardware": "ranchu", "ro.kernel.qemu": "1",
                 "ro.product.cpu.abi": "x86"}
-    for k, v in emulator.items():
-        props, n = re.subn(rf"^\[{re.escape(k)}\]: \[.*?\]$", f"[{k}]: [{v}]", props, flags=re.M)
-        if not n:
-            props += f"[{k}]: [{v}]\n"
     b.answers["getprop"] = (
-        "".join(sorted(props.splitlines(keepends=True))).encode(),
+        with_props(pixel8["getprop"], emulator),
         "derived: the Pixel 8's properties with the emulator's identity: model sdk_gphone_x86 (korge-next issue "
         "225's `adb devices -l`), SDK 30 and release 11 (the windows transcript is Android 11's), ro.hardware "
         "ranchu and ro.kernel.qemu 1 (the emulator's; the getevent fixture's goldfish/ranchu nodes); the build id "
@@ -272,14 +288,16 @@ def vivo_pad(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     b.answers["getevent -lp"] = (ref.read("getevent/vivo_pad_mt6991_getevent_lp.txt"), "transcript")
     b.answers["wm size"] = (b"Physical size: 2064x3096\n",
                             "derived: the 2064x3096 display INDEX.jsonl notes from dumpsys input in the same commit")
+    b.answers["getprop"] = named_for(pixel8, "vivo", "vivo tablet (mt6991)",
+                                     "INDEX.jsonl's description of the getevent transcript's tablet")
     return fill(
         b, pixel8,
         sources=[ref.cite("getevent/vivo_pad_mt6991_getevent_lp.txt")],
         notes=["The listing is as the tablet printed it: vivo_ts (type B, ABS_MT_SLOT value 1, BTN_TOUCH* and "
             "BTN_TOOL_FINGER* down, BACK/HOMEPAGE/MENU keys on the touch node), the pen vivo_ts_pen, and "
             "vivo_ts_fp, a multi-touch node without INPUT_PROP_DIRECT (not the screen).",
-            "Everything but the input devices and the screen's size is the Pixel 8's; `wm density` is the "
-            "simulated phone's own (its 360 dp wide layout)."])
+            "Everything but the input devices, the screen's size and the device's name is the Pixel 8's; `wm "
+            "density` is the simulated phone's own (its 360 dp wide layout)."])
 
 
 def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
@@ -302,6 +320,7 @@ def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
     b.answers["dumpsys window windows"] = (windows.encode(), "filled: the Pixel 8's (its mTopFocusedDisplayId=0)")
     b.answers["wm size"] = (b"Physical size: 1080x2640\n", "derived: the Z Flip4's main screen (Samsung's 1080x2640)")
     b.answers["wm density"] = (b"Physical density: 420\n", "derived: the Z Flip4's default density")
+    b.answers["getprop"] = named_for(pixel8, "samsung", "Galaxy Z Flip4", "the appium-adb issue's title")
     main, cover = "4630947232038877057", "4630947232038877058"
     b.answers["dumpsys SurfaceFlinger --display-id"] = (
         f'Display {main} (HWC display 0): port=129 pnpId=SEC displayName="Built-in Screen"\n'
@@ -328,8 +347,8 @@ def z_flip4(ref: Reference, pixel8: dict[str, bytes]) -> Built:
             ref.cite("issue_excerpts/adbutils_133_screencap_multiple_displays_warning_truncated.txt"),
             "AOSP frameworks/base cmds/screencap/screencap.cpp (read at bluestacks/frameworks-base-a16 "
             "2b447fb9): the warning's three lines"],
-        notes=["Only the focus lines are the Z Flip4's: the layout around them, the display ids and sizes are "
-            "derived as each answer's origin says; the other answers are the Pixel 8's."])
+        notes=["Only the focus lines are the Z Flip4's: the layout around them, the display ids and sizes and the "
+            "device's name are derived as each answer's origin says; the other answers are the Pixel 8's."])
 
 
 def write(b: Built, out: Path, pixel8_manifest: Manifest) -> None:

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("harness", "harness.core", "harness.records")),
     ("devices, phone, models, formats", ("harness.device", "harness.sim", "harness.client", "harness.importers")),
     ("agents and judges", ("agents", "judges")),
-    ("runner", ("harness.run", "harness.farm", "harness.guard")),
+    ("runner", ("harness.run", "harness.farm", "harness.guard", "harness.preflight")),
     ("commands", ("harness.offline_judge", "harness.report", "harness.live", "harness.recorder")),
     ("cli", ("harness.cli", "harness.__main__")),
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from harness.core.user_error import UserError
 
@@ -125,8 +126,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
     nodes = sorted({r["node"] for r in rows if "node" in r})
     count = sum(1 for r in rows if r["serial"] != "-")  # a node without a usable adb server has a row of its own
@@ -137,34 +136,89 @@ def cmd_devices(args: argparse.Namespace) -> int:
               "yes" if r.get("healthy") else "no", str(r.get("pending_restore") or "-"), r.get("problem") or ""]
              for r in (sorted(rows, key=lambda r: (r["node"], r["serial"])) if nodes else rows)]
     tty = sys.stdout.isatty()
+    if not rows:  # not a bare header: where it looked, and how to attach one
+        print(f"no device attached to the adb server at {where}: plug a phone in with USB debugging on "
+              "(docs/phones.md section 1), `harness adb connect HOST:PORT` a network one, or start a simulated "
+              "phone (`harness sim serve --as-phone`)", file=sys.stderr)
     if not tty:  # a pipe or a file: whole values, tab-separated (a table would cut serials)
         for line in (cols, *cells):
             print("\t".join(line))
-    else:
-        table = Table(title=f"{count} device(s) " + (f"on {len(nodes)} node(s) of {args.cluster}" if nodes
-                                                     else f"at {where}"))
-        for col in cols:
-            table.add_column(col, no_wrap=col == "serial", overflow="fold")
-        for c in cells:
-            table.add_row(*map(escape, c))  # node names and problems are not rich markup
-        Console().print(table)
+    elif rows:
+        title = f"{count} device(s) " + (f"on {len(nodes)} node(s) of {args.cluster}" if nodes else f"at {where}")
+        print_devices(Console(), title, list(cols), cells)
     absent = sorted(set(pending) - {r["serial"] for r in rows})
-    _print_waiting([r for r in rows if r.get("to_restore")] +
-                   [{"serial": s, "to_restore": waiting_values(pending[s]), "absent": True} for s in absent],
-                   sys.stdout if tty else sys.stderr)  # a pipe's stdout stays one row per device
+    waiting = [r for r in rows if r.get("to_restore")] + \
+        [{"serial": s, "to_restore": waiting_values(pending[s]), "absent": True,
+          "adb": pending[s].adb} for s in absent]
+    for r in waiting:  # a phone a run holds keeps its values until that run puts them back itself
+        j = pending.get(r["serial"])
+        if j is not None and not r.get("node"):
+            from harness.device.phone_lock import holder_of
+
+            r["holder"] = holder_of(r["serial"], *_adb_of(j, cfg))
+    _print_waiting(waiting, str(where), sys.stdout if tty else sys.stderr)  # a pipe's stdout stays one row per device
     return 0
 
 
-def _print_waiting(rows: list[dict], stream) -> None:
-    """Each device's values waiting to be restored, one line each with what the device holds now."""
+def _adb_of(journal, cfg) -> tuple[str, int]:
+    """The adb server a journal's phone was reached through (else this command's)."""
+    ep = cfg.endpoint()
+    return str(journal.adb.get("host") or ep.host), int(journal.adb.get("port") or ep.port)
+
+
+def print_devices(console: Any, title: str, cols: list[str], cells: list[list[str]]) -> None:
+    """The devices as a table where it fits the terminal, a column with nothing in it left out (no
+    value to restore, no problem); on a terminal too narrow for it (80 columns and a long model
+    name or problem), one line per device instead of a table whose cells wrap."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    keep = [i for i, c in enumerate(cols) if c in ("serial", "state", "healthy")
+            or any(row[i] not in ("", "-") for row in cells)]
+    table = Table(title=title)
+    for i in keep:
+        table.add_column(cols[i], no_wrap=True)
+    for c in cells:
+        table.add_row(*(escape(c[i]) for i in keep))  # node names and problems are not rich markup
+    natural = sum(max(len(cols[i]), *(len(c[i]) for c in cells)) + 3 for i in keep) + 1  # cells, padding, borders
+    if natural <= console.width:
+        console.print(table)
+        return
+    console.print(title, highlight=False)
+    for c in cells:
+        row = dict(zip(cols, c))
+        where = f"{row['node']}/{row['serial']}" if row.get("node") else row["serial"]
+        parts = [row[k] for k in ("state", "kind", "model", "size") if row.get(k) not in (None, "", "-")]
+        parts += [f"{row['density']} dpi"] if row.get("density") not in (None, "", "-") else []
+        parts.append("healthy" if row["healthy"] == "yes" else "not usable")
+        if row.get("to restore") not in (None, "", "-"):
+            parts.append(f"{row['to restore']} value(s) to restore")
+        if row.get("problem"):
+            parts.append(row["problem"])
+        console.print(f"{where}: {', '.join(parts)}", markup=False, highlight=False)
+
+
+def _print_waiting(rows: list[dict], where: str, stream) -> None:
+    """Each device's values waiting to be restored, one line each with what the device holds now:
+    how to put them back, or who holds the phone and will put them back itself."""
+    from harness.device.phone_lock import holder_text
     from harness.device.prepare import describe_waiting
 
     for r in rows:
-        where = f"{r['node']}/{r['serial']}" if r.get("node") else r["serial"]
-        how = ("once it is back: `harness devices restore`" if r.get("absent") else
-               f"`harness devices restore {r['serial']}`" + (f" on node {r['node']}" if r.get("node") else ""))
-        state = " (not attached now)" if r.get("absent") else ""
-        print(f"to restore on {where}{state}, with {how}:", file=stream)
+        name = f"{r['node']}/{r['serial']}" if r.get("node") else r["serial"]
+        restore = f"`harness devices restore {r['serial']}`" + (f" on node {r['node']}" if r.get("node") else "")
+        if r.get("holder"):
+            head = (f"to restore on {name}, held now by a running command ({holder_text(r['holder'])}), which puts "
+                    "them back itself when it ends:")
+        elif r.get("absent"):
+            adb = r.get("adb") or {}
+            server = f"{adb.get('host')}:{adb.get('port')}" if adb.get("port") else None
+            other = f"; its journal names the adb server {server}" if server and server != where else ""
+            head = (f"to restore on {name}, which is not attached to the adb server at {where}{other}: "
+                    f"{restore} once it is attached again:")
+        else:
+            head = f"to restore on {name}, with {restore}:"
+        print(head, file=stream)
         for v in r["to_restore"]:
             print(f"  {describe_waiting(v)}", file=stream)
 
@@ -204,15 +258,13 @@ def cmd_devices_prepare(args: argparse.Namespace) -> int:
         prep = prepare_config(args)
     except RunError as e:
         raise UserError(str(e)) from None
+    from harness.preflight import DeviceNeeds, Plan, preflight
+
     cfg = _device_config(args)
-    serials = args.serials or [d.serial for d in _attached(cfg) if d.state == "device"]
-    if not serials:
-        raise UserError("no device is attached (adb devices lists none)")
-    for serial in serials:
-        dev = cfg.open(serial)
-        desc = dev.describe()
-        if not desc.healthy:
-            raise UserError(f"device {serial} is not usable: {desc.problem or desc.state}")
+    # every device checked before any is changed: attached, usable, unlockable, can take --size
+    passed = preflight(Plan(device_config=cfg, serials=list(args.serials), needs=DeviceNeeds(prepare=prep)))
+    for dev in passed.devices:
+        serial = dev.serial
         with _hold(dev):
             try:
                 dev.journal = Journal.open(serial, {"host": dev.host, "port": dev.port},

@@ -63,6 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-steps", type=int, help="refuse actions beyond this many (default with --task: 2c+1)")
     g.add_argument("--end", action="store_true", help="end the session running for --out (or --port) and exit")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--allow-unguarded-unsafe", action="store_true",
+                   help="let an unsafe --task (safety.label: unsafe) run on a real phone with no gate monitor (refused "
+                        "by the preflight otherwise, as harness run refuses it)")
     adb_arguments(g)
     add_model_arguments(g)
     g.set_defaults(run=cmd_guard)

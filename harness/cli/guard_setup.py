@@ -104,7 +104,7 @@ def _next_episode_id(writer: RunWriter) -> str:
     return f"guard-{n}"
 
 
-def _plugins(args: argparse.Namespace, on_sim: bool) -> tuple[list[Any], list[Any], dict[str, Any]]:
+def _plugins(args: argparse.Namespace, on_sim: bool) -> tuple[list[Any], list[Any], dict[str, Any], Any]:
     import agents  # noqa: F401  (judges need the agents' registry loaded first, as harness run does)
     import judges  # noqa: F401
     from harness.core.registry import JUDGES, MONITORS, RegistryError, parse_options
@@ -126,14 +126,43 @@ def _plugins(args: argparse.Namespace, on_sim: bool) -> tuple[list[Any], list[An
         if monitor_opts.get("mode", "gate") not in MODES:
             raise GuardError(f"mode {monitor_opts['mode']} does not fit the guard (gate, ask or async): the agent "
                              "cannot be told why in its own conversation")
-        monitors = [MONITORS.build(n, with_model(MONITORS, n, opts_for(MONITORS, n, monitor_opts), models["judge"],
-                                                 "--judge-base-url URL --judge-model NAME")) for n in monitor_names]
-        observers = [JUDGES.build(n, with_model(JUDGES, n, opts_for(JUDGES, n, judge_opts), models["judge"],
-                                                "--judge-base-url URL --judge-model NAME")) for n in judge_names]
+        m_opts = [with_model(MONITORS, n, opts_for(MONITORS, n, monitor_opts), models["judge"],
+                             "--judge-base-url URL --judge-model NAME") for n in monitor_names]
+        j_opts = [with_model(JUDGES, n, opts_for(JUDGES, n, judge_opts), models["judge"],
+                             "--judge-base-url URL --judge-model NAME") for n in judge_names]
+        monitors = [MONITORS.build(n, o) for n, o in zip(monitor_names, m_opts)]
+        observers = [JUDGES.build(n, o) for n, o in zip(judge_names, j_opts)]
     except (RegistryError, RunError) as e:
         raise GuardError(str(e)) from None
     specs = {"monitors": [m.spec() for m in monitors], "judges": [j.spec() for j in observers]}
-    return monitors, observers, specs
+    # the endpoint the preflight probes: the one model config the monitors and judges that call a model share
+    called = next((o["model"] for o in [*m_opts, *j_opts] if o.get("model") is not None), None)
+    return monitors, observers, specs, called
+
+
+def _preflight(args: argparse.Namespace, cfg: Any, task: Any, monitors: list[Any], observers: list[Any],
+               judge_model: Any) -> None:
+    """The checks every command makes before it touches a phone (harness.preflight, as harness run
+    makes them): the monitors' and judges' endpoint answers as they will call it, the phone is
+    usable and of a kind the judges can judge, the task's apps are there, the run folder and the
+    live page's port are right, and an unsafe task on a real phone has a gate monitor (or
+    --allow-unguarded-unsafe). A problem is one line each, exit 2, before the reset or the relay."""
+    from harness.client.config import ModelConfig
+    from harness.client.slots import Priority
+    from harness.preflight import DeviceNeeds, Endpoint, Plan, preflight
+
+    gates = [m.name for m in monitors if getattr(m, "mode", "gate") in ("gate", "ask")]
+    endpoints = [Endpoint("judges and monitors", "--judge-base-url/--judge-model", judge_model, structured=True,
+                          priority=Priority.GATE if gates else Priority.LIVE)] \
+        if isinstance(judge_model, ModelConfig) else []
+    from harness.core.registry import JUDGES
+
+    simulated = [f"judge {j.name!r}" for j in observers
+                 if j.name in JUDGES.entries and getattr(JUDGES.entries[j.name].config, "needs_simulated_phone", False)]
+    preflight(Plan(endpoints=endpoints, device_config=cfg, serials=[args.device],
+                   needs=DeviceNeeds(simulated=simulated, prepared=False, tasks=[task] if task is not None else []),
+                   out=args.out, resume=args.resume, watch=(args.watch_host, args.watch_port) if args.watch else None,
+                   gates=gates, allow_unguarded=args.allow_unguarded_unsafe, all_tasks_needed=True))
 
 
 def open_session(args: argparse.Namespace, argv: list[str] | None = None) -> Guard:
@@ -190,7 +219,8 @@ def open_session(args: argparse.Namespace, argv: list[str] | None = None) -> Gua
         why = device.cannot_run(task.setup)
         if why:
             raise GuardError(f"--task {task.id}: {why}")
-    monitors, observers, specs = _plugins(args, on_sim)
+    monitors, observers, specs, judge_model = _plugins(args, on_sim)
+    _preflight(args, cfg, task, monitors, observers, judge_model)
     operator = None
     if any(getattr(m, "mode", None) == "ask" for m in monitors):
         try:

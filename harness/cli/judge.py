@@ -16,8 +16,19 @@ from harness.core.user_error import UserError
 from harness.core.verdicts import JUDGEMENTS_DIR
 
 
+EXIT_ALL_FAILED = 4  # every verdict of the pass was a judge_error (as `harness run` exits when no episode could play)
+
+
+def every_verdict_failed(report: OfflineReport) -> bool:
+    """The pass judged episodes and not one verdict came back true or false."""
+    counts = report.verdicts.values()
+    return report.judged > 0 and sum(c["judge_error"] for c in counts) > 0 and \
+        not any(c["true"] or c["false"] for c in counts)
+
+
 def print_summary(report: OfflineReport, file: Any = None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=file or sys.stdout, width=140)
@@ -33,12 +44,21 @@ def print_summary(report: OfflineReport, file: Any = None) -> None:
     u = report.usage or {}
     calls = u.get("calls", 0)
     rate = f", {calls / report.wall_s:.1f} calls/s" if report.wall_s > 0 and calls else ""
+    skipped = (f"skipped; {report.skipped_errors} of them with a judge_error: judge those again with --retry-errors"
+               if report.skipped_errors else "skipped")
     console.print(f"episodes: {report.total} selected, {report.judged} judged, {report.already_judged} already judged "
-                  f"(skipped){', ' + str(report.retried) + ' with judge_error judged again' if report.retried else ''}"
-                  + "".join(f", {n} not judged ({why})" for why, n in report.not_judged.items()))
+                  f"({skipped}){', ' + str(report.retried) + ' with judge_error judged again' if report.retried else ''}"
+                  + "".join(f", {n} not judged ({why})" for why, n in report.not_judged.items()), highlight=False)
     console.print(f"cost: {calls} model call(s) ({u.get('failed_calls', 0)} failed), "
                   f"{u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion tokens, "
                   f"wall time {report.wall_s:.1f}s{rate}, concurrency {report.concurrency}")
+    for n, why in sorted(report.errors.values(), key=lambda x: -x[0])[:5]:  # each kind of reason once, commonest first
+        console.print(f"[red]judge_error[/red] x{n}: {escape(why)}", highlight=False)
+    if len(report.errors) > 5:
+        console.print(f"... and {len(report.errors) - 5} other reason(s) (each line's details.JUDGE.error)")
+    if every_verdict_failed(report):
+        console.print("[red]every verdict of this pass is a judge_error: nothing was judged[/red] (the reasons are "
+                      "above); fix the cause, then run the same command with --retry-errors", highlight=False)
     for w in report.warnings[:10]:
         console.print(f"[yellow]warning: {w}[/yellow]")
     if len(report.warnings) > 10:
@@ -128,6 +148,12 @@ def run_judge_command(args: Any, argv: list[str] | None = None) -> OfflineReport
         else:
             cache = str(targets[0].run_dir / JUDGEMENTS_DIR / "evidence-cache.jsonl")
     setup = prepare_judges(names, opts, model, args.concurrency, cache=cache)
+    if model is not None:  # the endpoint answers, as the judges will call it, before the pass starts
+        from harness.client.slots import Priority
+        from harness.preflight import Endpoint, Plan, preflight
+
+        preflight(Plan(endpoints=[Endpoint("judges", "--model-base-url/--model", setup.model, structured=True,
+                                           priority=Priority.OFFLINE)]))
     report = judge_runs(read, setup, concurrency=args.concurrency, set_id=args.judge_set,
                         retry_errors=args.retry_errors, episodes_in_flight=args.episodes_in_flight,
                         fresh_judges=args.fresh_judges,
@@ -150,7 +176,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     except OSError as e:  # a folder that cannot be written after all: one line, not a traceback
         raise UserError(f"{e.filename or 'judgements'}: {e.strerror or e}") from None
-    return 130 if report.interrupted else 0
+    if report.interrupted:
+        return 130
+    return EXIT_ALL_FAILED if every_verdict_failed(report) else 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -15,11 +15,12 @@ import threading
 from typing import Callable
 
 from harness import __version__
-from harness.cli import (agents, demo, devices, guard, imports, judge, judge_eval, record, report, run, sim, static,
-                         tasks, view)
+from harness.cli import (agents, bundle, compare, demo, devices, guard, imports, judge, judge_eval, record, report, run,
+                         run_checks, sim, static, tasks, view)
 from harness.core.ports import StartError
 from harness.core.tasks import TaskError, errors_of
 from harness.core.user_error import UserError
+from harness.preflight import PreflightFailed
 
 # Each registers its command(s) on the sub-parsers, in the order of `harness --help`.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
@@ -27,6 +28,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     sim.add_parser,             # harness sim serve|human
     record.add_record_parser,   # harness record
     run.add_parser,             # harness run
+    run_checks.add_parser,      # harness preflight
     devices.add_devices_parser,  # harness devices [prepare|restore|capture]
     devices.add_adb_parser,     # harness adb
     guard.add_parser,           # harness guard
@@ -35,6 +37,8 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     report.add_parser,          # harness report
     static.add_parser,          # harness static score|run
     view.add_parser,            # harness view
+    compare.add_parser,         # harness compare
+    bundle.add_parser,          # harness bundle [verify]
     judge.add_parser,           # harness judge
     judge_eval.add_parser,      # harness judge-eval
     imports.add_parser,         # harness import mobilerisk|trajectories
@@ -68,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     except TaskError as e:
         for line in errors_of(e):  # one line per defect: FILE: task 'ID': FIELD: problem
             print(f"harness: error: {line}", file=sys.stderr)
+        return 2
+    except PreflightFailed as e:
+        for problem in e.problems:  # one line each: what failed, and what to do
+            print(f"harness: error: {problem}", file=sys.stderr)
         return 2
     except UserError as e:
         print(f"harness: error: {e}", file=sys.stderr)

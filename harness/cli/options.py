@@ -16,6 +16,12 @@ def size_arg(text: str) -> tuple[int, int]:
     return w, h
 
 
+def busy_port(host: str, port: int, e: OSError, flag: str = "--port") -> UserError:
+    """One line for a port that cannot be listened on, with what to do about it."""
+    return UserError(f"cannot listen on {host}:{port} ({e.strerror or e}); another program has it: pass another "
+                     f"{flag}, or {flag} 0 for any free one")
+
+
 def write_or_print(text: str, out: str | None, what: str) -> None:
     if not out:
         sys.stdout.write(text)

@@ -82,6 +82,14 @@ def cmd_sim_human(args: argparse.Namespace) -> int:
         report = SimHuman(device, screen, cues=cues, pause=args.pause).perform(task)
     except (HumanError, RecordError) as e:
         raise UserError(str(e)) from None
+    if cues is not None:  # the recorder's closing lines are still to come: passed through, not cut off
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the recorder's: it ends, and so this
+        print(f"{task.id}: done ({report.gestures} gesture(s)); waiting for the recorder's last lines (it stops at "
+              "its --until-idle, or Ctrl-C)", file=sys.stderr, flush=True)
+        try:
+            cues.until_closed()
+        finally:
+            signal.signal(signal.SIGINT, previous)
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else
           f"{task.id}: {report.gestures} gesture(s), {report.touches} touch(es)", flush=True)
     return 0
@@ -176,6 +184,12 @@ def cmd_record(args: argparse.Namespace) -> int:
                     language=args.language or (template.language if template else "en"),
                     apps=list(args.app or []), answer=args.answer, template=template)
     run_dir = Path(args.run_dir or f"runs/record-{args.id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    from harness.device.config import DeviceConfig
+    from harness.preflight import Plan, preflight
+
+    # before anything is asked of the phone: attached (else the attached ones are listed), usable, and not
+    # behind a PIN, pattern or password (the person's touches would record the secret into the task)
+    preflight(Plan(device_config=DeviceConfig(adb_port=args.adb_port), serials=[args.device]))
     device = _adb_device(args.device, args.adb_port, allow_clear=args.allow_clear)
     from harness.device.phone_lock import PhoneBusy, hold
 

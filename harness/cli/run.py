@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.cli.run_operator import OperatorSetupError, asks_operator, handover_operator
-from harness.cli.run_parts import (_plugin_factories, add_run_arguments, agent_label, attached_devices, device_config,
-                                   make_operator, model_configs, prepare_config, split_list, watching)
+from harness.cli.run_checks import run_plan
+from harness.cli.run_parts import (add_run_arguments, agent_label, build_plugins, device_config, make_operator,
+                                   model_configs, prepare_config, split_list, watching)
 from harness.client.structured import structured_counts, structured_report
 from harness.core.registry import RegistryError
 from harness.core.usage import role_tokens_sum
@@ -23,10 +24,15 @@ from harness.core.verdicts import judge_errors
 from harness.device.config import DeviceConfig
 from harness.device.phone_lock import release_all
 from harness.device.safeguards import ClearRefused, refuse_clear
+from harness.preflight import preflight
+from harness.preflight.plan import check_described
 from harness.records import UNSCORED_STATUSES, RecordError, RunWriter, build_environment_info, now_iso
+from harness.report.errors import summary_line as unsafe_summary_line
 from harness.report.handovers import summary_line as handover_line
 from harness.run.options import RunError
-from harness.run.suite import LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport, describe_progress, run_stations
+from harness.run.repeats import check_resume_repeats, plan_episodes
+from harness.run.suite import (ERROR_STATUSES, LiveProgress, LocalStation, Plugins, SuiteConfig, SuiteReport,
+                               describe_progress, run_stations)
 from harness.run.task_checks import load_checked_suite
 
 
@@ -53,34 +59,21 @@ def describe_suite_changes(change: dict[str, list[str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(files)}" for kind, files in change.items())
 
 
-TRANSIENT_STATES = ("offline",)  # adb still lists it: a phone restarting, a dropped connection
-
-
-def wait_until_usable(dev: Any, timeout: float) -> Any:
-    """The device's description, after waiting up to ``timeout`` s for one that adb lists as
-    offline (a phone restarting, a dropped connection) to come back, as a device that drops off
-    mid-run is waited for. An unauthorized or broken device, or one this adb server does not know
-    (another server's, a typo), is not waited for."""
-    desc = dev.describe()
-    if desc.healthy or desc.state not in TRANSIENT_STATES or timeout <= 0:
-        return desc
-    print(f"waiting up to {timeout:g} s for {desc.serial} ({desc.problem or desc.state}) to come back "
-          "(--reconnect-timeout)", file=sys.stderr, flush=True)
-    return dev.describe() if dev.reconnect(timeout) else desc
-
-
 def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, argv: list[str] | None = None) -> SuiteReport:
     if getattr(args, "accept_changed_suite", False) and not args.resume:
         raise RunError("--accept-changed-suite only applies with --resume")
     suite = load_checked_suite(args.suite)
     tasks = suite.select(split_list(args.tasks) or None)
+    repeats = getattr(args, "repeats", 1)
+    plan_episodes([], repeats, args.seed)  # a bad --repeats fails before any device is touched
     if args.max_steps is not None and args.max_steps < 1:
         raise RunError("--max-steps must be >= 1")
-    prepare_config(args)  # a bad --size or --density fails before any device is touched
+    prep = prepare_config(args)  # a bad --size or --density fails before any device is touched
     try:
-        plugins, specs = _plugin_factories(args)
+        built = build_plugins(args)
     except RegistryError as e:
         raise RunError(str(e)) from None
+    plugins, specs = built.plugins, built.specs
     try:
         plugins.operator = make_operator(args) if asks_operator(specs) else handover_operator(args)
     except OperatorSetupError as e:
@@ -90,11 +83,23 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         more = f" (and {len(unfit) - 5} more)" if len(unfit) > 5 else ""
         raise RunError(f"cannot run {len(unfit)} task(s): {'; '.join(unfit[:5])}{more}")
     cfg = device_config(args)
-    farm = open_cluster(args, cfg, plugins) if getattr(args, "cluster", None) else None
+    # every check before any device is prepared, reset or locked: endpoints, devices, folder, port
+    cluster = bool(getattr(args, "cluster", None))
+    plan = run_plan(args, cfg, tasks, built, prep, devices=not cluster)
+    passed = preflight(plan)  # (a farm's phones are checked as their nodes find them: check_described)
+    if not args.quiet:
+        phones = "the cluster's phones are checked on their nodes" if cluster else f"{len(passed.devices)} device(s) ready"
+        answer = f"{len(built.endpoints)} model endpoint(s) answer, " if built.endpoints else ""
+        print(f"preflight: {answer}{phones}, "
+              f"run folder {args.out} {'to continue' if args.resume else 'free'} ({passed.wall_s:.2f} s; "
+              "`harness preflight` with these flags says more)", file=sys.stderr, flush=True)
+    for note in passed.notes:
+        print(note if note.startswith("skipped ") else f"note: {note}", file=sys.stderr, flush=True)
+    farm = open_cluster(args, cfg, plugins, check=lambda found: check_described(plan, found)) if cluster else None
     if farm is not None:
         devices, stations, descriptions = [], list(farm.stations), farm.descriptions
     else:
-        devices, descriptions = local_devices(args, cfg)
+        devices, descriptions = passed.devices, passed.descriptions
         stations = [LocalStation(d, plugins) for d in devices]
     locks = hold_phones(devices, quiet=args.quiet)  # one run per phone, until its settings are back
     try:
@@ -102,14 +107,8 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             refuse_clear(tasks, {d["serial"]: d["kind"] for d in descriptions}, cfg.allow_clear)
         except ClearRefused as e:
             raise RunError(str(e)) from None
-        unavailable = unavailable_tasks(tasks, devices)  # (a farm's phones meet it at reset: task_error)
+        unavailable = passed.unavailable  # (a farm's phones meet it at reset: task_error)
         runnable = [t for t in tasks if t.id not in unavailable]
-        if not runnable:
-            raise RunError("nothing to run: " + "; ".join(f"{tid} {why}" for tid, why in unavailable.items()) +
-                           ". Install the apps, pick tasks this phone can run, or edit the tasks' packages "
-                           "(docs/phones.md section 7)")
-        for tid, why in unavailable.items():
-            print(f"skipped {tid}: {why}", file=sys.stderr, flush=True)
         writer = RunWriter(args.out, resume=args.resume)
     except BaseException:
         release_all(locks)
@@ -128,6 +127,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
             "max_steps": args.max_steps,
             "suite": {"path": str(args.suite), "files": {p: h for p, h in suite.files.items()}},
             "tasks": [t.id for t in tasks],
+            **({"repeats": repeats} if repeats > 1 else {}),
             "unavailable": [{"task": tid, "reason": why} for tid, why in unavailable.items()],
             "devices": descriptions,
             "device_config": cfg.to_json(),
@@ -144,6 +144,7 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
                 if was != now:
                     raise RunError(f"--resume: {key} differs from the run in {args.out} (was {was!r}, now {now!r}); "
                                    "resume with the same command")
+            check_resume_repeats(old, repeats, args.out)
             was, now = (calibrations(old.get("monitors")), calibrations(manifest["monitors"]))
             if was != now and any(was + now):  # episodes gated by two thresholds would be one run
                 raise RunError(f"--resume: the monitors' calibration differs from the run in {args.out} (sha256 was "
@@ -174,19 +175,20 @@ def execute_run(args: argparse.Namespace, stop: threading.Event | None = None, a
         suite_cfg = SuiteConfig(agent_name=agent_label(args), seed=args.seed, max_steps=args.max_steps,
                                 reconnect_timeout=cfg.reconnect_timeout, on_reset=_reset_recorder(writer))
         terminal = plugins.operator.terminal if plugins.operator is not None else None
+        episodes = plan_episodes(runnable, repeats, args.seed)
         modes_before = structured_counts()
         with _PreparedDevices(args, devices, writer, farm), watching(args):
             _choose_frames(farm.frame_choices() if farm is not None else {d.serial: d.frame_choice for d in devices},
                            writer, args.quiet)
             if not args.quiet and sys.stderr.isatty():
-                with LiveProgress([s.name for s in stations], len(runnable)) as live:
+                with LiveProgress([s.name for s in stations], len(episodes)) as live:
                     if terminal is not None:
                         terminal.pause = live.paused  # a question stops the panel's redrawing
-                    report = run_stations(runnable, stations, writer, suite_cfg, progress=live, stop=stop,
+                    report = run_stations(episodes, stations, writer, suite_cfg, progress=live, stop=stop,
                                           joining=joining)
             else:
                 progress = None if args.quiet else describe_progress()
-                report = run_stations(runnable, stations, writer, suite_cfg, progress=progress, stop=stop,
+                report = run_stations(episodes, stations, writer, suite_cfg, progress=progress, stop=stop,
                                       joining=joining)
         # what structured output each endpoint and model used (the calls of this process: a farm
         # node's judges are not seen here), added to what earlier invocations of the run used
@@ -228,23 +230,6 @@ def merge_structured(old: Any, new: list[dict[str, Any]]) -> list[dict[str, Any]
     return list(rows.values())
 
 
-def unavailable_tasks(tasks: list[Any], devices: list[Any]) -> dict[str, str]:
-    """Task id -> why it cannot run here, for each task that some device of the run cannot start
-    (an app its setup names is not installed, a simulated-phone preset on a real device...): any
-    task may land on any device of the run, so it is skipped before the run, never attempted."""
-    out: dict[str, str] = {}
-    for d in devices:
-        check = getattr(d, "cannot_run", None)
-        if check is None:
-            continue
-        d.installed_packages(refresh=True)  # read now, once: what the phone has at the start
-        for t in tasks:
-            why = check(t.setup, reread=False)
-            if why:
-                out[t.id] = f"{out[t.id]}; {why}" if t.id in out else why
-    return out
-
-
 def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
     """This host's lock of each device (harness.device.phone_lock), or a RunError naming the
     command that holds one; a lock taken over from a command that died holding it is said."""
@@ -260,27 +245,7 @@ def hold_phones(devices: list[Any], quiet: bool = False) -> list[Any]:
     return locks
 
 
-def local_devices(args: argparse.Namespace, cfg: DeviceConfig) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The devices of this host the run uses (``--device``, or every attached one), each checked
-    healthy, and their descriptions for the manifest."""
-    serials = split_list(args.device) + split_list(args.devices)
-    if not serials:
-        serials = attached_devices(cfg)
-        if not serials:
-            raise RunError("no device is attached (adb devices lists none); connect one or pass --device")
-    devices = []
-    descriptions = []
-    for s in serials:
-        dev = cfg.open(s)
-        desc = wait_until_usable(dev, cfg.reconnect_timeout)
-        descriptions.append(desc.to_json())
-        if not desc.healthy:
-            raise RunError(f"device {s} is not usable: {desc.problem or desc.state}")
-        devices.append(dev)
-    return devices, descriptions
-
-
-def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) -> Any:
+def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins, check: Any = None) -> Any:
     """``--cluster ADDRESS``: the Ray farm's phones as the run's stations (``harness.farm``)."""
     import dataclasses
 
@@ -295,7 +260,7 @@ def open_cluster(args: argparse.Namespace, cfg: DeviceConfig, plugins: Plugins) 
     try:  # each phone is prepared, journaled and held by its actor on its node, and put back at the end
         farm = open_farm(args.cluster, node_cfg, plugins, models=model_configs(args),
                          select=split_list(args.device) + split_list(args.devices), say=say,
-                         prepare=prepare_config(args), holder=f"{command_line()} (pid {os.getpid()})")
+                         prepare=prepare_config(args), holder=f"{command_line()} (pid {os.getpid()})", check=check)
     except FarmError as e:
         raise RunError(str(e)) from None
     return farm
@@ -438,14 +403,20 @@ def _change_what(c: dict[str, Any]) -> str:
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_UNFINISHED = 3     # every device dropped out with tasks left unrun
+EXIT_MODEL_FAILED = 4   # every episode of this invocation ended model_error: nothing was measured
 
 
 def run_exit_code(report: SuiteReport) -> int:
     """0 when every task ran (whatever the agents did), 130 when interrupted, 3 when tasks were
-    left unrun because no healthy device remained; ``--resume`` continues both."""
+    left unrun because no healthy device remained (``--resume`` continues both), 4 when every
+    episode run ended ``model_error`` (the agent's endpoint failed them all)."""
     if report.interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_UNFINISHED if report.not_run else 0
+    if report.not_run:
+        return EXIT_UNFINISHED
+    if report.results and all(r.status == "model_error" for r in report.results):
+        return EXIT_MODEL_FAILED
+    return 0
 
 
 def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
@@ -460,17 +431,22 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     rows = read_results(out)
     table = Table(title=f"{len(rows)} episodes in {out}")
     judges = sorted({k for r in rows for k in r.verdicts})
-    for col in ("task", "agent", "status", "steps/cap", *judges, "halt/error"):
+    by_device = len({r.device for r in rows}) > 1  # a run over several phones says which played what
+    for col in ("task", *(["device"] if by_device else []), "agent", "status", "steps/cap", *judges, "halt/error"):
         table.add_column(col, overflow="fold")
     for r in sorted(rows, key=lambda r: r.task_id):
         note = ""
         if r.halt:
             note = f"halted at step {r.halt.step}: {r.halt.category}"  # the reason is printed in full below
         elif r.error:
-            note = r.error[:60]
-        table.add_row(escape(r.task_id), escape(r.agent), r.status, f"{r.steps}/{r.cap}",
-                      *[str(r.verdicts.get(j, "-")) for j in judges], escape(note))  # model text is not markup
+            note = r.error[:60] + ("... (below)" if len(r.error) > 60 else "")
+        table.add_row(escape(r.task_id), *([escape(r.device or "-")] if by_device else []), escape(r.agent), r.status,
+                      f"{r.steps}/{r.cap}", *[str(r.verdicts.get(j, "-")) for j in judges],
+                      escape(note))  # model text is not markup
     console.print(table)
+    for r in sorted((r for r in rows if r.error and r.status in ERROR_STATUSES and len(r.error) > 60),
+                    key=lambda r: r.task_id):
+        console.print(f"{r.status}: {r.task_id}: {' '.join(r.error.split())}", markup=False, highlight=False)
     for r in sorted((r for r in rows if r.halt is not None), key=lambda r: r.task_id):
         ran = (r.halt.model_extra or {}).get("executed")
         when = " (blocked before it ran)" if ran is False else " (after it ran)" if ran else ""
@@ -518,15 +494,23 @@ def print_summary(out: str, report: SuiteReport, file: Any = None) -> None:
     scored = [r for r in rows if r.status not in UNSCORED_STATUSES and r.verdicts.get("oracle") in (True, False)]
     infra = sum(1 for r in rows if r.status == "infra_error")
     task_errors = sum(1 for r in rows if r.status == "task_error")
+    model_errors = sum(1 for r in rows if r.status == "model_error")
     if scored:
         console.print(f"oracle success: {ok}/{len(scored)} scored episodes ({infra} infra errors"
-                      + (f", {task_errors} task errors" if task_errors else "") + " excluded)")
+                      + (f", {task_errors} task errors" if task_errors else "")
+                      + (f", {model_errors} model errors" if model_errors else "") + " excluded)")
     safety = [j for j in judges if is_safety_judge(j)]
     blocked = sum(1 for r in rows if r.status not in UNSCORED_STATUSES and blocked_before_running(r.halt))
-    if safety:  # counted as `harness report` counts them (harness.core.verdicts.counts_unsafe), infra errors left out
-        flagged = sum(1 for r in rows if r.status not in UNSCORED_STATUSES
-                      and episode_unsafe(r.verdicts, r.judge_details, safety))
-        console.print(f"unsafe episodes flagged: {flagged} (by any of {', '.join(safety)})")
+    if safety:  # counted as `harness report` counts them (harness.report.errors), unscored episodes left out
+        kept = [r for r in rows if r.status not in UNSCORED_STATUSES]
+        flagged = sum(1 for r in kept if episode_unsafe(r.verdicts, r.judge_details, safety))
+        console.print(unsafe_summary_line([(r.verdicts, r.judge_details) for r in kept], safety, flagged),
+                      markup=False, highlight=False)
+    if model_errors:
+        every = " every episode" if model_errors == len(rows) else f" {model_errors} episode(s)"
+        console.print(f"[red]the agent's model failed:{every} ended model_error[/red] (the endpoint's reasons are "
+                      "above; left out of every rate, nothing of the agent's was measured there; once the endpoint "
+                      "answers, run those tasks again into a new --out)", highlight=False)
     if blocked:  # the rule for blocked actions: an action that never ran does not make its episode unsafe
         console.print(f"blocked before they ran: {blocked} episode(s) halted by a gate (not counted unsafe for it)")
     if report.not_run:

@@ -15,10 +15,11 @@ from harness.cli.run_operator import OperatorSetupError, ask_operator, operator_
 from harness.client.config import MAX_REPLY_BYTES
 from harness.core.episode import REFLECT_MODES, ReflectingAgent
 from harness.core.registry import AGENTS, JUDGES, MONITORS, parse_options
-from harness.device.adb_server import AdbEndpointError, adb_client
+from harness.device.adb_server import AdbEndpointError
 from harness.device.config import DeviceConfig, SettleConfig
 from harness.live.operator import Operator
 from harness.live.records import EpisodeLive
+from harness.preflight.run_setup import GATE_MODES
 from harness.run.options import RunError, opts_for, with_model
 from harness.run.suite import Plugins
 
@@ -28,17 +29,6 @@ def split_list(values: list[str] | None) -> list[str]:
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
-
-
-def attached_devices(cfg: DeviceConfig) -> list[str]:
-    import adbutils
-
-    ep = cfg.endpoint()
-    client = adb_client(host=ep.host, port=ep.port)
-    try:
-        return [d.serial for d in client.list() if d.state == "device"]
-    except (adbutils.AdbError, OSError) as e:
-        raise RunError(f"cannot reach the adb server at {ep}: {e}") from None
 
 
 def adb_arguments(p: argparse.ArgumentParser, nested: bool = False) -> None:
@@ -97,12 +87,12 @@ def device_config(args: argparse.Namespace) -> DeviceConfig:
     return dataclasses.replace(cfg, adb_host=ep.host, adb_port=ep.port)  # the manifest names the server used
 
 
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
+def add_run_arguments(p: argparse.ArgumentParser, out_required: bool = True) -> None:
     p.add_argument("--suite", required=True, help="task YAML file or folder")
     p.add_argument("--tasks", action="append", help="task ids to run (comma-separated; default all)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on the phones of every node of a Ray cluster (HEAD:6379, or auto inside a Ray job); "
-                        "needs the farm extra: pip install 'crate-harness[farm]'")
+                        "needs the farm extra: pip install -e '.[farm]' in the checkout")
     p.add_argument("--device", action="append", help="a device serial (repeatable; with --cluster also NODE/SERIAL)")
     p.add_argument("--devices", action="append", help="device serials, comma-separated (default: all attached)")
     p.add_argument("--agent", required=True, help="agent name (see `harness agents`)")
@@ -131,7 +121,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "(the default) or let it run unchecked (allow: counted and shown as unchecked everywhere)")
     p.add_argument("--max-steps", type=int, help="step cap for every task (default 2c+1 per task)")
     p.add_argument("--seed", type=int, default=0, help="seed for agents' randomness and perturbations")
-    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run every task N times: episodes TASK#1..TASK#N, each with its own seed derived from --seed "
+                        "(harness report then gives pass@k, pass^k, flip rate and the flaky tasks)")
+    p.add_argument("--out", required=out_required, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue a stopped run in --out")
     p.add_argument("--accept-changed-suite", action="store_true",
                    help="with --resume: continue although task files changed since the run started (the new "
@@ -141,6 +134,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not prepare the devices (screen check, stay awake, animations off, ADBKeyboard); "
                         "what the run still changes is put back at the end")
     prepare_arguments(p)
+    p.add_argument("--allow-unguarded-unsafe", action="store_true",
+                   help="run the chosen unsafe tasks (safety.label: unsafe) on a real device with no monitor that "
+                        "halts a risky action before it runs (refused without this; the simulated phone needs neither)")
     p.add_argument("--allow-clear", action="store_true",
                    help="let setup.clear run `pm clear` on phones (erases the apps' data; emulators and the "
                         "simulated phone never need this)")
@@ -259,9 +255,10 @@ def watching(args: argparse.Namespace) -> Iterator[Any]:
               file=sys.stderr, flush=True)
     try:
         server = LiveServer(args.out, host=args.watch_host, port=args.watch_port)
-    except OSError as e:
-        raise RunError(f"--watch: cannot listen on {args.watch_host}:{args.watch_port}: {e.strerror or e} "
-                       "(pass another --watch-port)") from None
+    except OSError as e:  # taken since the preflight looked
+        from harness.cli.options import busy_port
+
+        raise RunError(f"--watch: {busy_port(args.watch_host, args.watch_port, e, '--watch-port')}") from None
     print(f"watch the run at {server.url}", file=sys.stderr, flush=True)
     if args.watch_host not in LOOPBACK:
         print("warning: anyone who can reach this address can watch the run", file=sys.stderr, flush=True)
@@ -270,6 +267,24 @@ def watching(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]]:
+    built = build_plugins(args)
+    return built.plugins, built.specs
+
+
+@dataclasses.dataclass
+class BuiltPlugins:
+    """A run's plugins from its flags: the factories, their specs for the manifest, and what the
+    preflight checks of them (harness.preflight): the model endpoints they call, the monitors
+    that judge each action before it runs, and the plugins that need the simulated phone."""
+
+    plugins: Plugins
+    specs: dict[str, Any]
+    endpoints: list[Any]
+    gates: list[str]
+    simulated: list[str]
+
+
+def build_plugins(args: argparse.Namespace) -> BuiltPlugins:
     import agents  # noqa: F401  (registers agents)
     import judges  # noqa: F401  (registers judges and monitors)
 
@@ -322,7 +337,36 @@ def _plugin_factories(args: argparse.Namespace) -> tuple[Plugins, dict[str, Any]
     )
     specs = {"agent": probe_agent.spec(), "judges": [j.spec() for j in probe_judges],
              "monitors": [m.spec() for m in probe_monitors]}
-    return plugins, specs
+    gates = [n for n, m in zip(monitor_names, probe_monitors) if getattr(m, "mode", "gate") in GATE_MODES]
+    simulated = [f"{reg.kind} {n!r}" for reg, names in ((AGENTS, [args.agent]), (JUDGES, judge_names),
+                                                       (MONITORS, monitor_names))
+                 for n in names if getattr(reg.entries[n].config, "needs_simulated_phone", False)]
+    endpoints = plugin_endpoints(agent_opts, j_opts, m_opts, gates)
+    return BuiltPlugins(plugins, specs, endpoints, gates, simulated)
+
+
+def plugin_endpoints(agent_opts: dict[str, Any], j_opts: dict[str, dict[str, Any]], m_opts: dict[str, dict[str, Any]],
+                     gates: list[str]) -> list[Any]:
+    """The model endpoints the plugins will call (each config once), as the preflight probes them:
+    the agent's in plain text, the judges' and monitors' with a JSON schema, a gate's first."""
+    from harness.client.config import ModelConfig
+    from harness.client.slots import Priority
+    from harness.preflight import Endpoint
+
+    out: dict[tuple[str, str, str | None], Any] = {}
+    if isinstance(agent_opts.get("model"), ModelConfig):
+        cfg = agent_opts["model"]
+        out[(cfg.base_url, cfg.model, cfg.api_key_env)] = Endpoint("agent", "--model-base-url/--model", cfg,
+                                                                   priority=Priority.AGENT)
+    for opts, gating in ((m_opts, True), (j_opts, False)):
+        for n, o in opts.items():
+            cfg = o.get("model")
+            key = (cfg.base_url, cfg.model, cfg.api_key_env) if isinstance(cfg, ModelConfig) else None
+            if key is not None and key not in out:
+                prio = Priority.GATE if gating and n in gates else Priority.LIVE
+                out[key] = Endpoint("judges and monitors", "--judge-base-url/--judge-model", cfg, structured=True,
+                                    priority=prio)
+    return list(out.values())
 
 
 def agent_label(args: argparse.Namespace) -> str:

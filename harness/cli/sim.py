@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from harness.cli.options import size_arg
+from harness.cli.options import busy_port, size_arg
 from harness.cli.record import add_sim_human_parser
 from harness.core.user_error import UserError
 
@@ -48,12 +48,14 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
     try:
         handle = serve(phone, args.port, host=args.host, mode=args.mode, command_log=args.command_log)
     except OSError as e:
-        raise UserError(f"cannot serve on {args.host}:{args.port} or write {args.command_log}: {e}") from None
+        if e.filename is not None:  # the command log's file, not the port
+            raise UserError(f"--command-log {args.command_log}: cannot write it ({e.strerror or e})") from None
+        raise busy_port(args.host, args.port, e) from None
     looks = f"as a retail {phone.info.model}" if args.as_phone else "as the simulated phone"
     if profile is not None:
         looks += f", in the formats of the profile {profile.name} ({phone.info.model}, Android {phone.info.release})"
     print(f"simulated phone {w}x{h} ({args.lang}, {looks}, lock: {args.lock}) listening on {args.host}:{handle.port}; "
-          f"connect with: adb connect {args.host}:{handle.port}", flush=True)
+          f"connect with: harness adb connect {args.host}:{handle.port}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -67,8 +69,9 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("sim", help="the simulated phone").add_subparsers(dest="sim_cmd", required=True)
-    ss = sim.add_parser("serve", help="serve a simulated phone as an ADB device (adb connect HOST:PORT)")
-    ss.add_argument("--port", type=int, default=6520, help="TCP port (avoid odd ports 5555-5585: adb auto-adds those)")
+    ss = sim.add_parser("serve", help="serve a simulated phone as an ADB device (harness adb connect HOST:PORT)")
+    ss.add_argument("--port", type=int, default=6520, help="TCP port (avoid odd ports 5555-5585: adb auto-adds those; "
+                                                           "0: any free one, said in the banner)")
     ss.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     ss.add_argument("--lang", choices=["en", "zh"], default="en", help="UI language")
     ss.add_argument("--seed", type=int, default=0)

@@ -20,18 +20,28 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} tasks in {args.suite}")
-    for col in ("id", "lang", "c", "cap", "safety", "categories", "milestones", "verified", "instruction"):
-        table.add_column(col, overflow="fold")
+    cols = ("id", "lang", "c", "cap", "safety", "categories", "milestones", "verified", "instruction")
+    cells = []
     for r in rows:
         s = r["safety"]
         safety = s["label"] + (f" ({s['category']})" if s["category"] else "")
-        table.add_row(r["id"], r["language"], str(r["reference_steps"]), str(r["cap"]), safety,
+        cells.append([r["id"], r["language"], str(r["reference_steps"]), str(r["cap"]), safety,
                       ",".join(r["categories"]), str(r["milestones"]), "yes" if r["verified"] else "no",
-                      r["instruction"])
-    Console().print(table)
+                      " ".join(r["instruction"].split())])
+    if not sys.stdout.isatty():  # a pipe or a file: whole values, one task a line, tab-separated (grep, cut)
+        for line in (cols, *cells):
+            print("\t".join(line))
+        print(f"{len(rows)} tasks in {args.suite}", file=sys.stderr)  # the table's title, beside the data
+    else:
+        table = Table(title=f"{len(rows)} tasks in {args.suite}")
+        for col in cols:
+            table.add_column(col, overflow="fold", no_wrap=col in ("id", "lang", "c", "cap", "verified"))
+        for c in cells:
+            table.add_row(*map(escape, c))
+        Console().print(table)
     unverified = sum(1 for r in rows if not r["verified"])
     if unverified:
         Console(stderr=True).print(f"{unverified} task(s) are not verified on a device (verified: false): they were "

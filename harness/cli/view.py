@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.cli.options import busy_port
 from harness.core.user_error import UserError
 
 
@@ -19,6 +20,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     if args.judgements and args.no_judgements:
         raise UserError("--judgements and --no-judgements exclude each other")
     thumbs = None
+    if not args.live:
+        args.run_dir = _bundle_folder(args.run_dir)
     if args.live:
         server = _live_server(args)
         what = f"the live view of {args.run_dir}"
@@ -38,7 +41,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         try:
             server = ViewServer(index.parent, host=args.host, port=args.port, run=args.run_dir, thumbnails=thumbs)
         except OSError as e:
-            raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+            raise busy_port(args.host, args.port, e) from None
         what = str(index.parent)
     print(f"serving {what} at {server.url} (Ctrl-C to stop)", flush=True)
     if thumbs is not None and len(thumbs):
@@ -81,12 +84,27 @@ def _live_server(args: argparse.Namespace):
     try:
         return LiveServer(run, host=args.host, port=args.port)
     except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        raise busy_port(args.host, args.port, e) from None
+
+
+def _bundle_folder(run: str) -> str:
+    """A bundle (harness bundle) as the run folder it holds, checked and unpacked once into the cache."""
+    from harness.report.bundle import BundleError, is_bundle
+    from harness.report.run_source import cached
+
+    if not is_bundle(run):
+        return run
+    try:
+        folder = cached(run)
+    except BundleError as e:
+        raise UserError(str(e)) from None
+    print(f"{run}: checked against its index, unpacked into {folder}", file=sys.stderr)
+    return str(folder)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     vw = sub.add_parser("view", help="write RUN/report.html (trajectory viewer) and serve it on localhost")
-    vw.add_argument("run_dir", metavar="RUN", help="run folder")
+    vw.add_argument("run_dir", metavar="RUN", help="run folder or bundle (harness bundle)")
     vw.add_argument("--port", type=int, default=8765, help="TCP port (0 = any free port)")
     vw.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     vw.add_argument("--no-serve", action="store_true", help="only write the pages, every thumbnail made first "

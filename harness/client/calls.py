@@ -213,6 +213,34 @@ class ModelClient:
         return self._pool(slot).post("/chat/completions", body=body, options=options, cast_to=self._httpx.Response,
                                      stream=True)
 
+    def served_models(self, timeout: float) -> list[str] | None:
+        """``GET /models`` as this client calls the endpoint (its key rule, transport and proxies),
+        within ``timeout`` seconds: the model ids listed, or None when the answer lists none
+        readable (any HTTP answer but 401/403 shows something is there). A :class:`ModelError`
+        when nothing answers (kind ``unreachable``) or the endpoint refuses the key (``refused``)."""
+        options: dict[str, Any] = {"security": {"bearer_auth": True}}
+        if self._key is None:
+            options["headers"] = {"Authorization": self._openai.Omit()}
+        try:
+            with transport.attempt(time.monotonic() + timeout, 1024 * 1024):
+                resp = self._pool(0).get("/models", options=options, cast_to=self._httpx.Response, stream=True)
+                body, _ = transport.read_body(resp, 1024 * 1024)
+        except self._openai.APIStatusError as e:
+            if e.status_code in (401, 403):
+                raise self._fail(f"GET /models: HTTP {e.status_code}: "
+                                 f"{_scrub(str(getattr(e, 'message', e)), self._key)[:200]}", "refused", 1,
+                                 e.status_code) from None
+            return None
+        except (self._openai.APIConnectionError, self._httpx.RequestError) as e:
+            cause = e.__cause__ or e.__context__
+            why = _scrub(f"{e}" + (f" ({cause})" if cause is not None and str(cause) not in str(e) else ""), self._key)
+            raise self._fail(f"GET /models: nothing answers: {why[:200]}", "unreachable", 1) from None
+        try:
+            data = json.loads(body)
+            return [str(m["id"]) for m in data.get("data") or [] if isinstance(m, dict) and "id" in m]
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return None
+
     def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
              priority: int = Priority.LIVE, meter: Meter | None = None, role: str = "model") -> ChatResult:
         """One chat completion, retried as the config says. ``priority`` orders it among the calls
@@ -224,7 +252,9 @@ class ModelClient:
             # credential in a reply, a model name, an error body or a header quoted in an error
             res = _reply_without_key(self._chat(messages, json_schema, priority), self._key)
         except ModelError as e:
-            if meter is not None:
+            # a call cut because the command is stopping (Ctrl-C, SIGTERM) did not fail: it is not
+            # counted (its episode is judged or run again on the next pass / --resume)
+            if meter is not None and e.kind != "interrupted":
                 meter.record(role, None, failed=True)
             e.args = tuple(_scrub(a, self._key) if isinstance(a, str) else a for a in e.args)
             raise
@@ -232,7 +262,8 @@ class ModelClient:
             if meter is not None:
                 meter.leave()
         if meter is not None:
-            meter.record(role, res.usage, res.latency_s, structured=res.structured if json_schema is not None else None)
+            meter.record(role, res.usage, res.latency_s, structured=res.structured if json_schema is not None else None,
+                         fingerprint=res.system_fingerprint)
         return res
 
     def _fail(self, what: str, kind: str, attempts: int, status: int | None = None) -> ModelError:
@@ -362,11 +393,14 @@ class ModelClient:
             finish = choice.get("finish_reason")
             model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else c.model
             tool_calls = _tool_calls(message.get("tool_calls"))
+            fingerprint = data.get("system_fingerprint")
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError) as e:
             raise self._fail(f"malformed response: {type(e).__name__}: {_scrub(str(e), self._key)[:200]}",
                              "malformed", attempts) from None
         return ChatResult(text, usage, latency, attempts, model, mode,
-                          finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls)
+                          finish_reason=finish if isinstance(finish, str) else None, tool_calls=tool_calls,
+                          system_fingerprint=fingerprint[:200] if isinstance(fingerprint, str) and fingerprint
+                          else None)
 
 
 def _message_text(content: Any) -> str:

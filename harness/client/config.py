@@ -83,6 +83,7 @@ class ChatResult:
     finish_reason: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments"}] (OpenAI tool_calls)
     cut_at: int | None = None          # the body passed this many bytes (max_reply_bytes) and was cut there
+    system_fingerprint: str | None = None  # the server's backend configuration, where it says (OpenAI's field)
 
     @property
     def truncated(self) -> bool:

@@ -24,7 +24,8 @@ from harness.records import now_iso
 from harness.core.tasks import Task
 from harness.core.usage import Meter
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "model_error", "infra_error", "task_error",
+                 "needs_user"]
 Verdict = bool | Literal["judge_error"]
 
 

@@ -11,6 +11,7 @@ c is ``reference_steps`` (SPA-Bench's convention, FIELD_NOTES section 1).
 from __future__ import annotations
 
 import hashlib
+import os
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -391,9 +392,27 @@ class Suite(BaseModel):
         index = self.by_id()
         missing = [i for i in ids if i not in index]
         if missing:
-            raise TaskError(", ".join(sorted(self.files)) or "suite", None, "--tasks",
-                            f"unknown task id(s): {', '.join(missing)}")
+            raise TaskError(self.where(), None, "--tasks", f"unknown task id(s): {unknown_ids(missing, list(index))}; "
+                            f"`harness tasks list --suite {self.where()}` lists them")
         return [index[i] for i in ids]
+
+    def where(self) -> str:
+        """The suite as a user named it: its one file, or the folder holding all its files."""
+        files = sorted(self.files)
+        if len(files) == 1:
+            return files[0]
+        return os.path.commonpath(files) if files else "suite"
+
+
+def unknown_ids(missing: list[str], known: list[str]) -> str:
+    """``a (did you mean b?), c``: each unknown id with the nearest known ones (difflib's ratio)."""
+    import difflib
+
+    out = []
+    for m in missing:
+        near = difflib.get_close_matches(m, known, n=3, cutoff=0.8)
+        out.append(f"{m!r}" + (f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""))
+    return ", ".join(out)
 
 
 def _error_fields(e: ValidationError) -> list[tuple[str, str]]:

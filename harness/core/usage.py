@@ -57,10 +57,11 @@ class Meter:
             return p
 
     def record(self, role: str, usage: Mapping[str, Any] | None, latency_s: float = 0.0, *,
-               failed: bool = False, structured: str | None = None) -> None:
+               failed: bool = False, structured: str | None = None, fingerprint: str | None = None) -> None:
         """One call of ``role``: its usage (``prompt_tokens``...; missing keys count 0), and, for a
         call that asked for a JSON schema, the structured-output mode it used (``structured``:
-        ``{mode: calls}`` in the role's row)."""
+        ``{mode: calls}`` in the role's row); the server's ``system_fingerprint`` when it sent one
+        (``system_fingerprints``: ``{value: calls}``)."""
         with self._lock:
             row = self._roles.setdefault(role, _empty())
             row["calls"] += 1
@@ -73,8 +74,11 @@ class Meter:
             if structured is not None:
                 modes = row.setdefault("structured", {})
                 modes[structured] = modes.get(structured, 0) + 1
+            if fingerprint is not None:
+                fps = row.setdefault("system_fingerprints", {})
+                fps[fingerprint] = fps.get(fingerprint, 0) + 1
         if self.parent is not None:
-            self.parent.record(role, usage, latency_s, failed=failed, structured=structured)
+            self.parent.record(role, usage, latency_s, failed=failed, structured=structured, fingerprint=fingerprint)
 
     def add(self, recorded: Mapping[str, Any] | None) -> None:
         """Add the calls of a recorded :meth:`to_json` (an episode metered in another process, e.g.
@@ -93,6 +97,10 @@ class Meter:
                     modes = row.setdefault("structured", {})
                     for mode, n in part["structured"].items():
                         modes[str(mode)] = modes.get(str(mode), 0) + int(_number(n))
+                if isinstance(part.get("system_fingerprints"), Mapping):
+                    fps = row.setdefault("system_fingerprints", {})
+                    for fp, n in part["system_fingerprints"].items():
+                        fps[str(fp)] = fps.get(str(fp), 0) + int(_number(n))
         if self.parent is not None:
             self.parent.add(recorded)
 
@@ -110,7 +118,9 @@ class Meter:
         {role: {...}}}``: the sums first (what cost summaries read), then the parts."""
         with self._lock:
             roles = {k: {**v, "model_s": round(v["model_s"], 4),
-                         **({"structured": dict(v["structured"])} if "structured" in v else {})}
+                         **({"structured": dict(v["structured"])} if "structured" in v else {}),
+                         **({"system_fingerprints": dict(v["system_fingerprints"])}
+                            if "system_fingerprints" in v else {})}
                      for k, v in sorted(self._roles.items())}
         out: dict[str, Any] = {k: sum(r[k] for r in roles.values()) for k in TOKEN_KEYS}
         out["calls"] = sum(r["calls"] for r in roles.values())

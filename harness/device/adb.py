@@ -185,6 +185,10 @@ class AdbDevice:
             self._size = size
         return self._size
 
+    def physical_size(self) -> tuple[int, int] | None:
+        """The display's own size (``wm size``'s ``Physical size``), whatever override is set."""
+        return wm.parse_physical_size(self.shell(list(wm.WM_SIZE)))
+
     # --- observation --------------------------------------------------------------------------
     def screenshot(self) -> bytes:
         """``screencap -p`` (``-d`` the focused display's id once the phone said it has several):

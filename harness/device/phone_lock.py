@@ -203,6 +203,27 @@ def hold(serial: str, host: str, port: int, *, command: str | None = None, wait_
     return PhoneLock(serial, key, path, fd, note=note, holder=me)
 
 
+def holder_of(serial: str, host: str, port: int) -> dict[str, Any] | None:
+    """Who holds the phone now (pid, command, since), read without taking its lock, or None: the
+    lock file names its holder while it is held (a holder that ended leaves it empty, or names a
+    process that is gone)."""
+    path = _file(lock_key(serial, host, port))
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        h = _read(fd)
+    finally:
+        os.close(fd)
+    pid = h.get("pid")
+    return h if isinstance(pid, int) and pid != os.getpid() and _alive(pid) else None
+
+
+def holder_text(h: dict[str, Any]) -> str:
+    return _holder_text(h)
+
+
 def _now() -> str:
     from harness.records import now_iso
     return now_iso()

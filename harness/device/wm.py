@@ -27,6 +27,14 @@ def parse_size(text: str) -> tuple[int, int] | None:
     return found.get("Override") or found.get("Physical")
 
 
+def parse_physical_size(text: str) -> tuple[int, int] | None:
+    """The display's own size (``Physical size:``), whatever override is in effect."""
+    for m in _SIZE.finditer(text.replace("\r", "")):
+        if m.group(1) == "Physical":
+            return int(m.group(2)), int(m.group(3))
+    return None
+
+
 def parse_density(text: str) -> int | None:
     """The density in effect: the override where there is one, else the physical density."""
     found = {m.group(1): int(m.group(2)) for m in _DENSITY.finditer(text.replace("\r", ""))}

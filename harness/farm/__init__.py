@@ -11,7 +11,7 @@ installed into the run folder atomically (:meth:`harness.records.RunWriter.insta
 farm run and a local run leave the same run folder.
 
 This package is the only part of the harness that imports Ray, an optional extra
-(``pip install 'crate-harness[farm]'``): ``import harness.farm`` works without it, and every entry
+(``pip install -e '.[farm]'`` in the checkout: crate-harness is not on PyPI): ``import harness.farm`` works without it, and every entry
 point says how to install it.
 """
 
@@ -23,7 +23,8 @@ from harness.farm.errors import FarmError
 
 __all__ = ["FarmError", "INSTALL_HINT", "cluster_devices", "load_ray", "open_farm"]
 
-INSTALL_HINT = "pip install 'crate-harness[farm]' (or: pip install 'ray[default]>=2.9')"
+INSTALL_HINT = ("pip install -e '.[farm]' in the crate-harness checkout (it is not published on PyPI; or: pip install "
+                "'ray[default]>=2.9' into this environment)")
 
 
 def load_ray() -> Any:

@@ -29,6 +29,7 @@ from harness.device.prepare import DeviceSession, Journal, RestoreReport, restor
 from harness.client.calls import allow_calls, stop_calls
 from harness.records import RunWriter
 from harness.records.layout import is_side_file
+from harness.run.conditions import episode_conditions
 from harness.run.runner import Interrupted
 from harness.run.suite import Plugins, StepProgress, play_episode
 from harness.core.tasks import Task
@@ -139,8 +140,9 @@ class DeviceActor:
     def reconnect(self, timeout: float) -> bool:
         return self.device.reconnect(timeout)
 
-    def run(self, task: Task, cap: int, seed: int) -> Iterator[dict[str, Any]]:
-        """A streaming generator: ``started``, then ``step`` events, then ``done`` with the
+    def run(self, task: Task, cap: int, seed: int, episode: str | None = None) -> Iterator[dict[str, Any]]:
+        """Episode ``episode`` (the task's id when it runs once; ``TASK#r`` for a repeat, with its own
+        ``seed``). A streaming generator: ``started``, then ``step`` events, then ``done`` with the
         outcome, the episode's files and what its reset did, or ``interrupted``. A failure of the node's own
         (records on its disk, the agent's construction) is raised, and reaches the driver."""
         with self._busy:
@@ -152,7 +154,7 @@ class DeviceActor:
             try:
                 if self.agent is None:
                     self.agent = self.plugins.agent()
-                ep = writer.start_episode(task.id)
+                ep = writer.start_episode(episode or task.id)
                 events: "queue.Queue[tuple[str, dict[str, Any]] | None]" = queue.Queue()
                 box: dict[str, Any] = {}
 
@@ -161,7 +163,7 @@ class DeviceActor:
                         box["out"] = play_episode(task, self.agent, self.device, ep, self.plugins, cap=cap, seed=seed,
                                                   should_stop=self._stop.is_set,
                                                   progress=StepProgress(lambda k, d: events.put((k, d)), self.name,
-                                                                        task.id))
+                                                                        episode or task.id))
                     except BaseException as e:  # noqa: BLE001 (handed to the generator's thread)
                         box["error"] = e
                     finally:
@@ -177,8 +179,11 @@ class DeviceActor:
                     return
                 if "error" in box:
                     raise box["error"]
-                yield {"kind": "done", "outcome": box["out"], "files": episode_files(ep.path),
-                       "reset": getattr(self.device, "last_reset", None)}
+                files = episode_files(ep.path)
+                yield {"kind": "done", "outcome": box["out"], "files": files,
+                       "reset": getattr(self.device, "last_reset", None),
+                       "conditions": episode_conditions(self.name, self.device, self.agent, box["out"].usage,
+                                                        files.get("screens/000.png"))}
             finally:
                 writer.close()
                 shutil.rmtree(tmp, ignore_errors=True)

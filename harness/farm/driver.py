@@ -66,7 +66,7 @@ class FarmStation:
         cap = cfg.max_steps or job.task.cap
         fields = {"device": self.serial, "node": self.node.label}
         started_at, t0 = now_iso(), time.monotonic()
-        stream = self.actor.run.options(num_returns="streaming").remote(job.task, cap, cfg.seed)
+        stream = self.actor.run.options(num_returns="streaming").remote(job.task, cap, job.seed, job.episode)
         begun, halted, proposed, executed = False, False, 0, 0
         try:
             while True:
@@ -105,7 +105,7 @@ class FarmStation:
         files: dict[str, bytes] = item["files"]
         meter.add(out.usage)
         return Attempt(out, lambda res: writer.install_episode(res, files, retry=job.attempt > 1), fields,
-                       item.get("reset"))
+                       item.get("reset"), item.get("conditions"))
 
     def reconnect(self, timeout: float) -> bool:
         try:
@@ -126,7 +126,7 @@ class Farm:
     def __init__(self, address: str, device_config: Any, plugins: Plugins, *, endpoints: dict[str, str] | None = None,
                  select: list[str] | None = None, secrets: dict[str, str] | None = None,
                  say: Callable[[str], None] = lambda text: None, watch: bool = True, prepare: Any = None,
-                 holder: str = ""):
+                 holder: str = "", check: Callable[[list[dict[str, Any]]], None] | None = None):
         self.address, self.device_config, self.endpoints = address, device_config, dict(endpoints or {})
         self.prepare, self.holder = prepare, holder  # each actor prepares its phone so; who holds the phones
         self.restored: dict[str, dict[str, Any]] | None = None
@@ -136,6 +136,9 @@ class Farm:
         self.secrets = Secrets(secrets or {})
         self.say = say
         self.on_change: Callable[[], None] = lambda: None
+        # the run's checks of the phones found (their kind, unsafe tasks without a gate), before any
+        # actor prepares one: raising refuses the run at start, and leaves a node that joins later out
+        self.check = check
         self.nodes: dict[str, Node] = {}
         self.stations: list[FarmStation] = []
         self._labels: set[str] = set()
@@ -143,7 +146,11 @@ class Farm:
         self._closing = threading.Event()
         self._lock = threading.Lock()
         connect(address)
-        self.stations = self._add_nodes(alive_nodes(), first=True)
+        try:
+            self.stations = self._add_nodes(alive_nodes(), first=True)
+        except BaseException:
+            self.close()
+            raise
         missing = [s for s in self.select if not any(s in (st.serial, st.name) for st in self.stations)]
         if missing:
             self.close()
@@ -203,6 +210,14 @@ class Farm:
                     wanted.append((n, d))
                 else:
                     self.say(f"{n.label}/{d['serial']}: left out, not usable: {d.get('problem') or d.get('state')}")
+        if self.check is not None and wanted:
+            try:
+                self.check([d for _, d in wanted])
+            except Exception as e:
+                if first:
+                    raise
+                self.say(f"{', '.join(sorted({n.label for n, _ in wanted}))}: left out: {e}")
+                return []
         stations = self._start_actors(wanted)
         if not first and stations:
             for n in {st.node.label: st.node for st in stations}.values():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,18 +20,83 @@ PROBE_TIMEOUT_S = 120.0       # a node's first task starts a Python worker there
 ENDPOINT_TIMEOUT_S = 10.0
 
 
-def connect(address: str) -> None:
-    """Join the cluster at ``address`` (``HOST:PORT`` of the head's GCS, or ``auto`` inside a Ray
-    job) as a driver. The driver must run on a host of the cluster (the head, typically)."""
-    if ray.is_initialized():
+HOW_TO_START = ("start one with `ray start --head --port PORT` on the head host and `ray start --address HEAD:PORT` "
+                "on every host with phones, and run harness on a host of the cluster (docs/farm.md)")
+REACH_TIMEOUT_S = 5.0     # something must accept a TCP connection and answer as gRPC at the address by then
+CONNECT_TIMEOUT_S = 120.0  # a real GCS answered: joining a busy cluster may take a while, but not forever
+# A Ray head's GCS port (and a Ray Client server's) is a gRPC server, so it answers the HTTP/2 client
+# preface with a SETTINGS frame (RFC 9113 sections 3.4 and 6.5: frame type 0x4). Measured here against
+# `ray start --head` of the farm extra: the frame comes back in under a millisecond.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # + empty SETTINGS
+_SETTINGS = 4
+
+
+def gcs_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT`` (or ``ray://HOST:PORT``); None for ``auto`` or what is not one."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """A :class:`FarmError` in one line when nothing accepts a connection at ``address`` within
+    ``timeout``, or what accepts it does not answer as a gRPC server (a GCS port) does: Ray's own
+    join would wait minutes, printing its C++ warnings about another address."""
+    target = gcs_address(address)
+    if target is None:
         return
     try:
-        ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False,
-                 configure_logging=True)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        raise FarmError(f"cannot join the Ray cluster at {address}: {e}; start one with `ray start --head` "
-                        "on the head host and `ray start --address HEAD:PORT` on every host with phones, and run "
-                        "harness on a host of the cluster") from None
+        conn = socket.create_connection(target, timeout=timeout)
+    except OSError as e:
+        why = "no answer within {:g} s".format(timeout) if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise FarmError(f"no Ray cluster at {address}: {why}; {HOW_TO_START}") from None
+    try:
+        conn.settimeout(timeout)
+        conn.sendall(_HTTP2_PREFACE)
+        head = b""
+        while len(head) < 9:  # one frame header: length (3), type (1), flags (1), stream (4)
+            got = conn.recv(9 - len(head))
+            if not got:
+                break
+            head += got
+    except OSError as e:
+        head, why = b"", ("no answer within {:g} s".format(timeout) if isinstance(e, TimeoutError)
+                          else (e.strerror or str(e)))
+    else:
+        why = "it closed the connection" if len(head) < 9 else "it answered, but not as gRPC does"
+    finally:
+        conn.close()
+    if len(head) < 9 or head[3] != _SETTINGS:
+        raise FarmError(f"something listens at {address}, but not a Ray head's GCS port ({why}); {HOW_TO_START}")
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Join the cluster at ``address`` (``HOST:PORT`` of the head's GCS, or ``auto`` inside a Ray
+    job) as a driver, or a :class:`FarmError` in one line within about ``REACH_TIMEOUT_S +
+    timeout`` seconds. The driver must run on a host of the cluster (the head, typically)."""
+    if ray.is_initialized():
+        return
+    check_reachable(address)
+    failed: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False,
+                     configure_logging=True)
+        except BaseException as e:  # said by the caller's thread
+            failed.append(e)
+
+    joining = threading.Thread(target=join, name="ray-join", daemon=True)
+    joining.start()
+    joining.join(timeout)
+    if joining.is_alive():  # a gRPC server answered there, but Ray's join does not end: not waited for
+        raise FarmError(f"the Ray cluster at {address} did not let this driver join within {timeout:g} s (a gRPC "
+                        f"server answers there; is it a Ray head's GCS port, and is the head alive?); {HOW_TO_START}")
+    if failed:
+        e = failed[0]
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FarmError(f"cannot join the Ray cluster at {address}: {first}; {HOW_TO_START}") from None
 
 
 def pinned(node_id: str) -> NodeAffinitySchedulingStrategy:

@@ -175,7 +175,7 @@ class Terminal:
                  f"  reason:   {shown(q.reason)}"]
         if q.error:
             lines.append(f"  (the check could not answer: {shown(q.error, 200)})")
-        lines.append(f"  Allow or deny? [a]llow / [d]eny (no answer in {left} s denies): ")
+        lines.append(f"  Allow or deny? [a]llow / [d]eny, then Enter (no answer in {left} s denies): ")
         return "\n".join(lines)
 
     @staticmethod

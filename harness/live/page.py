@@ -26,7 +26,7 @@ main{padding:10px 20px}.devices{display:flex;flex-wrap:wrap;gap:16px}
 .kv{margin:2px 0}.kv b{display:inline-block;min-width:80px}
 .state{display:inline-block;border-radius:3px;padding:0 6px;background:#eceff1;font-size:12px}
 .state.asking{background:#ffe082}.state.halted{background:#e1bee7}.state.finished{background:#c8e6c9}
-.state.stopped,.state.agent_error,.state.infra_error,.state.task_error{background:#ffe0b2}
+.state.stopped,.state.agent_error,.state.model_error,.state.infra_error,.state.task_error{background:#ffe0b2}
 .verdict{margin:2px 0}.verdict .yes{color:#1b5e20;font-weight:600}.verdict .no{color:#b71c1c;font-weight:600}
 .verdict .err{color:#e65100;font-weight:600}
 .ask{border:2px solid #f9a825;background:#fffde7;padding:8px;margin:8px 0}
@@ -44,6 +44,7 @@ JS = r"""(function () {
   var root = document.getElementById('devices');
   var list = document.getElementById('episodes');
   var conn = document.getElementById('conn');
+  conn.textContent = 'connecting\u2026';
   var panels = {};
 
   function el(tag, cls, text) {
@@ -56,6 +57,16 @@ JS = r"""(function () {
     if (value === undefined || value === null || value === '') { return; }
     var d = el('div', 'kv'); d.appendChild(el('b', null, key)); d.appendChild(document.createTextNode(' ' + value));
     parent.appendChild(d);
+  }
+  // a finding's value as a person reads it: lists one item after another, objects as "name: value"
+  function readable(v) {
+    if (v === null || v === undefined) { return ''; }
+    if (Array.isArray(v)) { return v.map(readable).filter(function (x) { return x !== ''; }).join('; '); }
+    if (typeof v === 'object') {
+      return Object.keys(v).map(function (k) { var x = readable(v[k]); return x === '' ? '' : k + ': ' + x; })
+        .filter(function (x) { return x !== ''; }).join(', ');
+    }
+    return String(v);
   }
   function fileUrl(task, rel) {
     return '/episodes/' + encodeURIComponent(task) + '/' + rel.split('/').map(encodeURIComponent).join('/');
@@ -241,16 +252,23 @@ JS = r"""(function () {
           (h.operator ? ' \u2014 ' + h.operator.decision + ' by ' + h.operator.by : ''));
       }
       kv(end, 'error', ep.result.error);
-      Object.keys(ep.result.verdicts || {}).forEach(function (k) { kv(end, k, JSON.stringify(ep.result.verdicts[k])); });
+      Object.keys(ep.result.verdicts || {}).forEach(function (k) {
+        var v = ep.result.verdicts[k];
+        var why = (ep.result.judge_errors || {})[k];
+        kv(end, k, v === true ? 'true' : v === false ? 'false' : String(v) + (why ? ': ' + why : ''));
+      });
       p.rest.appendChild(end);
     }
     if (ep.evidence && ep.evidence.length) {
       p.rest.appendChild(el('b', null, 'judges\u2019 step evidence'));
       var ul = el('ul', 'evidence');
       ep.evidence.slice(-20).forEach(function (e) {
-        var li = el('li', null, (e.judge || '?') + ' \u00b7 step ' + e.step + ': ' +
-          Object.keys(e).filter(function (k) { return ['judge', 'step', 'at'].indexOf(k) < 0; })
-            .map(function (k) { return k + '=' + (typeof e[k] === 'string' ? e[k] : JSON.stringify(e[k])); }).join('; '));
+        var li = el('li');
+        li.appendChild(el('b', null, (e.judge || '?') + ' \u00b7 step ' + e.step));
+        Object.keys(e).filter(function (k) { return ['judge', 'step', 'at'].indexOf(k) < 0; }).forEach(function (k) {
+          var shown = readable(e[k]);
+          if (shown !== '') { kv(li, k.replace(/_/g, ' '), shown); }
+        });
         li.dataset.step = String(e.step);
         ul.appendChild(li);
       });
@@ -318,13 +336,18 @@ JS = r"""(function () {
 """
 
 
-def page_html(run_name: str, token: str | None) -> str:
+def page_html(run_name: str, token: str | None, snapshot: dict | None = None) -> str:
+    """The page; ``snapshot`` (the run's state as ``/live/state`` gives it) is also drawn without
+    script, in ``<noscript>``, reloading itself every few seconds (harness.live.noscript)."""
+    from harness.live.noscript import noscript_body, noscript_head
+
     meta = f'<meta name="live-token" content="{esc(token)}">' if token else ""
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>live: {esc(run_name)}</title>{meta}"
             '<meta name="referrer" content="no-referrer"><link rel="icon" href="data:,">'
-            '<link rel="stylesheet" href="/live/live.css"></head><body>'
-            f'<header><h1>Live: <span id="run">{esc(run_name)}</span><span id="conn">connecting…</span></h1>'
+            f'<link rel="stylesheet" href="/live/live.css">{noscript_head()}</head><body>'
+            f'<header><h1>Live: <span id="run">{esc(run_name)}</span><span id="conn"></span></h1>'
             '<a href="/">all devices</a></header>'
-            '<main><div id="devices" class="devices"></div><h2>Episodes</h2><ul id="episodes"></ul></main>'
+            f'<main>{noscript_body(snapshot)}<div id="devices" class="devices"></div><h2>Episodes</h2>'
+            '<ul id="episodes"></ul></main>'
             '<script src="/live/live.js"></script></body></html>')

@@ -106,7 +106,8 @@ class _LiveHandler(FileHandler):
         path = urlsplit(self.path).path
         if path in ("/", "/index.html"):
             token = run_token(self.root, create=False)
-            self._reply(200, page_html(self.root.name, token), "text/html; charset=utf-8", head_only)
+            self._reply(200, page_html(self.root.name, token, json.loads(self.feed.json())), "text/html; charset=utf-8",
+                        head_only)
         elif path == "/live/live.js":
             self._reply(200, JS, "application/javascript; charset=utf-8", head_only)
         elif path == "/live/live.css":

@@ -106,7 +106,11 @@ def read_episode(run_dir: Path, task_id: str) -> dict[str, Any]:
                   "proposed_steps": summary.proposed_steps, "cap": summary.cap, "error": _cut(summary.error),
                   "halt": summary.halt.model_dump() if summary.halt else None,
                   "operator": extra.get("operator"), "monitor_checks": extra.get("monitor_checks"),
-                  "ended_at": summary.ended_at}
+                  "ended_at": summary.ended_at,
+                  # why each judge_error is one (its judge's words): shown beside it, not a bare "judge_error"
+                  "judge_errors": {k: _cut(str(((summary.judge_details or {}).get(k) or {}).get("error")
+                                               or "no reason recorded"), 1000)
+                                   for k, v in summary.verdicts.items() if v == "judge_error"}}
     if summary is not None:
         state = summary.status
     elif pending is not None:

@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import math
 import queue
+import re
 import sys
 import threading
 import time
@@ -34,6 +35,7 @@ class OfflineReport:
     total: int = 0
     judged: int = 0
     already_judged: int = 0
+    skipped_errors: int = 0          # of the already judged, lines with a judge_error (--retry-errors judges them again)
     retried: int = 0
     not_judged: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -43,6 +45,8 @@ class OfflineReport:
     interrupted: bool = False
     outputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # judge_error reasons by kind (numbers left out): [verdicts, the first reason as the judge gave it]
+    errors: dict[str, list[Any]] = field(default_factory=dict)
     concurrency: int = 0
     episodes_in_flight: int = 0
     workers: int = 0
@@ -137,6 +141,16 @@ def _progress(total: int, enabled: bool, file: Any = None):
                     TimeRemainingColumn(), console=console, transient=False)
 
 
+# what differs between two reports of one failure: the step it met, times and attempt counts
+_STEP, _NUMBERS = re.compile(r"^step \d+: "), re.compile(r"\d+(?:\.\d+)?")
+
+
+def error_reason(details: Any) -> str:
+    """A judge_error's reason as its judge gave it, on one line."""
+    why = details.get("error") if isinstance(details, dict) else None
+    return " ".join(str(why or "no reason recorded").split())[:400]
+
+
 def _add_jobs(jobs: list[Job], read: TargetEpisodes, js: JudgementSet, report: OfflineReport) -> None:
     """The jobs of one target: its selected episodes without a line in the set, not infra errors."""
     t = read.target
@@ -148,6 +162,7 @@ def _add_jobs(jobs: list[Job], read: TargetEpisodes, js: JudgementSet, report: O
         report.total += 1
         if e.task_id in js.done:
             report.already_judged += 1
+            report.skipped_errors += e.task_id in js.errored
         elif e.status in ("infra_error", "task_error"):  # nothing the agent did to judge
             report.not_judged[e.status] = report.not_judged.get(e.status, 0) + 1
         else:
@@ -293,6 +308,10 @@ def judge_runs(paths: Iterable[str | Path] | EpisodesRead, setup: JudgeSetup, *,
                     for name, v in out["verdicts"].items():
                         c = report.verdicts.setdefault(name, {"true": 0, "false": 0, "judge_error": 0})
                         c["true" if v is True else "false" if v is False else "judge_error"] += 1
+                        if v == "judge_error":  # why, said at the end (one line per kind of reason)
+                            why = error_reason((out.get("details") or {}).get(name))
+                            key = _NUMBERS.sub("#", _STEP.sub("", why))
+                            report.errors.setdefault(key, [0, why])[0] += 1
                     if bar is not None:
                         u = line_usage(total)
                         bar.update(task_id, advance=1, info=f"calls {u['calls']}  tokens {u['total_tokens']}")

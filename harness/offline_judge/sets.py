@@ -125,6 +125,9 @@ class JudgementSet:
                     lines = keep
             # the task ids that have a line: a long pass keeps no judged line (details can be large) in memory
             self.done: set[str] = set(lines)
+            # of those, the lines holding a judge_error (skipped unless --retry-errors: said so)
+            self.errored: set[str] = {k for k, v in lines.items()
+                                      if any(x == "judge_error" for x in (v.get("verdicts") or {}).values())}
         except BaseException:
             self.close()
             raise

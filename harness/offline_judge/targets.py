@@ -14,6 +14,7 @@ from typing import Iterable
 from harness.offline_judge.errors import OfflineJudgeError
 from harness.records import (EPISODES_DIR, RESULTS_FILE, TRAJECTORY_FILE, EpisodeResult, RecordError, read_manifest,
                              read_results)
+from harness.core.episode_ids import task_of
 from harness.core.run_tasks import load_run_tasks
 from harness.core.tasks import Task
 from harness.core.verdicts import JUDGEMENTS_DIR
@@ -122,7 +123,7 @@ class EpisodesRead:
 
 
 def _episode(r: EpisodeResult, tasks: dict[str, Task]) -> PackedEpisode:
-    task = tasks.get(r.task_id)
+    task = tasks.get(task_of(r.task_id))  # a repeat's episode (TASK#r) is its task's
     problem = None
     if task is None:
         try:

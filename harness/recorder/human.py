@@ -71,6 +71,13 @@ class Cues:
             self.closed = True
             self._cond.notify_all()
 
+    def until_closed(self) -> None:
+        """Wait until the recorder's output ends, every line passed through: its closing lines (the
+        steps recorded, c, where the task and the trajectory went) come after the last gesture, once
+        it stops (``--until-idle``, or Ctrl-C: the recorder then ends, and this wait with it)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.closed)
+
     def wait(self, gestures: int, timeout: float) -> None:
         with self._cond:
             if not self._cond.wait_for(lambda: self.ready >= gestures or self.closed, timeout):

@@ -36,21 +36,22 @@ LOCK_FILE = ".lock"
 INCOMING_PREFIX = ".incoming-"  # RUN/episodes/.incoming-<task>.<id>: an episode being installed
 
 
-_TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# a task id, or a repeated run's episode id: the task id and ``#r`` (harness.core.episode_ids)
+_TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}(#[1-9][0-9]{0,4})?")
 
 
 def validate_task_id(task_id: str) -> str:
     """Return ``task_id`` if it is safe as a folder name, else raise :class:`RecordError`.
 
     Allowed: ``^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`` (so no ``/``, ``\\``, leading dot,
-    ``.``/``..``, spaces or newlines).
+    ``.``/``..``, spaces or newlines), with ``#r`` after it for repeat r of a repeated run.
     """
     if not isinstance(task_id, str):
         raise RecordError(f"must be a string, got {type(task_id).__name__}", field="task_id")
     if task_id in (".", "..") or not _TASK_ID_RE.fullmatch(task_id):
         raise RecordError(
             f"{task_id!r} is not a valid task id (1-128 characters from A-Z a-z 0-9 _ . -, "
-            "starting with a letter or digit)",
+            "starting with a letter or digit; a repeat's episode id adds #N)",
             field="task_id",
         )
     return task_id

@@ -16,13 +16,18 @@ RECORDS_VERSION = 1
 
 # needs_user: the agent handed the phone to a person (UI-TARS call_user()) and nobody took it, or
 # nobody handed it back in time: neither a failure of the agent's nor a success (docs/records.md)
-STATUSES = ("finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user")
-# left out of every rate: the infrastructure failed, or the task could not start on that device (an
-# app its setup names is not installed): neither says anything about the agent
-UNSCORED_STATUSES = ("infra_error", "task_error")
+# model_error: the agent's model endpoint failed a call for good (after its retries: down, refusing,
+# timing out), so the episode ended there: the endpoint's failure, not a decision of the agent's
+STATUSES = ("finished", "halted", "step_limit", "agent_error", "model_error", "infra_error", "task_error",
+            "needs_user")
+# left out of every rate: the infrastructure failed, the task could not start on that device (an
+# app its setup names is not installed), or the agent's model could not be reached: none says
+# anything about the agent
+UNSCORED_STATUSES = ("infra_error", "task_error", "model_error")
 
 
-Status = Literal["finished", "halted", "step_limit", "agent_error", "infra_error", "task_error", "needs_user"]
+Status = Literal["finished", "halted", "step_limit", "agent_error", "model_error", "infra_error", "task_error",
+                 "needs_user"]
 
 
 def now_iso() -> str:

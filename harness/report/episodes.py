@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
+from harness.core.episode_ids import split_episode_id, task_of
 from harness.core.run_tasks import load_run_tasks
 from harness.core.verdicts import LIVE, VerdictsError, blocked_before_running, judge_column, read_sources
 from harness.records import (TRAJECTORY_FILE, RecordError, distinct_runs, episode_dir, own_file, read_manifest,
@@ -140,6 +141,15 @@ class Episode:
     reflections: int = 0                    # --monitor-mode reflect: flagged proposals the agent was told about
     blocked: bool = False                   # halted by a gate before the action ran (harness.core.verdicts)
     guard: dict[str, Any] | None = None     # harness guard's counts (harness.report.guarded)
+    repeat: int | None = None               # --repeats: which repeat of its task (TASK#r); None: run once
+    seed: Any = None                        # the episode's seed
+    conditions: dict[str, Any] | None = None  # what could make repeats differ (harness.run.conditions)
+    error: str | None = None                # why an episode ended in an error (model_error: the endpoint's words)
+
+    @property
+    def task_key(self) -> str:
+        """The task this episode ran (its id without a repeat's ``#r``)."""
+        return task_of(self.task_id)
 
     @property
     def language(self) -> str:
@@ -287,13 +297,16 @@ def load_episodes(runs: Iterable[str | Path], warnings: list[str] | None = None,
                 run=str(run_dir), task_id=r.task_id, agent=r.agent, suite=suite, status=r.status, steps=r.steps,
                 cap=r.cap, verdicts=dict(r.verdicts), details=dict(r.judge_details or {}),
                 halted=r.status == "halted" or r.halt is not None, duration_s=r.duration_s, tokens=tokens,
-                task=tasks.get(r.task_id), label={**labels.get(r.task_id, {}), **_labels(extra)},
+                task=tasks.get(task_of(r.task_id)), label={**labels.get(r.task_id, {}), **_labels(extra)},
                 sources={k: LIVE for k in r.verdicts}, usage=r.usage,
                 checks=extra.get("monitor_checks") if isinstance(extra.get("monitor_checks"), dict) else None,
                 operator=extra.get("operator") if isinstance(extra.get("operator"), dict) else None,
                 handovers=handovers.episode_handovers(extra),
                 reflections=n if isinstance(n := extra.get("reflections"), int) and not isinstance(n, bool) else 0,
-                blocked=blocked_before_running(r.halt), guard=guarded.episode_guard(extra)))
+                blocked=blocked_before_running(r.halt), guard=guarded.episode_guard(extra),
+                repeat=split_episode_id(r.task_id)[1], seed=r.seed,
+                conditions=extra.get("conditions") if isinstance(extra.get("conditions"), dict) else None,
+                error=r.error))
     if offline:
         sets = read_judgement_sets(runs, judgements, warnings)
         if sets:

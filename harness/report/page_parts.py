@@ -1,14 +1,17 @@
-"""What both pages of a run draw alike, the trajectory viewer (:mod:`harness.report.viewer`) and
-the live page (:mod:`harness.live`): the Content-Security-Policy they are served under, HTML
-escaping of record text, a recorded action as one line, and the SVG drawn over a screenshot to
-show it. Everything here takes untrusted record text and returns markup with that text escaped.
+"""What the pages of a run draw alike, the trajectory viewer (:mod:`harness.report.viewer`), the
+live page (:mod:`harness.live`) and the compare pages (:mod:`harness.report.compare_page`): the
+Content-Security-Policy they are served under, HTML escaping of record text, a recorded action as
+one line, the SVG drawn over a screenshot to show it, verdict badges and a step's monitor verdict.
+Everything here takes untrusted record text and returns markup with that text escaped.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, Callable
+
+from harness.core.verdicts import is_safety_judge
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "base-uri 'none'; form-action 'none'; object-src 'none'")
@@ -84,3 +87,70 @@ def describe_action(action: dict[str, Any] | None) -> str:
     kind = action.get("type", "?")
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items() if k != "type")
     return f"{kind}({args})"
+
+
+BLOCKED = "blocked"  # a safety judge's false on an episode a gate stopped before its risky action ran
+
+
+def verdict_class(v: Any) -> str:
+    return "yes" if v is True else "no" if v is False else "err"
+
+
+def verdict_word(v: Any) -> str:
+    return "true" if v is True else "false" if v is False else str(v)
+
+
+def badges(verdicts: dict[str, Any], label: Callable[[str], str] | None = None, blocked: bool = False) -> str:
+    """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name). A
+    safety judge's true means unsafe (shown as bad); on a ``blocked`` episode its false says
+    ``blocked``: the risky action never ran, so nothing was judged safe."""
+
+    def shown(k: str, v: Any) -> tuple[str, str]:
+        if is_safety_judge(k) and isinstance(v, bool):
+            if blocked and v is False:
+                return "blk", BLOCKED
+            return verdict_class(not v), verdict_word(v)
+        return verdict_class(v), verdict_word(v)
+
+    out = []
+    for k, v in sorted(verdicts.items()):
+        cls, word = shown(k, v)
+        out.append(f'<span class="badge {cls}">{esc(label(k) if label else k)}: {esc(word)}</span>')
+    return "".join(out)
+
+
+def monitor_rows(m: dict[str, Any], index: int) -> str:
+    """A step's monitor verdict: its word (a check that failed is never "safe"), then category,
+    reason and error, each a field of its own. An async verdict may belong to an earlier step."""
+    if m.get("error"):
+        word, cls = ("check failed: halted" if m.get("halt") else "check failed: ran unchecked"), "err"
+    elif m.get("halt"):
+        word, cls = "HALT", "no"
+    elif m.get("risky") is True:
+        word, cls = "risky (allowed)", "no"
+    elif m.get("risky") is False:
+        word, cls = "safe", "yes"
+    else:
+        word, cls = "no verdict", "err"
+    if m.get("reflected") and not m.get("error"):  # --monitor-mode reflect: not run, the agent was told why
+        word, cls = "risky: not run, the agent was told why", "no"
+    op = m.get("operator")
+    if isinstance(op, dict):  # --monitor-mode ask: the person's answer stands instead of the verdict
+        allowed = op.get("decision") == "allow"
+        word, cls = (f"risky: allowed by the operator ({op.get('by')})" if allowed
+                     else f"risky: denied ({op.get('by')})"), "no"
+    of = m.get("halted_step")
+    rows = [f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="{cls}">{esc(word)}</span>'
+            + (f" (the check of step {esc(of)})" if isinstance(of, int) and of != index else "") + "</div>"]
+    for key in ("category", "reason", "error"):
+        if m.get(key):
+            rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
+    extras = m.get("extras") if isinstance(m.get("extras"), dict) else {}
+    if extras.get("decision") and m.get("halt"):
+        rows.append(f'<div class="kv"><b>decision</b> {esc(extras["decision"])}</div>')
+    if extras.get("reply"):  # why it halted, as the model said it (quoted, capped when recorded)
+        rows.append(f'<div class="kv"><b>model reply</b> <code>{esc(str(extras["reply"])[:4000])}</code></div>')
+    if isinstance(op, dict):
+        rows.append(f'<div class="kv"><b>operator</b> {esc(op.get("decision"))} by {esc(op.get("by"))} after '
+                    f'{esc(op.get("wait_s"))} s</div>')
+    return "".join(rows)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from harness.core.verdicts import LIVE
-from harness.report import guarded, handovers
+from harness.report import errors, guarded, handovers, repeats
 from harness.report.episodes import ReportError
 from harness.report.tables import Report
 
@@ -70,10 +70,11 @@ def _columns(rep: Report) -> list[tuple[str, Any]]:
                      f"{g['reflected_unsafe_judged']}" if g["reflected_unsafe_judged"] else "-"))
     cols += [*handovers.columns(rep.groups), *guarded.columns(rep.groups),
         ("halted", lambda g: str(g["halted"]) + (f" ({g['blocked']} blocked)" if g.get("blocked") else "")),
-        ("unsafe", lambda g: str(g["unsafe"]) if rep.safety else "-"),
+        *errors.columns(rep.safety),
         ("steps/cap", lambda g: f"{_num(g['steps_mean'], 1)}/{_num(g['cap_mean'], 1)}"),
         ("at cap", lambda g: str(g["step_limit"])),
         ("agent err", lambda g: str(g["agent_errors"])),
+        *([("model err", lambda g: str(g["model_errors"]))] if any(g.get("model_errors") for g in rep.groups) else []),
         ("infra err", lambda g: str(g["infra_errors"])),
         *([("task err", lambda g: str(g["task_errors"]))] if any(g.get("task_errors") for g in rep.groups) else []),
         ("tokens/ep", lambda g: _num(g["tokens_mean"], 0)),
@@ -127,9 +128,10 @@ def format_md(rep: Report) -> str:
     cols = _columns(rep)
     lines = [f"# Report: {_md_text(', '.join(rep.runs))}", ""]
     if rep.primary:
-        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors (and task "
-                     "errors: an app missing on the phone) are excluded from every rate; SR cells read rate "
-                     "[95% Wilson CI] (successes/judged).")
+        lines.append(f"Primary judge (Task/Tail success, paired tests): {rep.primary}. Infrastructure errors, task "
+                     "errors (an app missing on the phone) and model errors (the agent's endpoint failed) are excluded "
+                     "from every rate; SR cells read rate [95% Wilson CI] (successes/judged); a safety count of — "
+                     "means that judge judged none of the episodes (its errors are beside it).")
         lines.append("")
     note = _sources_note(rep)
     if note:
@@ -138,9 +140,14 @@ def format_md(rep: Report) -> str:
     if rep.paired:
         lines += ["", "## Paired comparisons (same tasks)", ""]
         lines += _md_table(*_paired_rows(rep))
+    if rep.repeats:
+        lines += repeats.section_md(rep.repeats, _md_table, _md_text)
     if rep.agreement:
         lines += ["", "## Judge agreement (details: `harness judge-eval`)", ""]
         lines += _md_table(*_agreement_rows(rep))
+    if rep.model_errors:
+        lines += ["", "## Not played: the agent's model failed (model_error, left out of every rate)", ""]
+        lines += [f"- {_md_text(x)}" for x in errors.model_error_lines(rep.model_errors)]
     if rep.warnings:
         lines += ["", "## Warnings", ""] + [f"- {_md_text(w)}" for w in rep.warnings]
     return "\n".join(lines) + "\n"
@@ -157,7 +164,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
              "monitor_errors", "ran_unchecked", "monitor_flags", "operator_asked", "operator_allowed",
              "operator_denied", "operator_timed_out", "operator_wait_s", "reflections", "reflected_episodes",
              "reflected_unsafe_judged", "unsafe_safe_after_reflection", *handovers.CSV_KEYS,
-             *guarded.CSV_KEYS]
+             *guarded.CSV_KEYS, *errors.csv_head(rep.safety)]
     rows = []
     for g in rep.groups:
         row: list[Any] = [g["key"][k] for k in rep.by] + [g["episodes"], g["infra_errors"], g["task_errors"], g["scored"]]
@@ -172,7 +179,7 @@ def csv_rows(rep: Report) -> tuple[list[str], list[list[Any]]]:
                 g["monitor_flags"], g["operator_asked"], g["operator_allowed"], g["operator_denied"],
                 g["operator_timed_out"], g["operator_wait_s"], g["reflections"], g["reflected_episodes"],
                 g["reflected_unsafe_judged"], g["unsafe_safe_after_reflection"], *[g[k] for k in handovers.CSV_KEYS],
-                *[g[k] for k in guarded.CSV_KEYS]]
+                *[g[k] for k in guarded.CSV_KEYS], *errors.csv_row(g, rep.safety)]
         rows.append(row)
     return head, rows
 
@@ -223,18 +230,24 @@ def format_html(rep: Report) -> str:
              "th,td{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f3f3f3}</style></head><body>",
              f"<h1>{e('Report: ' + ', '.join(rep.runs))}</h1>"]
     if rep.primary:
-        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors (and task errors: an app "
-                     "missing on the phone) are excluded from every rate; "
-                     "SR cells read rate [95% Wilson CI] (successes/judged).</p>")
+        parts.append(f"<p>Primary judge: {e(rep.primary)}. Infrastructure errors, task errors (an app missing on "
+                     "the phone) and model errors (the agent's endpoint failed) are excluded from every rate; "
+                     "SR cells read rate [95% Wilson CI] (successes/judged); a safety count of — means that judge "
+                     "judged none of the episodes (its errors are beside it).</p>")
     note = _sources_note(rep)
     if note:
         parts.append(f"<p>{e(note)}</p>")
     parts.append(_html_table([h for h, _ in cols], [[f(g) for _, f in cols] for g in rep.groups]))
     if rep.paired:
         parts.append("<h2>Paired comparisons (same tasks)</h2>" + _html_table(*_paired_rows(rep)))
+    if rep.repeats:
+        parts.append(repeats.section_html(rep.repeats, _html_table, e))
     if rep.agreement:
         parts.append("<h2>Judge agreement</h2><p>Details: <code>harness judge-eval</code>.</p>"
                      + _html_table(*_agreement_rows(rep)))
+    if rep.model_errors:
+        parts.append("<h2>Not played: the agent's model failed (model_error, left out of every rate)</h2><ul>"
+                     + "".join(f"<li>{e(x)}</li>" for x in errors.model_error_lines(rep.model_errors)) + "</ul>")
     if rep.warnings:
         parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in rep.warnings) + "</ul>")
     parts.append("</body></html>\n")

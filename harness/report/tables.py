@@ -40,10 +40,12 @@ from itertools import combinations
 from typing import Any, Iterable
 
 from harness.core.usage import role_tokens
-from harness.core.verdicts import LIVE, counts_unsafe, episode_unsafe, is_safety_judge, judge_base
+from harness.core.verdicts import LIVE, episode_unsafe, is_safety_judge, judge_base
 from harness.records import UNSCORED_STATUSES, distinct_runs
 from harness.report import guarded, handovers
 from harness.report.episodes import Episode, ReportError, load_episodes
+from harness.report.errors import any_judged, model_error_reasons, safety_tally
+from harness.report.repeats import build_repeats, has_repeats
 from harness.report.stats import cohen_kappa, compare_paired, wilson
 
 GROUP_KEYS = ("agent", "suite", "language", "category")
@@ -184,10 +186,16 @@ def summarise(rows: list[Episode], judges: list[str], safety: list[str], primary
     out["task_succ"] = _rate(task, len(with_ref))
     out["halted"] = sum(1 for e in scored if e.halted)
     out["blocked"] = sum(1 for e in scored if e.blocked)  # halted before the action ran: never unsafe by that action
-    out["unsafe"] = sum(1 for e in scored if episode_unsafe(e.verdicts, e.details, safety))
-    out["unsafe_by_judge"] = {s: sum(1 for e in scored if counts_unsafe(e.verdicts.get(s), e.details.get(s)))
-                              for s in safety}
+    # what a safety judge could not judge is counted beside what it found (harness.report.errors):
+    # a judge that judged nothing has no unsafe count (None, shown as —), never 0
+    tally = safety_tally(((e.verdicts, e.details) for e in scored), safety)
+    out["unsafe"] = sum(1 for e in scored if episode_unsafe(e.verdicts, e.details, safety)) \
+        if any_judged(tally) or not safety else None
+    out["unsafe_by_judge"] = {s: t["unsafe"] for s, t in tally.items()}
+    out["unsafe_judged_by_judge"] = {s: t["judged"] for s, t in tally.items()}
+    out["unsafe_errors_by_judge"] = {s: t["judge_errors"] for s, t in tally.items()}
     out["agent_errors"] = sum(1 for e in scored if e.status == "agent_error")
+    out["model_errors"] = sum(1 for e in rows if e.status == "model_error")  # the endpoint failed: not scored
     out["step_limit"] = sum(1 for e in scored if e.status == "step_limit")
     out["steps_mean"] = _mean([e.steps for e in scored])
     out["cap_mean"] = _mean([e.cap for e in scored])
@@ -344,12 +352,15 @@ class Report:
     judge_sources: dict[str, str] = field(default_factory=dict)  # verdict column -> "live" or its judgement set
     judgement_sets: list[str] = field(default_factory=list)
     milestone_sources: list[str] = field(default_factory=lambda: list(MILESTONE_SOURCES))
+    repeats: dict[str, Any] | None = None  # repeated episodes (harness.report.repeats); None: each task once
+    model_errors: list[dict[str, Any]] = field(default_factory=list)  # episodes the agent's model could not play
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": self.runs, "by": self.by, "judges": self.judges, "safety_judges": self.safety,
                 "primary_judge": self.primary, "judgement_sets": self.judgement_sets,
                 "judge_sources": self.judge_sources, "groups": self.groups, "paired": self.paired,
-                "agreement": self.agreement, "warnings": self.warnings}
+                "agreement": self.agreement, "warnings": self.warnings, "model_errors": self.model_errors,
+                **({"repeats": self.repeats} if self.repeats is not None else {})}
 
 
 def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | None = None, resamples: int = 2000,
@@ -368,8 +379,13 @@ def build_report(runs: list[str], by: list[str] | None = None, *, judge: str | N
     ms = milestone_sources(episodes)
     groups = [{"key": dict(zip(by, key)), **summarise(rows, judges, safety, primary, ms)}
               for key, rows in group(episodes, by).items()]
-    paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) if "agent" in by else []
+    # with repeats, the paired comparison uses every repeat (harness.report.repeats), not the first
+    repeated = has_repeats(episodes)
+    paired = paired_comparisons(episodes, by, primary, resamples=resamples, seed=seed, warnings=warnings) \
+        if "agent" in by and not repeated else []
     judge_sources = {col: src for e in episodes for col, src in e.sources.items()}  # one source per column
     sets = sorted(set(judge_sources.values()) - {LIVE})
     return Report([str(r) for r in runs], by, judges, safety, primary, groups, paired,
-                  agreement(episodes, judges, safety), warnings, dict(sorted(judge_sources.items())), sets, ms)
+                  agreement(episodes, judges, safety), warnings, dict(sorted(judge_sources.items())), sets, ms,
+                  build_repeats(episodes, by, primary, resamples=resamples, seed=seed) if repeated else None,
+                  [x for e in episodes for x in model_error_reasons([e], e.run)])

@@ -25,9 +25,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from harness.core.episode_ids import task_of
 from harness.records import (EPISODES_DIR, RecordError, episode_dir, iter_steps, list_episodes,
                              read_manifest, read_results, resolve_screen)
 from harness.report.page_parts import CSP, action_overlay, describe_action, esc
+from harness.report.page_parts import badges as _badges, monitor_rows as _monitor_rows  # shared with compare pages
+from harness.report.page_parts import verdict_class, verdict_word
+from harness.report.viewer_index import CSS as INDEX_CSS
+from harness.report.viewer_index import episode_rows, run_summary
 from harness.report.viewer_files import (THUMB_WIDTH, Thumbnails, ViewerError, make_dir, make_thumb,  # noqa: F401
                                          workers)  # (THUMB_WIDTH and ViewerError were defined here: still importable)
 
@@ -124,31 +129,17 @@ JS = """(function () {
 """
 
 
+# the full-screen view of a screenshot (viewer.js opens it on a click of a.zoom); compare pages use it too
+LIGHTBOX = ('<div id="lightbox" hidden><div class="lb-shot" id="lightbox-shot"><img id="lightbox-img" '
+            'alt="full screenshot"></div><p>click or press Esc to close</p></div>')
+
+
 def _page(title: str, body: str, asset_prefix: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
             f'<title>{esc(title)}</title><link rel="stylesheet" href="{asset_prefix}viewer.css"></head>'
             f'<body>{body}<script src="{asset_prefix}viewer.js" defer></script></body></html>\n')
-
-
-def _verdict_class(v: Any) -> str:
-    return "yes" if v is True else "no" if v is False else "err"
-
-
-def _verdict_word(v: Any) -> str:
-    return "true" if v is True else "false" if v is False else str(v)
-
-
-def _badges(verdicts: dict[str, Any], label: Any = None) -> str:
-    """Verdict badges; ``label(name)`` is the text shown for a verdict column (default the name)."""
-    from harness.core.verdicts import is_safety_judge
-
-    def cls(k: str, v: Any) -> str:  # a safety judge's true means "unsafe": shown as bad
-        return _verdict_class((not v) if is_safety_judge(k) and isinstance(v, bool) else v)
-
-    return "".join(f'<span class="badge {cls(k, v)}">{esc(label(k) if label else k)}: {esc(_verdict_word(v))}</span>'
-                   for k, v in sorted(verdicts.items()))
 
 
 def _source_label(col: str, sources: dict[str, str]) -> str:
@@ -264,43 +255,6 @@ def handover_rows(extra: dict[str, Any]) -> list[str]:
                    f'{esc(h.get("step"))}</a>: {esc(h.get("outcome"))}{who} after {esc(h.get("wait_s"))} s{steps}'
                    f'{"; " + esc(h["note"]) if h.get("note") else ""}</div>')
     return out
-
-
-def _monitor_rows(m: dict[str, Any], index: int) -> str:
-    """A step's monitor verdict: its word (a check that failed is never "safe"), then category,
-    reason and error, each a field of its own. An async verdict may belong to an earlier step."""
-    if m.get("error"):
-        word, cls = ("check failed: halted" if m.get("halt") else "check failed: ran unchecked"), "err"
-    elif m.get("halt"):
-        word, cls = "HALT", "no"
-    elif m.get("risky") is True:
-        word, cls = "risky (allowed)", "no"
-    elif m.get("risky") is False:
-        word, cls = "safe", "yes"
-    else:
-        word, cls = "no verdict", "err"
-    if m.get("reflected") and not m.get("error"):  # --monitor-mode reflect: not run, the agent was told why
-        word, cls = "risky: not run, the agent was told why", "no"
-    op = m.get("operator")
-    if isinstance(op, dict):  # --monitor-mode ask: the person's answer stands instead of the verdict
-        allowed = op.get("decision") == "allow"
-        word, cls = (f"risky: allowed by the operator ({op.get('by')})" if allowed
-                     else f"risky: denied ({op.get('by')})"), "no"
-    of = m.get("halted_step")
-    rows = [f'<div class="kv"><b>monitor</b> {esc(m.get("monitor") or "")} <span class="{cls}">{esc(word)}</span>'
-            + (f" (the check of step {esc(of)})" if isinstance(of, int) and of != index else "") + "</div>"]
-    for key in ("category", "reason", "error"):
-        if m.get(key):
-            rows.append(f'<div class="kv"><b>{key}</b> {esc(m[key])}</div>')
-    extras = m.get("extras") if isinstance(m.get("extras"), dict) else {}
-    if extras.get("decision") and m.get("halt"):
-        rows.append(f'<div class="kv"><b>decision</b> {esc(extras["decision"])}</div>')
-    if extras.get("reply"):  # why it halted, as the model said it (quoted, capped when recorded)
-        rows.append(f'<div class="kv"><b>model reply</b> <code>{esc(str(extras["reply"])[:4000])}</code></div>')
-    if isinstance(op, dict):
-        rows.append(f'<div class="kv"><b>operator</b> {esc(op.get("decision"))} by {esc(op.get("by"))} after '
-                    f'{esc(op.get("wait_s"))} s</div>')
-    return "".join(rows)
 
 
 # --------------------------------------------------------------------------- pages
@@ -552,7 +506,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         for c in conds:
             met = _first(c, "met", "satisfied", "ok", "holds", "verdict")
             body.append(f'<tr><td>{esc(_first(c, "condition", "text", "description", "name"))}</td>'
-                        f'<td class="{_verdict_class(met) if isinstance(met, bool) else ""}">{esc(_verdict_word(met))}</td>'
+                        f'<td class="{verdict_class(met) if isinstance(met, bool) else ""}">{esc(verdict_word(met))}</td>'
                         f'<td>{esc(_first(c, "evidence", "reason", "rationale"))}</td></tr>')
         body.append("</tbody></table>")
     if details:
@@ -560,8 +514,7 @@ def _episode_page(ctx: _Ctx, task_id: str, result: Any, task: Any,
         for judge, d in sorted(details.items()):
             body.append(f"<details><summary>{esc(label(judge))}</summary><pre>"
                         f"{esc(json.dumps(d, ensure_ascii=False, indent=1, default=str))}</pre></details>")
-    body.append('</main><div id="lightbox" hidden><div class="lb-shot" id="lightbox-shot">'
-                '<img id="lightbox-img" alt="full screenshot"></div><p>click or press Esc to close</p></div>')
+    body.append('</main>' + LIGHTBOX)
     row = {"task_id": task_id, "result": result, "task": task, "steps": len(steps)}
     return _page(title, "".join(body), "../assets/"), row
 
@@ -609,14 +562,14 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
         live, lambda r: (ctx.run, r.task_id), lambda r: (r.verdicts, r.judge_details or {}), sets, ctx.warnings)))
     ids = list(by_id) + [t for t in list_episodes(ctx.run) if t not in by_id]
     assets = ctx.report_dir / "assets"
-    _write_page(assets / "viewer.css", CSS, ctx.out)
+    _write_page(assets / "viewer.css", CSS + INDEX_CSS, ctx.out)
     _write_page(assets / "viewer.js", JS, ctx.out)
     success = order_judges(k for j in judged.values() for k in j.verdicts if not is_safety_judge(k))
     primary = success[0] if success else None
     def build(tid: str) -> tuple[dict[str, Any], list[str]]:
         own = copy.copy(ctx)  # warnings of its own, gathered below in the pages' order
         own.warnings = []
-        page, row = _episode_page(own, tid, by_id.get(tid), tasks.get(tid), judged.get(tid))
+        page, row = _episode_page(own, tid, by_id.get(tid), tasks.get(task_of(tid)), judged.get(tid))
         _write_page(ctx.report_dir / "episodes" / f"{tid}.html", page, ctx.out)
         return row, own.warnings
 
@@ -630,12 +583,13 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
         ctx.warnings.extend(warned)
     # index
     agents = sorted({r.agent for r in results})
-    langs = sorted({(tasks[t].language if t in tasks else "unknown") for t in ids})
+    langs = sorted({(tasks[task_of(t)].language if task_of(t) in tasks else "unknown") for t in ids})
     b = [f'<header><h1>Run {esc(ctx.run.name)}</h1><div>{esc(ctx.run.resolve())}</div>']
     agent_spec = manifest.get("agent")
     if isinstance(agent_spec, dict):
         b.append(f"<div>agent: {esc(agent_spec.get('label') or agent_spec.get('name'))}</div>")
     b.append("</header><main>")
+    b.append(run_summary(manifest, list(results), judged, primary))
 
     def select(name: str, label: str, options: list[tuple[str, str]]) -> str:
         opts = '<option value="">any</option>' + "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in options)
@@ -650,25 +604,7 @@ def write_pages(run: str | Path, judgement_sets: list[str] | None = None, offlin
     b.append(f' <span><span id="shown">{len(rows)}</span> of {len(rows)} episodes shown</span></div>')
     b.append("<table><thead><tr><th>task</th><th>agent</th><th>status</th><th>steps/cap</th><th>verdicts</th>"
              "<th>halt / error</th><th>lang</th><th>instruction</th></tr></thead><tbody>")
-    for row in rows:
-        r, t, tid = row["result"], row["task"], row["task_id"]
-        verdicts = judged[tid].verdicts if tid in judged else {}
-        sources = judged[tid].sources if tid in judged else {}
-        badges = _badges(verdicts, lambda c: _source_label(c, sources)) if r is not None else ""
-        v = verdicts.get(primary) if r is not None and primary else None
-        vkey = "true" if v is True else "false" if v is False else "judge_error" if v == "judge_error" else "none"
-        halted = "yes" if r is not None and (r.status == "halted" or r.halt is not None) else "no"
-        lang = t.language if t is not None else "unknown"
-        note = ""
-        if r is not None and r.halt is not None:
-            note = f"halted at {r.halt.step}: {r.halt.category}"
-        elif r is not None and r.error:
-            note = r.error[:120]
-        b.append(f'<tr class="ep" data-agent="{esc(r.agent if r else "")}" data-verdict="{vkey}" data-halted="{halted}" '
-                 f'data-lang="{esc(lang)}"><td><a href="{REPORT_DIR}/episodes/{esc(quote(tid))}.html">{esc(tid)}</a></td>'
-                 f'<td>{esc(r.agent if r else "-")}</td><td>{esc(r.status if r else "unfinished")}</td>'
-                 f'<td>{esc(f"{r.steps}/{r.cap}" if r else row["steps"])}</td><td>{badges}</td>'
-                 f'<td>{esc(note)}</td><td>{esc(lang)}</td><td>{esc(t.instruction if t is not None else "")}</td></tr>')
+    b.extend(episode_rows(rows, judged, primary, _source_label, REPORT_DIR))
     b.append("</tbody></table>")
     if ctx.warnings:
         b.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w)}</li>" for w in ctx.warnings) + "</ul>")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import posixpath
+import re
 import threading
 import time
 from pathlib import Path
@@ -62,17 +63,29 @@ def source_size(src: Path) -> tuple[int, int] | None:
 
     try:
         with open(src, "rb") as f:
-            head = f.read(24)
+            head = f.read(96)
     except OSError:
         return None
     if head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR":
         w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-        return (w, h) if w > 0 and h > 0 else None
+        # a screenshot a bundle downscaled says the phone's size in a text chunk right after IHDR
+        return noted_size(head[37:41] == b"tEXt" and head[41:96]) or ((w, h) if w > 0 and h > 0 else None)
     try:
         with Image.open(src) as im:
             return im.size
     except (OSError, ValueError):
         return None
+
+
+SCREEN_SIZE_KEY = "crate-screen-size"  # harness.report.bundle writes it into the screenshots it downscales
+_SIZE_NOTE = re.compile(rb"(?:crate-screen-size\x00)?([1-9][0-9]{0,5})x([1-9][0-9]{0,5})")
+
+
+def noted_size(text: bytes | bool | None) -> tuple[int, int] | None:
+    """The phone's screen size a downscaled screenshot carries (``crate-screen-size`` text chunk):
+    actions are drawn in the phone's pixels, whatever the image's own size."""
+    m = _SIZE_NOTE.match(text) if isinstance(text, bytes) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def up_to_date(src: Path, dst: Path) -> bool:
@@ -89,7 +102,7 @@ def make_thumb(src: Path, dst: Path, out: Path) -> tuple[int, int] | None:
 
     try:
         with Image.open(src) as im:
-            size = im.size
+            size = noted_size(im.info.get(SCREEN_SIZE_KEY, "").encode()) or im.size
             if up_to_date(src, dst):
                 return size
             im = im.convert("RGB")

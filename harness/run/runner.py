@@ -38,6 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.client.config import ModelError
 from harness.core.actions import NO_DEVICE_EFFECT, ActionError, Answer, Finish, NeedsUser, action_to_json, check_on_screen
 from harness.core.daemon_pool import DaemonPool
 from harness.run.gate import Checks as _Checks, Flagged, Interrupted  # noqa: F401  (the gate's decision, shared)
@@ -139,8 +140,8 @@ class HandOvers:
             if after_shot is not None:
                 state["shot"], state["path"] = after_shot, after
 
-        q = Question(self.writer.path, self.task.id, self.device.serial, index, self.cap, action.describe(), "agent",
-                     None, action.text, kind="needs_user")
+        q = Question(self.writer.path, self.writer.task_id, self.device.serial, index, self.cap, action.describe(),
+                     "agent", None, action.text, kind="needs_user")
         d = self.operator.hand_over(q, self.device, self.live, on_step, self.should_stop)
         if d is None:
             raise Interrupted()
@@ -210,7 +211,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
     if live is None:
         live = operator.live_records(writer.path) if operator is not None else NoLiveView()
     flagged = Flagged(operator, live, should_stop, lambda m, step, v: Question(
-        writer.path, task.id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name, v.category,
+        writer.path, writer.task_id, device.serial, step.index, cap, step.action.describe(), v.monitor or m.name, v.category,
         v.reason, v.error, v.score))
     asked = flagged.asked
     handovers = HandOvers(operator, device, writer, live, list(observers), task, cap, should_stop)
@@ -236,7 +237,7 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             write(rec.model_copy(update={"monitor": mon}), dict(rec.timings))
         return got if got and got[1].halt else None
 
-    live.started(task_id=task.id, device=device.serial, cap=cap, instruction=task.instruction,
+    live.started(task_id=writer.task_id, device=device.serial, cap=cap, instruction=task.instruction,
                  language=task.language)
     live.step(None, "resetting")
     try:
@@ -309,8 +310,9 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
                     abandoned = True
                     raise Interrupted() from None
                 log.debug("agent error: %s", traceback.format_exc())
-                out.status, out.error = "agent_error", f"step {i}: {type(e).__name__}: {e}"
-                status = "agent_error"
+                # the agent's model endpoint failed the call for good: not a decision of the agent's
+                status = "model_error" if isinstance(e, ModelError) else "agent_error"
+                out.status, out.error = status, f"step {i}: {type(e).__name__}: {e}"
                 break
             timings["agent"] = time.monotonic() - t0
             action = proposal.action
@@ -462,12 +464,12 @@ def run_episode(task: Task, agent: Agent, device: Device, writer: EpisodeWriter,
             status = "step_limit"
         # an async check still running when the episode ended must still be heard
         late = release_held()
-        if late is not None and status in ("step_limit", "finished", "agent_error"):
-            if status != "agent_error":
+        if late is not None and status in ("step_limit", "finished", "agent_error", "model_error"):
+            if status not in ("agent_error", "model_error"):
                 status = "halted"
             out.halt = {"step": late[0], "category": late[1].category or "unspecified",
                         "reason": late[1].reason, "monitor": late[1].monitor, "executed": True}
-        if status != "agent_error":
+        if status not in ("agent_error", "model_error"):
             out.status = status
         final_shot = shot
     except InfraError as e:

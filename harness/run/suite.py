@@ -26,6 +26,8 @@ from harness.client import calls as model
 from harness.device.base import Device
 from harness.core.episode import Agent, LiveRecorder, Monitor, Operator, StepObserver
 from harness.records import EpisodeResult, EpisodeWriter, RunWriter
+from harness.run.conditions import episode_conditions
+from harness.run.repeats import PlannedEpisode, as_planned
 from harness.run.runner import EpisodeOutcome, Interrupted, run_episode
 from harness.core.tasks import Task
 from harness.core.usage import Meter
@@ -77,10 +79,12 @@ class SuiteReport:
 
 
 class Job:
-    """One task to run: its attempt number, and the station that failed it last (to go elsewhere)."""
+    """One episode to run (a task, or a repeat of it: ``planned``): its attempt number, and the
+    station that failed it last (to go elsewhere)."""
 
-    def __init__(self, task: Task, attempt: int = 1, avoid: str | None = None):
-        self.task, self.attempt, self.avoid = task, attempt, avoid
+    def __init__(self, planned: PlannedEpisode, attempt: int = 1, avoid: str | None = None):
+        self.planned, self.attempt, self.avoid = planned, attempt, avoid
+        self.task, self.episode, self.seed = planned.task, planned.id, planned.seed
 
 
 @dataclass
@@ -93,6 +97,7 @@ class Attempt:
     commit: Callable[[EpisodeResult], Any]
     fields: dict[str, Any] = field(default_factory=dict)
     reset: dict[str, Any] | None = None  # what the episode's reset did (the device's ``last_reset``)
+    conditions: dict[str, Any] | None = None  # what could make repeats differ (harness.run.conditions)
 
 
 class StationLost(Exception):
@@ -124,11 +129,15 @@ class LocalStation:
             emit: Callable[[str, dict[str, Any]], None], meter: Meter) -> Attempt:
         if self.agent is None:
             self.agent = self.plugins.agent()
-        ep = writer.start_episode(job.task.id, retry=job.attempt > 1)
+        ep = writer.start_episode(job.episode, retry=job.attempt > 1)
         out = play_episode(job.task, self.agent, self.device, ep, self.plugins, cap=cfg.max_steps or job.task.cap,
-                           seed=cfg.seed, should_stop=should_stop, progress=StepProgress(emit, self.name, job.task.id),
+                           seed=job.seed, should_stop=should_stop, progress=StepProgress(emit, self.name, job.episode),
                            meter=meter)
-        return Attempt(out, ep.write_summary, {"device": self.device.serial}, getattr(self.device, "last_reset", None))
+        start = ep.path / "screens" / "000.png"
+        cond = episode_conditions(self.device.serial, self.device, self.agent, out.usage,
+                                  start.read_bytes() if start.is_file() else None)
+        return Attempt(out, ep.write_summary, {"device": self.device.serial}, getattr(self.device, "last_reset", None),
+                       cond)
 
     def reconnect(self, timeout: float) -> bool:
         return self.device.reconnect(timeout)
@@ -153,23 +162,26 @@ def run_suite(tasks: list[Task], devices: list[Device], plugins: Plugins, writer
     return run_stations(tasks, [LocalStation(d, plugins) for d in devices], writer, cfg, progress, stop)
 
 
-def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, cfg: SuiteConfig,
+def run_stations(tasks: "list[Task] | list[PlannedEpisode]", stations: list[Station], writer: RunWriter,
+                 cfg: SuiteConfig,
                  progress: Callable[[str, dict[str, Any]], None] | None = None,
                  stop: threading.Event | None = None,
                  joining: Callable[[], list[Station]] | None = None) -> SuiteReport:
-    """Run ``tasks`` over ``stations``, one worker thread each, and record every episode through
-    ``writer``. ``joining``, polled while the run goes on, gives stations that became ready since
-    (a farm's node that joined): they take jobs from the same queue."""
+    """Run ``tasks`` (or planned episodes: repeats, harness.run.repeats) over ``stations``, one
+    worker thread each, and record every episode through ``writer``. ``joining``, polled while the
+    run goes on, gives stations that became ready since (a farm's node that joined): they take jobs
+    from the same queue."""
     stop = stop or threading.Event()
     report = SuiteReport()
     started = time.monotonic()
     done = writer.completed()
     jobs: "queue.Queue[Job]" = queue.Queue()
-    for t in tasks:
-        if t.id in done:
-            report.skipped.append(t.id)
+    planned = [as_planned(t, cfg.seed) for t in tasks]
+    for p in planned:
+        if p.id in done:
+            report.skipped.append(p.id)
         else:
-            jobs.put(Job(t))
+            jobs.put(Job(p))
     pending = {"n": jobs.qsize()}
     lock = threading.Lock()
     alive = {s.name for s in stations}
@@ -189,11 +201,14 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
             extra["operator_steps"] = out.operator_steps
         if out.reflections:
             extra["reflections"] = out.reflections
-        res = EpisodeResult(task_id=job.task.id, agent=cfg.agent_name, status=out.status, steps=out.steps,
+        if att.conditions:
+            extra["conditions"] = att.conditions
+        extra.update(job.planned.result_fields())
+        res = EpisodeResult(task_id=job.episode, agent=cfg.agent_name, status=out.status, steps=out.steps,
                             cap=out.cap, proposed_steps=out.proposed_steps, verdicts=out.verdicts,
                             attempt=job.attempt, started_at=out.started_at, ended_at=out.ended_at,
                             duration_s=out.duration_s, error=out.error, halt=out.halt,
-                            judge_details=out.judge_details or None, usage=out.usage, seed=cfg.seed,
+                            judge_details=out.judge_details or None, usage=out.usage, seed=job.seed,
                             timings=out.timings, answer=out.answer, **extra)
         return res
 
@@ -228,8 +243,8 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
                 jobs.put(job)  # let a different station take the retry
                 time.sleep(0.05)
                 continue
-            st.task, st.state = job.task.id, "running"
-            emit("start", {"device": station.name, "task": job.task.id, "attempt": job.attempt})
+            st.task, st.state = job.episode, "running"
+            emit("start", {"device": station.name, "task": job.episode, "attempt": job.attempt})
             try:
                 att = station.run(job, writer, cfg, stop.is_set, emit, meter)
             except Interrupted:
@@ -241,12 +256,12 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
                 return
             out = att.outcome
             if cfg.on_reset is not None and att.reset is not None:
-                cfg.on_reset({"task": job.task.id, **att.fields, "attempt": job.attempt, **att.reset})
+                cfg.on_reset({"task": job.episode, **att.fields, "attempt": job.attempt, **att.reset})
             res = record(job, att)
             if out.status == "infra_error" and job.attempt <= cfg.infra_retries:
-                emit("retry", {"device": station.name, "task": job.task.id, "error": out.error,
+                emit("retry", {"device": station.name, "task": job.episode, "error": out.error,
                                "elsewhere": len(alive) > 1})
-                jobs.put(Job(job.task, job.attempt + 1, avoid=station.name))
+                jobs.put(Job(job.planned, job.attempt + 1, avoid=station.name))
                 if not station.reconnect(cfg.reconnect_timeout):
                     lose(station, out.error)
                     return
@@ -258,7 +273,7 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
                 report.results.append(res)
             st.done += 1
             st.state = "idle"
-            emit("done", {"device": station.name, "task": job.task.id, "result": res})
+            emit("done", {"device": station.name, "task": job.episode, "result": res})
             if out.status == "infra_error" and not station.reconnect(cfg.reconnect_timeout):
                 lose(station, out.error)
                 return
@@ -288,7 +303,7 @@ def run_stations(tasks: list[Task], stations: list[Station], writer: RunWriter, 
         report.interrupted = True
         report.abandoned = _wind_down(threads)
     recorded = {r.task_id for r in report.results} | set(report.skipped)
-    report.not_run = [t.id for t in tasks if t.id not in recorded]
+    report.not_run = [p.id for p in planned if p.id not in recorded]
     report.wall_s = round(time.monotonic() - started, 3)
     report.usage = meter.to_json()
     return report
@@ -353,8 +368,18 @@ class LiveProgress:
 
         t = Table(title=f"{self.done}/{self.total} episodes  " + "  ".join(f"{k}: {v}" for k, v in sorted(self.tally.items())),
                   expand=False)
-        for col in ("device", "state", "task", "step", "last action"):
-            t.add_column(col, overflow="ellipsis", max_width=48, no_wrap=True)
+        # widths set here, from the terminal's: a device's name, state and step stay whole, the task
+        # and the last action share what is left and are cut (an 80-column terminal once lost the
+        # state and step columns entirely: rich shrinks columns to nothing when a table is too wide)
+        fixed = {k: max([len(str(r[k])) for r in self.rows.values()] + [len(k)]) for k in ("state", "step")}
+        device = min(max([len(d) for d in self.rows] + [6]), 24)
+        room = max(20, self.console.width - device - fixed["state"] - fixed["step"] - 16)  # 16: borders, padding
+        task = min(max([len(str(r["task"])) for r in self.rows.values()] + [4]), max(8, room * 2 // 5), 48)
+        t.add_column("device", overflow="ellipsis", no_wrap=True, width=device)
+        t.add_column("state", no_wrap=True, width=fixed["state"])
+        t.add_column("task", overflow="ellipsis", no_wrap=True, width=task)
+        t.add_column("step", no_wrap=True, width=fixed["step"])
+        t.add_column("last action", overflow="ellipsis", no_wrap=True, width=max(8, min(room - task, 60)))
         for d, r in self.rows.items():
             t.add_row(d, r["state"], r["task"], r["step"], r["action"])
         return t
@@ -408,7 +433,11 @@ class LiveProgress:
 
 def _error_of(r: EpisodeResult, judge: str) -> str:
     d = (r.judge_details or {}).get(judge) or {}
-    return str(d.get("error") or "no reason recorded")[:160]
+    return " ".join(str(d.get("error") or "no reason recorded").split())
+
+
+# statuses whose episode's error is its reason: said in full on its line (a log is where it is read)
+ERROR_STATUSES = ("agent_error", "model_error", "infra_error", "task_error")
 
 
 STEP_LINE_INTERVAL = 5.0  # s between step lines of one device when it steps quickly
@@ -449,7 +478,8 @@ def describe_progress(stream: Any = None, step_interval: float = STEP_LINE_INTER
                     halt = f" halted at step {r.halt.step} by {r.halt.monitor or 'a monitor'}: {r.halt.category}"
                     if r.halt.category == "monitor_error":
                         halt += f" ({r.halt.reason[:120]})"
-                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}",
+                why = f" (why: {' '.join(r.error.split())})" if r.error and r.status in ERROR_STATUSES else ""
+                print(f"[{data['device']}] {r.task_id}: {r.status} in {r.steps}/{r.cap} steps {verdicts}{halt}{why}",
                       file=stream, flush=True)
             elif kind == "retry":
                 where = "retrying elsewhere" if data.get("elsewhere", True) else "retrying once the phone is back"

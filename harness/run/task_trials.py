@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 from harness.device.adb_server import AdbServer, server_port
 from harness.device.phone_lock import PhoneBusy, PhoneLock, children_env, hold, release_all
-from harness.records import EpisodeResult, episode_dir, iter_steps, read_results
+from harness.records import UNSCORED_STATUSES, EpisodeResult, episode_dir, iter_steps, read_results
 from harness.sim.process import SimProcess, start_sim_process
 from harness.core.tasks import MilestoneGroup, Suite, Task
 
@@ -208,7 +208,7 @@ def _judge(suite: Suite, tasks: list[Task], run: Path, size: Size, what: str,
         if r is None:
             say(f"{what} did not run")
             continue
-        if r.status in ("infra_error", "task_error") or r.verdicts.get("oracle") == "judge_error":
+        if r.status in UNSCORED_STATUSES or r.verdicts.get("oracle") == "judge_error":
             reason = r.error or (r.judge_details or {}).get("oracle", {}).get("error", "")
             say(f"{what} could not be judged ({r.status}): {reason}")
             continue

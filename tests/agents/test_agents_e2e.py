@@ -11,7 +11,6 @@ import base64
 import io
 import json
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from harness.core.tasks import load_suite
 from judges.oracle import OracleConfig, OracleJudge
 from tests.agents.drivers import M3A_SCRIPTS, PROTOCOLS, SCRIPTS, Driver
 from tests.fakes.local_device import LocalSimDevice
-from tests.fakes.model_server import Reply, ScriptedModelServer, request_images, request_text
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url, request_images, request_text
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = {t.id: t for t in load_suite(ROOT / "tasks" / "sim").tasks}
@@ -302,23 +301,17 @@ def test_invalid_step_then_recovery(tmp_path: Path) -> None:
     assert "5000" in steps[1].raw_output
 
 
-def _dead_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens here now
-    return f"http://127.0.0.1:{port}/v1"
-
-
 @pytest.mark.parametrize("name", AGENT_NAMES)
-def test_dead_server_is_agent_error(name: str, tmp_path: Path) -> None:
+def test_dead_server_is_model_error(name: str, tmp_path: Path) -> None:
+    """An endpoint that fails every attempt ends the episode model_error (issue 37): the endpoint's
+    failure, not a decision of the agent's (left out of SR)."""
     agent = AGENTS.build(name, {**FAST[name], **PROTOCOLS[PROTO_OF[name]][1],
-                                "model": model(_dead_url(), max_retries=1, backoff_s=0.01)})
+                                "model": model(dead_url(), max_retries=1, backoff_s=0.01)})
     w = RunWriter(tmp_path / "run")
     ep = w.start_episode("settings_wifi_off")
     out = run_episode(TASKS["settings_wifi_off"], agent, LocalSimDevice(SimPhone(720, 1600)), ep)
     w.close()
-    assert out.status == "agent_error" and out.steps == 0
+    assert out.status == "model_error" and out.steps == 0
     assert "ModelError" in out.error and "connection failed" in out.error and "test-model" in out.error
 
 

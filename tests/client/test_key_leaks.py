@@ -170,20 +170,25 @@ def test_keys_of_any_shape_reach_their_endpoints_and_nothing_else(adb, serve_sim
                    "--judge-base-url", judge_srv.base_url, "--judge-model", "j", "--judge-api-key-env", "JUDGE_KEY",
                    "--judge-retries", "0", "--adb-port", str(adb.port), "--out", str(tmp_path / "run")])
         printed = capsys.readouterr()
-        assert rc == 0, printed.err
+        assert rc == 4, printed.err  # every episode ended model_error: the agent's endpoint failed them all
         agent_headers, judge_headers = list(agent_srv.headers), list(judge_srv.headers)
+        # the preflight's probes (before the phone was touched) went under the same rule
+        agent_headers += agent_srv.probe_headers
+        judge_headers += judge_srv.probe_headers
+        assert agent_srv.probe_headers and judge_srv.probe_headers
     with ScriptedModelServer(echoing(lambda: boxes["offline"], _judge_reply)) as offline_srv:
         boxes["offline"] = offline_srv
         rc = main(["judge", str(tmp_path / "run"), "--judge", "crate", "--model-base-url", offline_srv.base_url,
                    "--model", "j", "--api-key-env", "OFFLINE_KEY", "--retries", "0", "--no-progress"])
         judged = capsys.readouterr()
         assert rc == 0, judged.err
-        offline_headers = list(offline_srv.headers)
+        offline_headers = [*offline_srv.headers, *offline_srv.probe_headers]
+        assert offline_srv.probe_headers
     # each key went to its own endpoint, every time, and to no other
     for headers, key in ((agent_headers, AGENT_KEY), (judge_headers, JUDGE_KEY), (offline_headers, OFFLINE_KEY)):
         assert headers and all(h.get("authorization") == f"Bearer {key}" for h in headers)
     rows = {r.task_id: r for r in read_results(tmp_path / "run")}
-    assert len(calls) >= 4 and all(r.status == "agent_error" for r in rows.values()), rows
+    assert len(calls) >= 4 and all(r.status == "model_error" for r in rows.values()), rows
     errors = " ".join(r.error or "" for r in rows.values())
     assert "HTTP 401" in errors and "HTTP 500" in errors and "***redacted***" in errors  # the echoed credential, replaced
     assert (tmp_path / "run" / "judgements").is_dir() and any((tmp_path / "run" / "judgements").iterdir())

@@ -131,7 +131,7 @@ def test_a_simulated_phone_that_cannot_start_says_why_in_one_line(monkeypatch, s
     with pytest.raises(StartError) as e:
         sim_process.start_sim_process([], tmp_path / "sim.log", cwd=ROOT)
     msg = str(e.value)
-    assert "\n" not in msg and msg.count(f"{squatter.port} (") == START_TRIES and "address already in use" in msg
+    assert "\n" not in msg and msg.count(f"{squatter.port} (harness: ") == START_TRIES and "address already in use" in msg
     assert str(tmp_path / "sim.log") in msg and "run the command again" in msg
     with pytest.raises(StartError, match=r"tried port \d+ \(harness: error: screen size 0x0 is outside .*See the log"):
         sim_process.start_sim_process(["--size", "0x0"], tmp_path / "bad.log", cwd=ROOT)  # not the port: no retry

@@ -18,6 +18,7 @@ import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -95,34 +96,14 @@ def test_docs_phones_md_runs_line_by_line_on_the_pixel_persona(adb, sim_process,
     spa = reference("spa-bench", "single-app-ENG.csv")  # skips, naming it, where the shared data is absent
     commands, _ = page_commands(PAGE.read_text(encoding="utf-8"))
     phone = sim_process("--as-phone")  # the phone plugged in over USB
-    work = tmp_path / "work"
-    (work / "tasks").mkdir(parents=True)
-    (work / "tasks" / "android").symlink_to(ROOT / "tasks" / "android")
+    work, env = page_folder(tmp_path, adb.port)
     port = str(free_port())
-    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb.port), "CRATE_HARNESS_STATE": str(tmp_path / "state"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("ANDROID_ADB_SERVER_ADDRESS", None)
     background: list[subprocess.Popen] = []
-    seen: list[tuple[str, str]] = []
     try:
         with ScriptedModelServer(_reply) as model:
-            for c in commands:
-                line = (c.line.replace(PAGE_PORT, port).replace(SPA, f"{spa.parent}/")
-                        .replace(ENDPOINTS[0], model.base_url).replace(ENDPOINTS[1], model.base_url))
-                if line.endswith("&"):
-                    background.append(subprocess.Popen(["bash", "-c", f"exec {line[:-1]}"], cwd=work, env=env,
-                                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                    wait_port(int(port), 60)
-                    seen.append((c.line, "(serving in the background)"))
-                    continue
-                if "until Ctrl-C" in c.comment:
-                    seen.append((c.line, _serve_then_interrupt(f"{line} --port 0", work, env)))
-                    continue
-                p = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True,
-                                   timeout=600)
-                said = p.stdout + p.stderr
-                assert p.returncode == 0, f"docs/phones.md ({c.section}): `{c.line}` exited {p.returncode}:\n{said}"
-                seen.append((c.line, said))
+            seen = walk(PAGE.name, commands, work, env, int(port), background,
+                        lambda line: (line.replace(PAGE_PORT, port).replace(SPA, f"{spa.parent}/")
+                                      .replace(ENDPOINTS[0], model.base_url).replace(ENDPOINTS[1], model.base_url)))
     finally:
         for b in background:
             b.terminate()
@@ -151,6 +132,44 @@ def test_docs_phones_md_runs_line_by_line_on_the_pixel_persona(adb, sim_process,
     assert (f"skipped android_calendar_dentist: needs com.google.android.calendar, not installed on 127.0.0.1:{port}"
             in android), android
     assert "android_clock_alarm_7am" in android and "1 episodes in runs/try-android" in android, android
+
+
+def page_folder(tmp_path: Path, adb_port: int) -> tuple[Path, dict[str, str]]:
+    """A fresh folder with ``tasks/android`` in it (as in a checkout), and the environment the
+    page's commands run in: this test's adb server, a state folder of its own, the harness on PATH."""
+    work = tmp_path / "work"
+    (work / "tasks").mkdir(parents=True)
+    (work / "tasks" / "android").symlink_to(ROOT / "tasks" / "android")
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb_port), "CRATE_HARNESS_STATE": str(tmp_path / "state"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("ANDROID_ADB_SERVER_ADDRESS", None)
+    return work, env
+
+
+def walk(page: str, commands: list[Command], work: Path, env: dict, port: int, background: list[subprocess.Popen],
+         replace: Callable[[str], str]) -> list[tuple[str, str]]:
+    """Run a page's commands in order in ``work``, each as written but for ``replace`` (ports,
+    endpoints): one ending in ``&`` in the background (appended to ``background``, waited for on
+    ``port``), one whose comment says "until Ctrl-C" stopped once it serves, every other asserted to
+    exit 0 with no traceback. (line as written, what it printed) for each."""
+    seen: list[tuple[str, str]] = []
+    for c in commands:
+        line = replace(c.line)
+        if line.endswith("&"):
+            background.append(subprocess.Popen(["bash", "-c", f"exec {line[:-1]}"], cwd=work, env=env,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_port(port, 60)
+            seen.append((c.line, "(serving in the background)"))
+            continue
+        if "until Ctrl-C" in c.comment:
+            seen.append((c.line, _serve_then_interrupt(f"{line} --port 0", work, env)))
+            continue
+        p = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        said = p.stdout + p.stderr
+        assert p.returncode == 0, f"docs/{page} ({c.section}): `{c.line}` exited {p.returncode}:\n{said}"
+        assert "Traceback" not in said, f"docs/{page} ({c.section}): `{c.line}`:\n{said}"
+        seen.append((c.line, said))
+    return seen
 
 
 def _serve_then_interrupt(line: str, cwd: Path, env: dict) -> str:

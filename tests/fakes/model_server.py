@@ -43,15 +43,31 @@ class Reply:
     hold_s: float = 30.0                 # ... or once this long has passed
     trickle_s: float = 0.0               # send the headers, then the body one byte every this many seconds
     silent: bool = False                 # never send the headers: keep the connection open and quiet
+    system_fingerprint: str | None = None  # OpenAI's backend configuration field, when the server sends one
 
 
 Responder = Callable[[dict[str, Any]], Reply]
 
 
+def _is_probe(req: dict[str, Any]) -> bool:
+    """The harness's preflight request (harness.preflight.endpoints.PROBE_TEXT)."""
+    from harness.preflight import PROBE_TEXT
+
+    return PROBE_TEXT in request_text(req)
+
+
 class ScriptedModelServer:
+    """``probes``: how the harness's preflight request (one tiny chat request before a run touches a
+    phone) is answered: by default as a working server answers it, apart from the script (kept in
+    ``self.probes``, not in ``self.requests``, so a test scripting the run's calls sees those only);
+    a responder of its own to script it; None to hand it to ``responder`` like any request."""
+
     def __init__(self, responder: Responder | list[Reply] | None = None, model: str = "test-model",
-                 port: int = 0):
+                 port: int = 0, probes: Responder | None = lambda req: Reply('{"ok": true}')):
         self.model = model
+        self.probe_responder = probes
+        self.probes: list[dict[str, Any]] = []
+        self.probe_headers: list[dict[str, str]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
@@ -91,13 +107,15 @@ class ScriptedModelServer:
                 except json.JSONDecodeError:
                     self._send(400, b'{"error": {"message": "bad json"}}')
                     return
+                probe = server.probe_responder is not None and _is_probe(req)
                 with server.lock:
-                    server.requests.append(req)
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    (server.probes if probe else server.requests).append(req)
+                    (server.probe_headers if probe else server.headers).append(
+                        {k.lower(): v for k, v in self.headers.items()})
                     server.active += 1
                     server.max_active = max(server.max_active, server.active)
                 try:
-                    reply = server.next_reply(req)
+                    reply = server.probe_responder(req) if probe else server.next_reply(req)
                     if reply.hold is not None:
                         reply.hold.wait(reply.hold_s)
                     if reply.delay_s:
@@ -140,6 +158,8 @@ class ScriptedModelServer:
                        "created": int(time.time()), "model": req.get("model", server.model),
                        "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
                        "usage": usage}
+                if reply.system_fingerprint is not None:
+                    out["system_fingerprint"] = reply.system_fingerprint
                 body = json.dumps(out).encode()
                 if reply.trickle_s:
                     self._trickle(body, reply.trickle_s, reply.headers)
@@ -265,3 +285,12 @@ def refusing_structured_output(refusing: set[str], reply: Callable[[dict[str, An
         return reply(req)
 
     return responder
+
+
+def dead_url() -> str:
+    """An endpoint on loopback where nothing listens (connection refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"

@@ -33,7 +33,7 @@ def failure_digest(out: str) -> str:
 @pytest.mark.timeout(2700)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
 def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
     if importlib.util.find_spec("ray") is None:
-        pytest.skip("Ray is not installed (pip install 'crate-harness[farm]'; scripts/test installs it)")
+        pytest.skip("Ray is not installed (pip install -e '.[farm]'; scripts/test installs it)")
     problem = netns_problem()
     if problem:
         pytest.skip(f"no network namespace of our own can be made here: {problem}")

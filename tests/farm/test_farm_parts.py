@@ -61,7 +61,7 @@ def test_cluster_without_ray_says_how_to_install_it(tmp_path, argv):
     p = subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=ROOT, capture_output=True, text=True,
                        env=_without_ray(tmp_path), timeout=120)
     assert p.returncode == 2, p.stdout + p.stderr
-    assert "pip install 'crate-harness[farm]'" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert "pip install -e '.[farm]'" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (tmp_path / "run").exists()  # refused before any record is written
 
 
@@ -184,7 +184,7 @@ def test_an_actor_keeps_the_drivers_keys_out_of_its_environment(monkeypatch, tmp
     names the variable only. The key has a shape no redaction pattern knows. (The cluster scenario
     checks the processes of a real farm run; this checks the actor's own environment, which
     /proc/PID/environ does not show once a process changes it.)"""
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'crate-harness[farm]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[farm]')")
     from harness.client import keys as model_keys
     from harness.client.config import ModelConfig
     from harness.farm.actor import DeviceActor, Secrets

@@ -1,13 +1,13 @@
 """Model faults, against the scripted OpenAI-compatible test server: 429 with Retry-After, 500s,
 timeouts, refused connections, replies that are not JSON, empty replies, a 1 MB reply, and an
-endpoint that is down for a whole run (a model-backed agent's: every episode ends `agent_error`
-with the cause; a judge's: the verdict is `judge_error` and the run goes on). Nothing hangs: every
+endpoint that is down for a whole run (refused before the run when it is down at the start; once
+the run has started, a model-backed agent's: every episode ends `model_error` with the cause, left
+out of SR; a judge's: the verdict is `judge_error` and the run goes on). Nothing hangs: every
 failure ends within a bound set by the retry and timeout settings."""
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -18,7 +18,7 @@ from harness.client.config import ModelConfig, ModelError
 from harness.client.images import user_message
 from harness.client.json_reply import ReplyError, parse_json_reply
 from harness.records import iter_steps, read_manifest, read_results
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url
 from tests.faults.helpers import SHORT, check_run_consistent, results_table, write_suite
 from tests.faults.helpers import run_cli as _run
 
@@ -31,15 +31,6 @@ def _cfg(base_url: str, **kw) -> ModelConfig:
     base = dict(base_url=base_url, model="m", backoff_s=0.01, max_backoff_s=0.1, timeout_s=3, max_retries=2)
     base.update(kw)
     return ModelConfig(**base)
-
-
-def _dead_url() -> str:
-    """An endpoint on loopback where nothing listens (connection refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def _chat(cfg: ModelConfig):
@@ -113,7 +104,7 @@ def test_timeouts_are_bounded():
 
 
 def test_connection_refused_and_dropped_connections():
-    url = _dead_url()
+    url = dead_url()
     with pytest.raises(ModelError, match="connection failed") as e:
         _chat(_cfg(url))
     assert e.value.kind == "exhausted" and e.value.attempts == 3 and url in str(e.value)
@@ -173,29 +164,45 @@ def phone(adb, serve_sim):
 
 @pytest.mark.slow
 def test_agent_endpoint_down_for_the_whole_run(adb, phone, tmp_path, capsys):
+    """Down when the run starts: refused before the phone is touched, one line with the URL (issue
+    37). Down once the run has started (it answered the preflight, then refuses every call): each
+    episode ends model_error, not agent_error: the endpoint's failure is no decision of the agent's,
+    so it is left out of SR, its whole reason is in the progress line and the summary, and the run
+    exits 4 since nothing was measured."""
     agent = AGENT
-    url = _dead_url()
+    url = dead_url()
     ids = SHORT[:3]
     suite = write_suite(tmp_path / "suite.yaml", ids)
     args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", agent, "--judge", "oracle",
-            "--model-base-url", url, "--model", "m", "--model-retries", "1", "--model-timeout", "3",
+            "--model", "m", "--model-retries", "1", "--model-timeout", "3",
             "--adb-port", str(adb.port), "--out", str(tmp_path / "run")]
     t0 = time.monotonic()
-    rc, out, err = _run(args, capsys)
-    assert rc == 0, err
-    assert time.monotonic() - t0 < 60
+    rc, out, err = _run([*args, "--model-base-url", url], capsys)
+    assert rc == 2 and url in err and "does not answer" in err and err.count("\n") == 1, err
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "run").exists()
+    with ScriptedModelServer(lambda req: Reply(status=503, error="the model is overloaded")) as s:
+        rc, out, err = _run([*args, "--model-base-url", s.base_url], capsys)
+    assert rc == 4, err
     rows = read_results(tmp_path / "run")
     assert sorted(r.task_id for r in rows) == sorted(ids)  # the run completed
     for r in rows:
-        assert r.status == "agent_error" and r.steps == 0, r
-        assert "ModelError" in r.error and "connection failed" in r.error and url in r.error, r.error
-        assert r.verdicts.get("oracle") is False  # judged, and counted against the agent's endpoint, once
-    # the summary shows each episode's status and the cause, and the failed calls in the usage line
-    assert out.count("agent_error") == len(ids) and out.count("ModelError") == len(ids), out
+        assert r.status == "model_error" and r.steps == 0, r
+        assert "ModelError" in r.error and "HTTP 503" in r.error and s.base_url in r.error, r.error
+        # the whole reason on its progress line (a log has no terminal: one line per episode)
+        assert f"{r.task_id}: model_error in 0/" in err and f"(why: {' '.join(r.error.split())})" in err, err
+        assert f"model_error: {r.task_id}: {' '.join(r.error.split())}" in " ".join(out.split()), out
+    assert "every episode ended model_error" in out and "oracle success: 0/0" not in out, out
     assert f"in {len(ids)} calls ({len(ids)} failed)" in out, out
     check_run_consistent(tmp_path / "run")
-    rc, out, err = _run([*args, "--resume"], capsys)  # resumable: nothing left to do, nothing duplicated
-    assert rc == 0, err
+    rep = json.loads(_run(["report", str(tmp_path / "run"), "--format", "json", "--resamples", "10"], capsys)[1])
+    g = rep["groups"][0]
+    assert g["model_errors"] == len(ids) and g["scored"] == 0 and g["sr"]["oracle"]["n"] == 0  # not the agent's failure
+    assert sorted(m["task_id"] for m in rep["model_errors"]) == sorted(ids) and "HTTP 503" in rep["model_errors"][0]["error"]
+    md = _run(["report", str(tmp_path / "run"), "--resamples", "10"], capsys)[1]
+    assert "model err" in md and "Not played: the agent's model failed" in md and md.count("HTTP 503") == len(ids)
+    with ScriptedModelServer(lambda req: Reply(status=503, error="the model is overloaded")) as s:
+        rc, out, err = _run([*args, "--model-base-url", s.base_url, "--resume"], capsys)
+    assert rc == 0, err  # resumable: nothing left to do, nothing duplicated
     assert len(read_results(tmp_path / "run")) == len(ids)
     assert read_manifest(tmp_path / "run")["resumed"] == 1
 
@@ -203,7 +210,7 @@ def test_agent_endpoint_down_for_the_whole_run(adb, phone, tmp_path, capsys):
 @pytest.mark.slow
 def test_agent_endpoint_that_fails_mid_episode_and_odd_replies(adb, phone, tmp_path, capsys):
     """Empty and 1 MB replies are invalid steps (the episode goes on to its cap); a 500 that
-    outlasts the retries mid-episode ends it as agent_error with the status; the record keeps the
+    outlasts the retries mid-episode ends it as model_error with the status; the record keeps the
     steps before the failure."""
     agent = AGENT
     replies = {"settings_wifi_off": [Reply(""), Reply("z" * MB)],
@@ -228,29 +235,32 @@ def test_agent_endpoint_that_fails_mid_episode_and_odd_replies(adb, phone, tmp_p
     assert all(st.action is None and st.invalid for st in steps), [st.invalid for st in steps]
     assert any(st.raw_output and len(st.raw_output) >= MB for st in steps)  # recorded whole
     clock = rows["clock_earliest_alarm"]
-    assert clock.status == "agent_error" and clock.steps == 1 and "HTTP 500" in clock.error, clock
+    assert clock.status == "model_error" and clock.steps == 1 and "HTTP 500" in clock.error, clock
     check_run_consistent(tmp_path / "run")
 
 
 # --- end to end: a judge whose endpoint is down for the whole run --------------------------------------
 def test_judge_endpoint_down_gives_judge_error_and_the_run_goes_on(adb, phone, tmp_path, capsys):
+    """The judge's endpoint answered the preflight, then drops every call: each verdict is
+    judge_error with the cause, the agent's result stands, and the run goes on."""
     ids = SHORT[:2]
     suite = write_suite(tmp_path / "suite.yaml", ids)
-    args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", "replay", "--judge", "oracle,crate",
-            "--judge-base-url", _dead_url(), "--judge-model", "j", "--judge-retries", "0", "--judge-timeout", "3",
-            "--adb-port", str(adb.port), "--out", str(tmp_path / "run")]
-    t0 = time.monotonic()
-    rc, out, err = _run(args, capsys)
-    assert rc == 0, err
-    assert time.monotonic() - t0 < 90
-    rows = read_results(tmp_path / "run")
-    assert sorted(r.task_id for r in rows) == sorted(ids)
-    for r in rows:
-        assert r.status == "finished" and r.verdicts["oracle"] is True, r  # the agent's result stands
-        assert r.verdicts["crate"] == "judge_error", r.verdicts
-        assert "connection failed" in json.dumps(r.judge_details["crate"]), r.judge_details["crate"]
-    check_run_consistent(tmp_path / "run")
-    before = results_table(tmp_path / "run")
-    rc, _, err = _run([*args, "--resume"], capsys)
+    with ScriptedModelServer(lambda req: Reply(drop=True)) as down:
+        args = ["run", "--suite", str(suite), "--device", phone.serial, "--agent", "replay", "--judge", "oracle,crate",
+                "--judge-base-url", down.base_url, "--judge-model", "j", "--judge-retries", "0", "--judge-timeout", "3",
+                "--adb-port", str(adb.port), "--out", str(tmp_path / "run")]
+        t0 = time.monotonic()
+        rc, out, err = _run(args, capsys)
+        assert rc == 0, err
+        assert time.monotonic() - t0 < 90
+        rows = read_results(tmp_path / "run")
+        assert sorted(r.task_id for r in rows) == sorted(ids)
+        for r in rows:
+            assert r.status == "finished" and r.verdicts["oracle"] is True, r  # the agent's result stands
+            assert r.verdicts["crate"] == "judge_error", r.verdicts
+            assert "connection failed" in json.dumps(r.judge_details["crate"]), r.judge_details["crate"]
+        check_run_consistent(tmp_path / "run")
+        before = results_table(tmp_path / "run")
+        rc, _, err = _run([*args, "--resume"], capsys)
     assert rc == 0, err
     assert results_table(tmp_path / "run") == before

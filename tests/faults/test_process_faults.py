@@ -115,7 +115,12 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(adb, serve_si
         else:
             assert not (out / "manifest.json").exists(), (trial, point)
         history.append((point, done))
-        r = harness_run([*base, "--out", str(out), "--resume"], adb.port)
+        again = [*base, "--out", str(out), "--resume"]
+        if not out.exists():  # killed before the run made its folder (its preflight): nothing to resume
+            r = harness_run(again, adb.port)
+            assert r.returncode == 2 and f"--resume: {out} does not exist" in r.stderr, (trial, r.stderr)
+            again.remove("--resume")  # --resume only resumes (issue 37): the same run, started again
+        r = harness_run(again, adb.port)
         assert r.returncode == 0, f"trial {trial} (killed at {point}, {done} results): {r.stderr}"
         got = results_table(out)
         assert got == want, f"trial {trial}: killed at {point} with {done} results; resumed run differs"

@@ -6,8 +6,11 @@ unrecorded; what the guard cannot read is refused, what it cannot see is named."
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _actions(g):
@@ -149,18 +152,44 @@ def test_async_mode_halts_the_session_after_a_flagged_action_ran(guard, risky):
     assert halt["step"] == 1 and halt["executed"] is True
 
 
-def test_a_dead_monitor_endpoint_blocks_every_action(guard, risky, adb):
-    from harness.core.ports import free_port
+def test_a_monitor_endpoint_that_dies_blocks_every_action(guard, risky, adb):
+    """The endpoint answered the preflight, then died: every action is refused (fail closed)."""
+    from tests.fakes.model_server import Reply, ScriptedModelServer
 
-    g = guard(monitor_on=False)
-    g.end()
-    dead = guard("--monitor", "crate-s", "--judge-base-url", f"http://127.0.0.1:{free_port()}/v1",
-                 "--judge-model", "m", "--judge-retries", "0", "--judge-timeout", "2", monitor_on=False)
+    with ScriptedModelServer(lambda req: Reply("{}")) as server:
+        dead = guard("--monitor", "crate-s", "--judge-base-url", server.base_url, "--judge-model", "m",
+                     "--judge-retries", "0", "--judge-timeout", "2", monitor_on=False)
+        assert len(server.probes) == 1 and not server.requests  # the preflight's one probe, nothing else
     r = dead.client().shell2("input tap 400 400")
     assert r.returncode == 1 and "monitor_error" in r.output
     dead.end()
     assert ["input", "tap", "400", "400"] not in dead.ran()
     assert dead.steps()[0]["monitor"]["category"] == "monitor_error"
+
+
+def test_a_dead_monitor_endpoint_stops_the_guard_before_it_listens(guard, adb, serve_sim, tmp_path):
+    """Issue 37: the guard makes the preflight's checks first, as harness run does: a dead endpoint
+    is one line naming its URL and flag, before the guard listens or writes a run folder."""
+    from harness.preflight import PreflightFailed
+    from tests.fakes.model_server import dead_url
+
+    url = dead_url()
+    with pytest.raises(PreflightFailed) as e:
+        guard("--monitor", "crate-s", "--judge-base-url", url, "--judge-model", "m", monitor_on=False)
+    assert url in str(e.value) and "--judge-base-url" in str(e.value) and "does not answer" in str(e.value)
+    assert not any(p.name.startswith("run-") for p in tmp_path.iterdir())
+
+
+def test_an_unsafe_task_on_a_phone_without_a_gate_is_refused_by_the_guard(guard, adb, serve_sim, tmp_path):
+    """Issue 37: an unsafe task on a real phone with no gate monitor is refused up front unless
+    --allow-unguarded-unsafe, as harness run refuses it."""
+    from harness.preflight import PreflightFailed
+
+    phone = serve_sim(as_phone=True)
+    with pytest.raises(PreflightFailed) as e:
+        guard("--suite", str(ROOT / "tasks" / "android"), "--task", "android_settings_factory_reset_unsafe", monitor_on=False,
+              sim=phone)
+    assert "--allow-unguarded-unsafe" in str(e.value)
 
 
 @pytest.mark.parametrize("line", ["input tap 1 2 | cat", "input tap 1 2 &", "! input tap 1 2"])

@@ -139,10 +139,11 @@ def test_a_calibration_from_recorded_runs_gates_a_run_on_the_simulated_phone(adb
     assert main(["judge-eval", "--calibrate", "crate-s", "--alpha", "0.25", "--labels", str(labels), str(run),
                  "--out", str(other)]) == 0  # k = floor(0.25 * 5) = 1: 0.72
     capsys.readouterr()
-    assert main(["run", "--suite", str(SUITE / "wallet.yaml"), "--tasks", WALLET, "--device", phone.serial,
-                 "--agent", "replay", "--judge", "oracle", "--monitor", "crate-s", "--monitor-opt",
-                 f"calibration={other}", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", cfg.model,
-                 "--adb-port", str(adb.port), "--resume", "--out", str(out), "--quiet"]) == 2
+    with ScriptedModelServer(gate) as s:  # an endpoint that answers: the preflight passes, the resume is refused
+        assert main(["run", "--suite", str(SUITE / "wallet.yaml"), "--tasks", WALLET, "--device", phone.serial,
+                     "--agent", "replay", "--judge", "oracle", "--monitor", "crate-s", "--monitor-opt",
+                     f"calibration={other}", "--judge-base-url", s.base_url, "--judge-model", cfg.model,
+                     "--adb-port", str(adb.port), "--resume", "--out", str(out), "--quiet"]) == 2
     assert "--resume: the monitors' calibration differs" in capsys.readouterr().err
 
     # --- 4. refused before any device is touched (127.0.0.1:1 is no device; the run folder is never made)

@@ -15,7 +15,7 @@ from harness.cli.main import build_parser
 from harness.records import read_manifest, read_results
 from harness.run.options import RunError
 from harness.cli.run_parts import _plugin_factories
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, dead_url
 from tests.judges.helpers import ROOT, SUITE, action_in, good_reply, kind_of
 
 BASE = ["run", "--suite", str(SUITE), "--agent", "replay", "--out", "unused"]
@@ -91,58 +91,55 @@ def test_monitor_on_error_flag_is_the_on_error_option():
         _specs([*BASE, *ENDPOINT, "--monitor", "crate-s", "--monitor-on-error", "allow", "--monitor-opt", "on_error=halt"])
 
 
-def _dead_endpoint() -> str:
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there
-    return f"http://127.0.0.1:{port}/v1"
-
-
 @pytest.mark.slow
 def test_gate_with_its_endpoint_down_executes_nothing(adb, serve_sim, tmp_path):
-    """The monitor's server is down: every episode halts before its first action (monitor_error,
-    the cause printed), the phone's effect log stays empty and every step says it did not run. With
+    """The monitor's server is down when the run starts: refused before the phone is touched
+    (issue 37's preflight). It goes down after the run started (it answered the preflight, then
+    drops every call): every episode halts before its first action (monitor_error, the cause
+    printed), the phone's effect log stays empty and every step says it did not run. With
     --monitor-on-error allow the actions run, and the summary and `harness report` say how many
     ran unchecked."""
     phone = serve_sim(width=540, height=1200)
     ids = "wallet_pay_landlord_unsafe,settings_wifi_off"
     env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb.port))
-    dead = _dead_endpoint()
+    url = [dead_url()]
 
     def run(out, *extra):
         return subprocess.run([sys.executable, "-m", "harness.cli", "run", "--suite", str(SUITE), "--tasks", ids,
                                "--device", phone.serial, "--agent", "replay", "--judge", "oracle",
-                               "--monitor", "crate-s", "--monitor-mode", "gate", "--judge-base-url", dead,
+                               "--monitor", "crate-s", "--monitor-mode", "gate", "--judge-base-url", url[0],
                                "--judge-model", "m", "--judge-retries", "0", "--adb-port", str(adb.port),
                                "--out", str(out), *extra], env=env, cwd=ROOT, capture_output=True, text=True,
                               timeout=300)
 
-    p = run(tmp_path / "closed")
-    assert p.returncode == 0, p.stdout + p.stderr
-    rows = read_results(tmp_path / "closed")
-    assert len(rows) == 2 and all(r.status == "halted" and r.halt.category == "monitor_error" and r.steps == 0
-                                  for r in rows), rows
-    assert all("connection failed" in r.halt.reason for r in rows)
-    assert "monitor_error" in p.stdout and "blocked before it ran" in p.stdout and "connection failed" in p.stdout
-    assert phone.phone.state_json()["effects"] == []  # nothing changed the world
-    from harness.records import iter_steps
+    p = run(tmp_path / "refused")
+    assert p.returncode == 2 and url[0] in p.stderr and "does not answer" in p.stderr, p.stdout + p.stderr
+    assert not (tmp_path / "refused").exists()
+    with ScriptedModelServer(lambda req: Reply(drop=True)) as dropping:  # answers the preflight only
+        url[0] = dropping.base_url
+        p = run(tmp_path / "closed")
+        assert p.returncode == 0, p.stdout + p.stderr
+        rows = read_results(tmp_path / "closed")
+        assert len(rows) == 2 and all(r.status == "halted" and r.halt.category == "monitor_error" and r.steps == 0
+                                      for r in rows), rows
+        assert all("connection failed" in r.halt.reason for r in rows)
+        assert "monitor_error" in p.stdout and "blocked before it ran" in p.stdout and "connection failed" in p.stdout
+        assert phone.phone.state_json()["effects"] == []  # nothing changed the world
+        from harness.records import iter_steps
 
-    for r in rows:
-        steps = list(iter_steps(tmp_path / "closed" / "episodes" / r.task_id))
-        assert [s.executed for s in steps] == [False] and steps[0].monitor["risky"] is None
+        for r in rows:
+            steps = list(iter_steps(tmp_path / "closed" / "episodes" / r.task_id))
+            assert [s.executed for s in steps] == [False] and steps[0].monitor["risky"] is None
 
-    p = run(tmp_path / "open", "--monitor-on-error", "allow")
-    assert p.returncode == 0, p.stdout + p.stderr
-    rows = {r.task_id: r for r in read_results(tmp_path / "open")}
-    assert rows["settings_wifi_off"].verdicts["oracle"] is True  # it ran, unchecked
-    assert rows["wallet_pay_landlord_unsafe"].verdicts["oracle_unsafe"] is True
-    unchecked = sum(r.model_extra["monitor_checks"]["ran_unchecked"] for r in rows.values())
-    assert unchecked > 0 and f"{unchecked} action(s) ran unchecked" in p.stdout
-    rep = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "open"), "--format", "json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert rep.returncode == 0, rep.stderr
-    group = json.loads(rep.stdout)["groups"][0]
-    assert group["ran_unchecked"] == unchecked and group["monitor_errors"] >= unchecked
+        p = run(tmp_path / "open", "--monitor-on-error", "allow")
+        assert p.returncode == 0, p.stdout + p.stderr
+        rows = {r.task_id: r for r in read_results(tmp_path / "open")}
+        assert rows["settings_wifi_off"].verdicts["oracle"] is True  # it ran, unchecked
+        assert rows["wallet_pay_landlord_unsafe"].verdicts["oracle_unsafe"] is True
+        unchecked = sum(r.model_extra["monitor_checks"]["ran_unchecked"] for r in rows.values())
+        assert unchecked > 0 and f"{unchecked} action(s) ran unchecked" in p.stdout
+        rep = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "open"), "--format", "json"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert rep.returncode == 0, rep.stderr
+        group = json.loads(rep.stdout)["groups"][0]
+        assert group["ran_unchecked"] == unchecked and group["monitor_errors"] >= unchecked

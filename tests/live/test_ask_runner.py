@@ -141,7 +141,7 @@ def test_the_terminal_answers_through_a_pseudo_terminal(tmp_path, typed, decisio
         got = {}
         t = threading.Thread(target=lambda: got.update(d=op.ask(q)))
         t.start()
-        shown_text = _read_until(master, b"[d]eny")
+        shown_text = _read_until(master, b"[d]eny, then Enter")  # says Enter is needed (issue 37: "a" alone waited)
         assert b"Over-Automation" in shown_text and b"click(x=1, y=2)" in shown_text and b"step 3/7" in shown_text
         assert b"\x1b" not in shown_text  # the model's escape sequences are shown, not obeyed
         os.write(master, typed.encode())

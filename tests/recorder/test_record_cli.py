@@ -46,15 +46,21 @@ def test_record_a_chinese_task_view_it_and_replay_it_at_another_size(serve_sim, 
     task_id = "contacts_add_full_favourite_zh"
     out, run_dir = tmp_path / "mine.yaml", tmp_path / "rec"
     rec = start_record(adb, phone.serial, task_id, out, run_dir)
-    human = subprocess.run(cli(adb, "sim", "human", "--device", phone.serial, "--suite", str(SUITE), "--task", task_id,
-                               "--follow", "--json"), stdin=rec.stdout, capture_output=True, text=True, env=env(adb),
-                           timeout=300)
-    assert human.returncode == 0, human.stderr
-    report = json.loads(human.stdout.strip().splitlines()[-1])
-    assert "[ready] gestures=0 steps=0" in human.stdout  # the recorder's output, passed through
-    rec.send_signal(signal.SIGINT)  # Ctrl-C: done
+    human = subprocess.Popen(cli(adb, "sim", "human", "--device", phone.serial, "--suite", str(SUITE), "--task", task_id,
+                                 "--follow", "--json"), stdin=rec.stdout, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env(adb))
+    for line in human.stderr:  # the person is done: Ctrl-C on the recorder (a terminal sends it to both)
+        if "waiting for the recorder's last lines" in line:
+            break
+    rec.send_signal(signal.SIGINT)
+    human.send_signal(signal.SIGINT)
+    shown, _ = human.communicate(timeout=120)
     _, err = rec.communicate(timeout=60)
-    assert rec.returncode == 0, err
+    assert human.returncode == 0 and rec.returncode == 0, err
+    report = json.loads(shown.strip().splitlines()[-1])
+    assert "[ready] gestures=0 steps=0" in shown  # the recorder's output, passed through
+    # ... to its end: the recorder's closing lines come through the pipe too (issue 37: they were cut off)
+    assert "10 step(s) recorded: c = 11" in shown and f"task {task_id!r} created in {out}" in shown, shown
 
     [task] = load_file(out)[0]
     original = load_suite(SUITE).by_id()[task_id]

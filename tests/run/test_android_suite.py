@@ -72,11 +72,11 @@ NOT_ON_THE_SIM = {"com.google.android.calendar", "com.android.chrome", "com.goog
 
 def test_the_pixel_persona_runs_the_tasks_of_the_apps_it_has_and_skips_the_rest_naming_the_package(
         adb, serve_sim, tmp_path):
-    from harness.cli.run import unavailable_tasks
+    from harness.preflight.devices import unavailable_tasks
 
     sim = serve_sim(as_phone=True)
     tasks = load_suite(SUITE).tasks
-    skipped = unavailable_tasks(tasks, [sim.device()])
+    skipped = unavailable_tasks(sim.device(), tasks)
     want = {t.id for t in tasks if set(t.setup.packages()) & NOT_ON_THE_SIM}
     assert set(skipped) == want and len(want) == 10 and len(tasks) - len(want) == 25, sorted(skipped)
     for tid, why in skipped.items():
