@@ -225,6 +225,40 @@ def test_report_view_and_judge_read_a_farm_run_as_a_local_one(lab: FarmLab, farm
     assert sorted(judged[0][1]) == sorted(SHORT) and all(v["crate"] is True for v in judged[0][1].values())
 
 
+def test_repeats_on_the_farm_equal_a_local_runs_repeats_and_their_report(lab: FarmLab, tmp_path: Path) -> None:
+    """Issue 36: ``--repeats`` spreads every task's repeats over the cluster's phones like any episodes;
+    each repeat gets the seed a local run gives it, so a seeded perturbed replay decides the same
+    outcomes, and the report's repeats section (pass@k, pass^k, flip rate, flaky list) is the local one's."""
+    from harness.core.episode_ids import repeat_seed
+
+    tasks = SHORT[:3]
+    suite = write_suite(tmp_path / "suite.yaml", tasks)
+    agent = ["--agent", "replay", "--agent-opt", "perturb=0.3", "--seed", "7", "--repeats", "3", "--judge", "oracle"]
+    p = harness("run", "--cluster", lab.address, "--suite", str(suite), *agent, "--out", str(tmp_path / "farm"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    b = lab.hosts["hostB"]
+    local = harness("run", "--suite", str(suite), "--devices", ",".join(b.serials), *agent,
+                    "--out", str(tmp_path / "local"), "--adb-port", str(b.adb.port))
+    assert local.returncode == 0, local.stdout + local.stderr
+    rows, lrows = read_results(tmp_path / "farm"), read_results(tmp_path / "local")
+    assert sorted(r.task_id for r in rows) == sorted(f"{t}#{k}" for t in tasks for k in (1, 2, 3))
+    assert read_manifest(tmp_path / "farm")["repeats"] == 3
+    for r in rows:
+        task, k = r.task_id.split("#")
+        assert (r.model_extra["task"], r.model_extra["repeat"], r.seed) == (task, int(k), repeat_seed(7, int(k)))
+    assert len({r.model_extra["node"] for r in rows}) >= 2, "the repeats did not spread over the nodes"
+    outcome = lambda rs: {r.task_id: (r.status, r.steps, r.verdicts["oracle"]) for r in rs}  # noqa: E731
+    assert outcome(rows) == outcome(lrows)
+    check_run_consistent(tmp_path / "farm")
+    reps = []
+    for run in ("farm", "local"):
+        rep = harness("report", str(tmp_path / run), "--format", "json")
+        assert rep.returncode == 0, rep.stderr
+        (a,) = json.loads(rep.stdout)["repeats"]["agents"]
+        reps.append({k: a[k] for k in ("tasks", "repeats", "pass_at", "pass_hat", "sr_by_repeat", "flip_rate", "flaky")})
+    assert reps[0] == reps[1] and (reps[0]["tasks"], reps[0]["repeats"]) == (3, 3), reps
+
+
 # --- endpoints and nodes that join -------------------------------------------------------------------
 def test_live_judges_and_monitors_run_beside_the_phone_a_node_that_cannot_reach_the_endpoint_is_named_and_a_node_that_joins_is_used(
         lab: FarmLab, tmp_path: Path) -> None:
