@@ -3,6 +3,7 @@ killed at the end) and simulated phones served in this process and connected to 
 
 from __future__ import annotations
 
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,13 @@ if str(ROOT) not in sys.path:  # `tests.fakes` imports work however pytest is st
 
 from harness.device.adb_server import AdbServer  # noqa: E402
 from harness.core.ports import START_TRIES, free_port  # noqa: E402
+
+# A suite started in the background by a shell without job control (`nohup scripts/test &`, a
+# script's `cmd &`) inherits SIGINT ignored, and an ignored signal stays ignored across exec: every
+# harness the tests start would then be deaf to the Ctrl-C they send it (7 tests failed so). The
+# tests stand for a user at a terminal, so each test process takes Ctrl-C back as Python's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
