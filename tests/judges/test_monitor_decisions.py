@@ -85,7 +85,8 @@ def test_the_edges_of_the_options_are_taken():
         CrateSMonitorConfig(model=model_cfg(base_url=DOWN), **options)
 
 
-def test_the_spec_records_every_setting():
+def test_the_spec_records_every_setting(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the cache file the monitor opens is made here, never in the checkout
     m = gate(mode="reflect", reflect_max=3, threshold=0.7, categories=["security evasion"], on_error="allow",
              timeout_s=30, language="zh", parse_retries=2, image_max_side=960, draw=False, cache="c.jsonl")
     s = m.spec()
