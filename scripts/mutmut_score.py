@@ -71,7 +71,8 @@ MODULES: dict[str, dict[str, list[str]]] = {
     "calibration": {"files": ["judges/calibration.py"], "tests": [
         "tests/judges/test_calibration.py", "tests/offline_judge/test_calibrate.py"]},
     "redaction": {"files": ["harness/core/secret_text.py", "harness/records/redaction.py"], "tests": [
-        "tests/core/test_secret_rule.py", "tests/records/test_records.py", "tests/client/test_key_leaks.py"]},
+        "tests/core/test_secret_rule.py", "tests/records/test_records.py", "tests/records/test_redaction_edges.py",
+        "tests/client/test_key_leaks.py"]},
 }
 
 # end-to-end tests left out of every selection: minutes each per mutant, and what they check of

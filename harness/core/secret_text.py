@@ -51,17 +51,17 @@ def redact_text(text: str) -> str:
 
 
 def secrets_in(text: str) -> list[str]:
-    """The values of ``text`` the rule calls secrets, longest first."""
+    """The values of ``text`` the rule calls secrets, in sorted order (for a bisect)."""
     found = {m.group(0) for p in VALUE_PATTERNS for m in p.finditer(text)}
     found |= {m.group(3) for m in BEARER.finditer(text)}
-    return sorted(found - {REDACTED}, key=len, reverse=True)
+    return sorted(found - {REDACTED})
 
 
 def without_secrets_of(source: str, message: str) -> str:
     """``message``, which quotes pieces of ``source`` (maybe cut), with every secret of ``source``
     replaced: whole wherever it appears (the rule sees it), and its start (at least 3 characters)
     where a piece was cut through it (an ellipsis or the end follows), too short for the rule."""
-    found = sorted(secrets_in(source))
+    found = secrets_in(source)
     cuts = []
     for m in _CUT.finditer(message) if found else ():  # the run of key characters a cut ends: a secret's start?
         start = end = m.start()

@@ -102,3 +102,31 @@ def test_a_cut_start_is_taken_out_only_where_a_piece_was_cut():
     out = without_secrets_of(f"x {KEY} y", message)
     assert out == (f"quoted: {REDACTED}... and elsewhere {KEY[:7]}x and sk- alone, two cuts in a row: 'ab...{REDACTED}...' "
                    f"cut at the end: {REDACTED}")
+
+
+# --- the edges mutmut's survivors showed untested (issue 40 item 3; scripts/mutmut --only redaction) ---
+
+def test_a_cut_start_at_the_very_beginning_or_after_a_separator_is_taken_out():
+    # a quote that begins with the key's cut start (nothing before it), and one after '=' or '/'
+    assert without_secrets_of(f"x {KEY} y", f"{KEY[:6]}... and more text x") == f"{REDACTED}... and more text x"
+    assert without_secrets_of(f"x {KEY} y", f"key={KEY[:6]}... x") == f"key={REDACTED}... x"
+    assert without_secrets_of(f"x {KEY} y", f"url:/{KEY[:6]}... x") == f"url:/{REDACTED}... x"
+    assert without_secrets_of(f"x {KEY} y", "sk-... x") == f"{REDACTED}... x"  # 3 characters: the shortest start taken
+
+
+def test_a_cut_piece_that_sorts_after_every_secret_is_left_alone():
+    assert without_secrets_of(f"x {KEY} y", "zzzz... then zzzz") == "zzzz... then zzzz"
+
+
+def test_a_bearer_credential_cut_in_a_quote_is_taken_out():
+    token = "eyJhbGciOiJIUzI1NiJ9.payload"
+    out = without_secrets_of(f"Authorization: Bearer {token}", f"said: Bearer {token[:9]}...")
+    assert out == f"said: Bearer {REDACTED}...", out
+
+
+@pytest.mark.parametrize("token", ["hf_" + "Ab1" * 8, "ghp_" + "Cd2" * 8, "sk-proj-Ab_" + "Ef3" * 8])
+def test_the_cut_start_of_a_key_holding_an_underscore_is_taken_out(token):
+    """The cut start of a Hugging Face or GitHub token, too short for the rule (20 characters after
+    hf_), is taken out across its "_"."""
+    cut = token[:token.index("_") + 5]
+    assert without_secrets_of(f"x {token} y", f"quoted: {cut}... end") == f"quoted: {REDACTED}... end"
