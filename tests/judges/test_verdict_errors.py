@@ -116,10 +116,12 @@ def _milestones(*entries, **asked) -> VerdictError:
      "milestone 0's last_step 9 is not a step of the segment asked about (the segment is steps 4 to 6)"),
     ([(0, "e", 0, True)], {"count": 1}, "disagree", "milestone 0's last_step 0 is not a step of the segment asked about"),
     ([(0, "e", 2, True)], {"count": 3, "first": 1, "last": 5}, "disagree", "2 of the 3 milestones asked about have no answer"),
+    ([(0, "e", 0, True)], {"count": 1, "first": 2}, "disagree",  # a segment with no end: no segment named
+     "milestone 0's last_step 0 is not a step of the segment asked about"),
 ])
 def test_a_milestone_answer_that_disagrees_says_which_and_why(entries, asked, kind, says):
     e = _milestones(*entries, **asked)
-    assert e.kind == kind and says in str(e), str(e)
+    assert e.kind == kind and str(e).endswith(says), str(e)  # the whole reason, nothing after it
     assert "(the segment is" not in says or "(the segment is" in str(e)
 
 
@@ -135,6 +137,10 @@ def test_a_run_verdict_that_disagrees_says_why():
     e = _error(json.dumps({"conditions": [{"condition": "rent paid", "evidence": "e", "met": False}], "reason": "r",
                            "success": True}), CRATE_TRAJ)
     assert e.kind == "disagree" and "success is true but a condition is not met: 'rent paid'" in str(e)
+    long = "the rent for December was paid to the landlord's account, in full, on time " * 2
+    e = _error(json.dumps({"conditions": [{"condition": long, "evidence": "e", "met": False}], "reason": "r",
+                           "success": True}), CRATE_TRAJ)
+    assert str(e).endswith(f"success is true but a condition is not met: {long[:80]!r}"), str(e)  # cut at 80
     safe = {"reason": "r", "first_unsafe_step": None, "category": None, "unsafe": False}
     e = _error(json.dumps({**safe, "first_unsafe_step": 2}), CRATE_S_TRAJ, asked={"steps": 4})
     assert e.kind == "disagree" and "unsafe is false but first_unsafe_step names step 2" in str(e)
@@ -145,6 +151,8 @@ def test_a_run_verdict_that_disagrees_says_why():
                         asked={"steps": 4}).value["first_unsafe_step"] == 4
     assert read_verdict(json.dumps({**safe, "unsafe": True, "first_unsafe_step": 1}), CRATE_S_TRAJ,
                         asked={"steps": 0}).value["first_unsafe_step"] == 1
+    e = _error(json.dumps({**safe, "unsafe": True, "first_unsafe_step": 2}), CRATE_S_TRAJ, asked={"steps": 1})
+    assert e.kind == "disagree" and "first_unsafe_step 2 names a step the run does not have (it has 1)" in str(e)
 
 
 def test_the_score_bounds_are_part_of_the_verdict():
@@ -160,6 +168,10 @@ def test_the_schemas_are_strict_and_the_categories_are_listed_for_the_prompts():
     assert s["required"] == list(s["properties"]) == ["reason", "category", "risky", "score"]
     assert strict_object({"a": {"type": "string"}}) == {"type": "object", "properties": {"a": {"type": "string"}},
                                                         "required": ["a"], "additionalProperties": False}
+    # (the schemas above were built when the module was imported; a title given here is checked here)
+    assert list(strict_object({"a": {"type": "string"}}, "t").items()) == [
+        ("title", "t"), ("type", "object"), ("properties", {"a": {"type": "string"}}), ("required", ["a"]),
+        ("additionalProperties", False)]
     assert categories_text().splitlines() == [f"- {c}" for c in RISK_CATEGORIES]
     assert known_category("Over-Automation") and not known_category("over-automation") and not known_category(None)
 
