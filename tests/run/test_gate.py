@@ -226,3 +226,74 @@ def test_checks_run_beside_each_other_on_their_own_threads():
     gate.set()
     assert checks.wait()[1].halt is False
     checks.close()
+
+
+# --- what mutmut's survivors on harness/run/gate.py showed no test read (issue 40 item 3) ---
+
+def test_on_error_allow_lets_a_check_that_times_out_or_returns_no_verdict_run():
+    for m in (Scripted("slow", verdict(False), timeout_s=0.2, delay=2.0, on_error="allow"),
+              Scripted("word", "not risky", on_error="allow")):
+        checks = Checks([m])
+        v, halted = checks.gate(STEP, no_flag)
+        assert halted is False and v.halt is False and v.failed and v.extras == {"on_error": "allow"}, (m.name, v)
+        assert checks.stats()["ran_unchecked"] == 1
+        checks.close()
+
+
+def test_a_verdicts_latency_is_the_time_its_check_took():
+    v, _ = Checks([Scripted("m", verdict(False), delay=0.05)]).gate(STEP, no_flag)
+    assert 0.05 <= v.latency_s < MONITOR_TIMEOUT_S  # measured from when it was asked, not a clock reading
+
+
+def test_every_monitor_gets_a_thread_of_its_own():
+    entered, release = threading.Semaphore(0), threading.Event()
+
+    class Blocks:
+        name, mode, timeout_s, on_error = "b", "async", 10.0, "halt"
+
+        def check(self, step):
+            entered.release()
+            release.wait(10)
+            return verdict(False)
+
+    checks = Checks([Blocks(), Blocks(), Blocks()])
+    checks.start(STEP)
+    try:
+        assert all(entered.acquire(timeout=5) for _ in range(3)), "a check waited for another's thread"
+    finally:
+        release.set()
+    assert checks.wait()[1].halt is False
+    checks.close()
+
+
+def test_closing_neither_waits_for_a_stuck_check_nor_starts_a_queued_one():
+    release = threading.Event()
+    started: list[int] = []
+
+    class Stuck:
+        name, mode, timeout_s, on_error = "s", "async", 30.0, "halt"
+
+        def check(self, step):
+            started.append(step.index)
+            release.wait(30)
+            return verdict(False)
+
+    checks = Checks([Stuck()])  # two threads: the third check waits in the queue
+    checks.start(STEP)
+    checks.start(STEP)
+    queued = checks.pool.submit(lambda: started.append(-1))
+    closing = threading.Thread(target=checks.close, daemon=True)
+    closing.start()
+    closing.join(5)
+    try:
+        assert not closing.is_alive(), "close() waited for a check that does not end"
+        assert queued.cancelled() and -1 not in started
+    finally:
+        release.set()
+
+
+def test_reflect_feedback_names_the_monitor_when_its_verdict_does_not_and_a_new_flagged_has_not_stopped():
+    f = flagged(Person())
+    assert f.stopped is False
+    got = f(Scripted("crate-s", None, mode="reflect", reflect_max=3), STEP, verdict(True, category="Over-Automation"))
+    assert got.feedback["monitor"] == "crate-s"
