@@ -89,3 +89,8 @@ def test_scripts_mutmut_names_modules_and_tests_that_exist():
         file, _, func = t.partition("::")
         assert f"def {func}(" in (ROOT / file).read_text(encoding="utf-8"), t
     assert score.score({"killed": 3, "timeout": 1, "survived": 4}) == (4, 8, 50.0)
+    # every decision about a survivor reads, names a module of the table, and says why
+    fates = score.load_fates()
+    prefixes = {f.removesuffix(".py").replace("/", ".") for m in score.MODULES.values() for f in m["files"]}
+    assert fates and all(any(k.startswith(p + ".") for p in prefixes) for k in fates), sorted(fates)
+    assert all(fate in ("equivalent", "accepted") and len(why) > 20 for fate, why in fates.values())
