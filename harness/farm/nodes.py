@@ -51,6 +51,9 @@ def check_reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
     except OSError as e:
         why = "no answer within {:g} s".format(timeout) if isinstance(e, TimeoutError) else (e.strerror or str(e))
         raise FarmError(f"no Ray cluster at {address}: {why}; {HOW_TO_START}") from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):  # its GCS speaks TLS first: not probed
+        conn.close()
+        return
     try:
         conn.settimeout(timeout)
         conn.sendall(_HTTP2_PREFACE)

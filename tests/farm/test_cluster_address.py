@@ -97,3 +97,23 @@ def test_a_server_that_answers_but_not_as_grpc_is_refused_at_once(tmp_path):
     (line,) = _ours(p.stderr)
     assert f"something listens at {address}, but not a Ray head's GCS port (it answered, but not as gRPC does)" \
         in line, line
+
+
+def test_a_cluster_speaking_tls_is_not_probed_as_plain_http2(monkeypatch):
+    """With RAY_USE_TLS=1 a GCS port speaks TLS first, so the plain HTTP/2 preface would be refused by
+    a real head: only the TCP connection is checked, then Ray's own join decides."""
+    from harness.farm.errors import FarmError
+    from harness.farm.nodes import check_reachable
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen(16)
+    address = f"127.0.0.1:{squatter.getsockname()[1]}"
+    try:
+        monkeypatch.setenv("RAY_USE_TLS", "1")
+        check_reachable(address, timeout=0.5)  # accepted: something listens
+        monkeypatch.setenv("RAY_USE_TLS", "0")
+        with pytest.raises(FarmError, match="but not a Ray head's GCS port"):
+            check_reachable(address, timeout=0.5)
+    finally:
+        squatter.close()
