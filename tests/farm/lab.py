@@ -86,6 +86,8 @@ class Host:
     phones: list[SimProc] = field(default_factory=list)
     proc: subprocess.Popen | None = None
     env: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)  # its `ray start` command, to start it again
+    starts: int = 0                                # how many times it was started
 
     @property
     def serials(self) -> list[str]:
@@ -158,12 +160,25 @@ class FarmLab:
         :meth:`wait_nodes`)."""
         host = self._host(name, phones)
         host.env = dict(self.env, **host.adb.env(), **(env or {}))
-        host.proc = subprocess.Popen(
-            [RAY, "start", "--block", "--address", self.address, "--node-name", name, "--num-cpus", str(self.cpus),
-             "--disable-usage-stats"], env=host.env, cwd=ROOT, stdout=self._log(f"ray-{name}"),
-            stderr=subprocess.STDOUT, start_new_session=True)
+        host.argv = [RAY, "start", "--block", "--address", self.address, "--node-name", name, "--num-cpus",
+                     str(self.cpus), "--disable-usage-stats"]
         self.hosts[name] = host
+        self._start(host)
         return host
+
+    def _start(self, host: Host) -> None:
+        host.starts += 1
+        host.proc = subprocess.Popen(host.argv, env=host.env, cwd=ROOT, stdout=self._log(f"ray-{host.name}"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _last_lines(self, name: str, n: int = 6) -> str:
+        """The last ``n`` non-empty lines of a node's log, one message (a CI log keeps few lines)."""
+        for f in self._logs:
+            f.flush()
+        path = self.workdir / f"{name}.log"
+        text = path.read_text(errors="replace")[-6000:] if path.is_file() else ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-n:]) or "its log is empty"
 
     def alive_nodes(self) -> list[str]:
         """Names of the nodes the cluster holds alive (asked of the head by a driver of our own)."""
@@ -183,8 +198,18 @@ class FarmLab:
                 return
             for n in want:
                 h = self.hosts.get(n)
-                if h is not None and h.proc is not None and h.proc.poll() is not None:
-                    raise RuntimeError(f"ray node {n} exited with {h.proc.returncode}; see {self.workdir}/ray-{n}.log")
+                if h is None or h.proc is None or h.proc.poll() is None or n in alive:
+                    continue
+                # A node's `ray start --block` exits 1 when any of its processes exits unexpectedly
+                # (Ray's scripts.py), before it joined as well. CI lost a bench row that way once under
+                # load (stop 41, its log not shown): a node that never joined is started again, once,
+                # and said; a second exit, or a head's, is an error with the log's last lines.
+                why = f"ray node {n} exited with {h.proc.returncode} before it joined"
+                if n != "head" and h.starts < 2:
+                    print(f"farm lab: {why}; starting it again ({self._last_lines(f'ray-{n}')})", file=sys.stderr)
+                    self._start(h)
+                    continue
+                raise RuntimeError(f"{why}; see {self.workdir}/ray-{n}.log: {self._last_lines(f'ray-{n}')}")
             time.sleep(0.5)
         raise RuntimeError(f"nodes {want} not alive after {timeout:g}s (alive: {self.alive_nodes()})")
 
