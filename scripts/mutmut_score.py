@@ -66,8 +66,8 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py",
         "tests/judges/test_blocked_actions.py"]},
     "oracle": {"files": ["judges/oracle.py"], "tests": [
-        "tests/judges/test_oracle.py", "tests/live/test_handover.py", "tests/live/test_handover_runner.py",
-        "tests/live/test_handover_unread.py", "tests/run/test_runner.py"]},
+        "tests/judges/test_oracle.py", "tests/judges/test_oracle_evidence.py", "tests/live/test_handover.py",
+        "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py", "tests/run/test_runner.py"]},
     "calibration": {"files": ["judges/calibration.py"], "tests": [
         "tests/judges/test_calibration.py", "tests/offline_judge/test_calibrate.py"]},
     "redaction": {"files": ["harness/core/secret_text.py", "harness/records/redaction.py"], "tests": [
