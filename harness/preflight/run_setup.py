@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.preflight.problems import Problem
+from harness.records.writers import holds_a_run
 
 # what a run folder holds (docs/records.md); anything else in a folder means it is not one
 RUN_ENTRIES = frozenset({"manifest.json", "results.jsonl", "episodes", "judgements", ".lock", ".live-token",
@@ -34,7 +35,8 @@ def started_before_its_manifest(path: Path) -> bool:
 def check_run_folder(out: str | Path, resume: bool) -> Problem | None:
     """``--resume`` into a folder with no run (no manifest) is a mistyped path, never a new run (but
     for a run's own folder left before its manifest was written: nothing recorded, it is started);
-    a new run goes into a new folder, an empty one, or a run folder (which then asks for --resume)."""
+    a new run goes into a new folder, an empty one, or a run's folder that recorded nothing yet; a
+    folder that holds a run asks for --resume."""
     path = Path(out)
     if resume:
         if not path.is_dir():
@@ -53,6 +55,9 @@ def check_run_folder(out: str | Path, resume: bool) -> Problem | None:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return Problem("run folder", f"--out {path} is not empty and is not a run folder (it holds {shown}); a run "
                                      "needs a new or empty folder of its own")
+    if holds_a_run(path):  # what the run's writer would refuse, said before any device (the same rule)
+        return Problem("run folder", f"--out {path} already holds a run (results.jsonl or episodes/); pass --resume "
+                                     "to continue it, or choose a new --out folder")
     return None
 
 

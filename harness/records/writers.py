@@ -121,6 +121,19 @@ class EpisodeWriter:
         return f"EpisodeWriter({str(self.path)!r})"
 
 
+def holds_a_run(run_dir: str | Path) -> bool:
+    """The folder holds a run's records: a result line, or an episode folder (a new run there would
+    mix with them; only ``--resume`` continues it). One rule for the writer and the preflight."""
+    run_dir = Path(run_dir)
+    with contextlib.suppress(OSError):
+        if (run_dir / RESULTS_FILE).stat().st_size > 0:
+            return True
+    episodes = run_dir / EPISODES_DIR
+    if episodes.is_dir():
+        return any(not e.name.startswith(".") for e in episodes.iterdir())
+    return False
+
+
 class RunWriter:
     """Owns a run folder while a run is in progress.
 
@@ -240,12 +253,7 @@ class RunWriter:
             raise RecordError("run writer is closed", path=self.run_dir)
 
     def _has_run_content(self) -> bool:
-        with contextlib.suppress(OSError):
-            if self.results_path.stat().st_size > 0:
-                return True
-        if self.episodes_dir.is_dir():
-            return any(not e.name.startswith(".") for e in self.episodes_dir.iterdir())
-        return False
+        return holds_a_run(self.run_dir)
 
     def _remove_stale_tmp(self) -> None:
         # Leftovers of an atomic manifest write or of an episode install interrupted by a crash;

@@ -92,6 +92,28 @@ def test_a_new_run_into_a_folder_that_is_not_a_run_is_refused(adb, pixel, tmp_pa
     assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"] and _touched(pixel.log) == []
 
 
+
+def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_by_preflight_as_by_run(adb, pixel, tmp_path, capsys):
+    """``harness preflight`` said "free for a new run" of a folder holding a run, which ``harness run``
+    then refused (found walking docs/quickstart.md from a fresh clone): both now refuse it up front,
+    naming --resume, and nothing recorded is touched; with --resume both go ahead."""
+    out = tmp_path / "first"
+    args = ["--suite", ANDROID, "--tasks", CLOCK, "--device", pixel.serial, "--agent", "finish", "--out", str(out)]
+    rc, _, err = _run(["run", *args], adb, capsys)
+    assert rc == 0, err
+    recorded = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
+    touched = _touched(pixel.log)
+    for command in ("preflight", "run"):
+        rc, printed, err = _run([command, *args], adb, capsys)
+        assert rc == 2, printed + err
+        (line,) = _errors(err)
+        assert f"--out {out} already holds a run" in line and "pass --resume" in line, line
+        assert "free for a new run" not in printed
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"} == recorded
+    assert _touched(pixel.log) == touched  # refused before the phone was prepared again
+    rc, printed, err = _run(["preflight", *args, "--resume"], adb, capsys)
+    assert rc == 0 and f"ok: run folder {out}: a run to continue (--resume)" in printed, printed + err
+
 # --- finding 2: every model endpoint answers before the phone is touched ------------------------------
 def test_dead_endpoints_stop_the_run_before_the_phone_is_touched(adb, pixel, tmp_path, capsys):
     agent_url, judge_url = dead_url(), dead_url()
