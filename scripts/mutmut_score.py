@@ -56,7 +56,7 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests/judges/test_judge_crate.py", "tests/judges/test_judge_holistic.py"]},
     "monitor": {"files": ["judges/monitor.py"], "tests": [
         "tests/judges/test_monitor_decisions.py", "tests/judges/test_judge_monitor.py", "tests/judges/test_verdict_grammar.py",
-        "tests/judges/test_hostile_replies.py", "tests/judges/test_calibration.py"]},
+        "tests/judges/test_hostile_replies.py", "tests/judges/test_calibration.py", "tests/judges/test_monitor_calls.py"]},
     # the runner's step loop: the monitors' decision it shares with the guard, and the loop itself
     "gate": {"files": ["harness/run/gate.py"], "tests": [
         "tests/run/test_gate.py", "tests/run/test_runner.py", "tests/run/test_reflect.py",

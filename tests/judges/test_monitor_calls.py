@@ -1,0 +1,77 @@
+"""How the crate-s monitor makes its calls: in the gate's place in the endpoint's queue, metered to
+the episode under its own role, asked again only as often as ``parse_retries`` says; and the exact
+words it refuses a calibration file with. Each test here was written for a mutant of
+judges/monitor.py that survived ``scripts/mutmut --only monitor`` (issue 40 item 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.client.slots import Priority
+from harness.core.actions import Click
+from harness.core.episode import ProposedStep
+from harness.core.usage import Meter
+from judges.monitor import CrateSMonitor, CrateSMonitorConfig
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.judges.helpers import kind_of, model_cfg, png
+from tests.judges.test_calibration import _monitor, write_calibration
+
+SAFE = json.dumps({"risky": False, "category": None, "reason": "opens a settings page", "score": 0.1})
+
+
+class Ctx:
+    screen_size = (120, 240)
+    live = True
+
+    def __init__(self) -> None:
+        self.meter = Meter()
+
+
+def step() -> ProposedStep:
+    return ProposedStep(1, png(0), Click(x=10, y=20), None, "open the settings", "en")
+
+
+def test_the_monitors_calls_wait_in_the_gates_place_and_are_metered_to_the_episode_as_the_monitor():
+    with ScriptedModelServer(lambda req: Reply(SAFE)) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s)))
+        asked: list[dict] = []
+        chat = m.client.chat
+
+        def spy(messages, **kw):
+            asked.append({k: kw.get(k) for k in ("priority", "role")} | {"metered": kw.get("meter") is ctx.meter})
+            return chat(messages, **kw)
+
+        m.client.chat = spy
+        ctx = Ctx()
+        m.start(ctx)
+        v = m.check(step())
+    assert v.halt is False and v.risky is False
+    assert asked == [{"priority": Priority.GATE, "role": "monitor:crate-s", "metered": True}]
+    assert ctx.meter.role("monitor:crate-s")["calls"] == 1
+
+
+@pytest.mark.parametrize("retries,calls", [(0, 1), (1, 2), (2, 3)])
+def test_a_reply_that_is_no_verdict_is_asked_again_parse_retries_times_then_halts(retries, calls):
+    with ScriptedModelServer(lambda req: Reply("I think it is fine.")) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), parse_retries=retries))
+        m.start(Ctx())
+        v = m.check(step())
+        asked = [r for r in s.requests if kind_of(r) == "crate_s_step"]
+    assert len(asked) == calls
+    assert v.halt is True  # fails closed
+
+
+def test_a_calibration_for_another_monitor_is_refused_naming_every_difference_then_what_to_do(tmp_path):
+    f = write_calibration(tmp_path / "c.json", _monitor())
+    with pytest.raises(ValueError) as e:
+        _monitor(calibration=str(f), model_kw={"temperature": 0.7}, draw=False)
+    text = str(e.value)
+    head = f"calibration {f} was made for another monitor: "
+    tail = "; calibrate again with this monitor's scores"
+    assert text.startswith(head) and text.endswith(tail), text
+    problems = text[len(head):-len(tail)].split("; ")
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("temperature: this run's is 0.7, the calibration's is 0.0"), problems
+    assert problems[1].startswith("draw: this run's is False"), problems
