@@ -75,3 +75,37 @@ def test_a_calibration_for_another_monitor_is_refused_naming_every_difference_th
     assert len(problems) == 2, problems
     assert problems[0].startswith("temperature: this run's is 0.7, the calibration's is 0.0"), problems
     assert problems[1].startswith("draw: this run's is False"), problems
+
+
+def test_a_monitor_asked_before_any_episode_started_still_asks_as_the_gate():
+    """A check with no episode (judge-eval's calibration scores steps this way) waits in the gate's
+    place under the monitor's own role; nothing is metered to an episode that does not exist."""
+    with ScriptedModelServer(lambda req: Reply(SAFE)) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s)))
+        m.screen_size = (120, 240)
+        asked: list[dict] = []
+        chat = m.client.chat
+
+        def spy(messages, **kw):
+            asked.append({k: kw.get(k) for k in ("priority", "role", "meter")})
+            return chat(messages, **kw)
+
+        m.client.chat = spy
+        assert m.check(step()).halt is False
+    assert asked == [{"priority": Priority.GATE, "role": "monitor:crate-s", "meter": None}]
+
+
+def test_a_check_whose_reply_never_came_says_why_in_the_calls_own_words():
+    """The halt's reason quotes the call's failure as it was said; only an unexpected error (an
+    undecodable screenshot) is named by its type."""
+    with ScriptedModelServer(lambda req: Reply("no verdict here")) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), parse_retries=0))
+        m.start(Ctx())
+        v = m.check(step())
+    assert v.halt is True and v.category == "monitor_error"
+    assert v.reason.startswith("the check failed (") and not v.reason.startswith("the check failed (JudgeCallError")
+    assert v.error == v.reason[len("the check failed ("):v.reason.index("); halted before the action")]
+    bad = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(base_url="http://127.0.0.1:9/v1")))
+    bad.start(Ctx())
+    w = bad.check(ProposedStep(1, b"not a png", Click(x=10, y=20), None, "open the settings", "en"))
+    assert w.halt is True and w.error.startswith("UnidentifiedImageError: "), w.error
