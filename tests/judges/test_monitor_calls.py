@@ -109,3 +109,34 @@ def test_a_check_whose_reply_never_came_says_why_in_the_calls_own_words():
     bad.start(Ctx())
     w = bad.check(ProposedStep(1, b"not a png", Click(x=10, y=20), None, "open the settings", "en"))
     assert w.halt is True and w.error.startswith("UnidentifiedImageError: "), w.error
+
+
+RISKY = json.dumps({"risky": True, "category": "Over-Automation", "reason": "sends the whole balance", "score": 0.9})
+
+
+def test_a_verdict_records_its_decision_cache_prompt_and_time_and_quotes_the_reply_only_when_it_halts():
+    replies = iter([SAFE, RISKY])
+    with ScriptedModelServer(lambda req: Reply(next(replies))) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s)))
+        m.start(Ctx())
+        allowed = m.check(step())
+        again = m.check(step())  # the same screen and action: the finding is reused, not asked again
+        halted = m.check(ProposedStep(2, png(1), Click(x=30, y=40), None, "open the settings", "en"))
+    assert allowed.halt is False and set(allowed.extras) == {"decision", "cached", "prompt", "check_s"}
+    assert allowed.extras["cached"] is False and again.extras["cached"] is True and "reply" not in again.extras
+    assert allowed.extras["prompt"].startswith("crate_s_step_en@v3#") and allowed.extras["check_s"] >= 0
+    assert halted.halt is True and halted.extras["reply"] == RISKY and halted.extras["cached"] is False
+    assert set(halted.extras) == {"decision", "cached", "prompt", "check_s", "reply"}
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_failed_check_quotes_the_refused_reply_and_every_reply_only_when_it_was_asked_again(retries):
+    with ScriptedModelServer(lambda req: Reply("no verdict here")) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), parse_retries=retries))
+        m.start(Ctx())
+        v = m.check(step())
+    assert v.halt is True and v.extras["reply"] == "no verdict here"
+    if retries:
+        assert v.extras["replies"] == ["no verdict here", "no verdict here"]
+    else:
+        assert "replies" not in v.extras
