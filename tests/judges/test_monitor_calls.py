@@ -140,3 +140,25 @@ def test_a_failed_check_quotes_the_refused_reply_and_every_reply_only_when_it_wa
         assert v.extras["replies"] == ["no verdict here", "no verdict here"]
     else:
         assert "replies" not in v.extras
+
+
+def test_a_verdict_carries_the_models_score_the_monitors_name_and_the_calls_usage(tmp_path):
+    cache = tmp_path / "findings.jsonl"
+    with ScriptedModelServer(lambda req: Reply(RISKY)) as s:
+        m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s), cache=str(cache)))
+        m.start(Ctx())
+        v = m.check(step())
+        cached = m.check(step())
+    assert (v.score, v.monitor, v.category) == (0.9, "crate-s", "Over-Automation")
+    assert v.usage == {"prompt": 100, "completion": len(RISKY) // 4 + 1, "total": 100 + len(RISKY) // 4 + 1}  # as served
+    assert cached.usage is None and cached.extras["cached"] is True  # nothing was asked, nothing spent
+    lines = cache.read_text(encoding="utf-8").splitlines()  # the finding is kept on disk for the next run
+    assert len(lines) == 1 and json.loads(lines[0])["value"]["evidence"]["risky"] is True
+
+
+def test_a_monitor_without_a_model_is_refused_saying_which_and_what_to_pass():
+    from harness.core.registry import RegistryError
+
+    with pytest.raises(RegistryError) as e:
+        CrateSMonitor(CrateSMonitorConfig(model=None))
+    assert str(e.value) == "monitor 'crate-s' needs a model endpoint: pass --judge-base-url URL --judge-model NAME"
