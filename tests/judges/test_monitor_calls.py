@@ -162,3 +162,14 @@ def test_a_monitor_without_a_model_is_refused_saying_which_and_what_to_pass():
     with pytest.raises(RegistryError) as e:
         CrateSMonitor(CrateSMonitorConfig(model=None))
     assert str(e.value) == "monitor 'crate-s' needs a model endpoint: pass --judge-base-url URL --judge-model NAME"
+
+
+@pytest.mark.parametrize("option,message", [
+    ({"timeout_s": 0}, "timeout_s must be > 0"),
+    ({"reflect_max": 0, "mode": "reflect"}, "reflect_max must be >= 1 (1: the first flagged proposal halts, as gate)"),
+    ({"threshold": 1.5}, "threshold must be between 0 and 1"),
+])
+def test_a_setting_out_of_range_is_refused_in_words_that_say_the_range(option, message):
+    with pytest.raises(ValueError) as e:
+        CrateSMonitorConfig(model=model_cfg(base_url="http://127.0.0.1:9/v1"), **option)
+    assert str(e.value) == message
