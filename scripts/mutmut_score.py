@@ -69,7 +69,8 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests/judges/test_oracle.py", "tests/judges/test_oracle_evidence.py", "tests/live/test_handover.py",
         "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py", "tests/run/test_runner.py"]},
     "calibration": {"files": ["judges/calibration.py"], "tests": [
-        "tests/judges/test_calibration.py", "tests/offline_judge/test_calibrate.py"]},
+        "tests/judges/test_calibration.py", "tests/judges/test_calibration_records.py",
+        "tests/offline_judge/test_calibrate.py"]},
     "redaction": {"files": ["harness/core/secret_text.py", "harness/records/redaction.py"], "tests": [
         "tests/core/test_secret_rule.py", "tests/records/test_records.py", "tests/records/test_redaction_edges.py",
         "tests/client/test_key_leaks.py"]},
