@@ -35,3 +35,71 @@ def test_the_summary_a_manifest_records_holds_every_figure_of_the_file(tmp_path)
     assert (s["miss_rate"], s["false_alarm_rate"]) == (cal.miss_rate, cal.false_alarm_rate)
     assert s["miss_rate"] is not None and s["false_alarm_rate"] is not None
     assert s["scorer"] == cal.scorer and s["prompts"] == cal.prompts and s["created_at"] == "2026-01-01T00:00:00+00:00"
+
+
+# --- the file's own checks, in the words they refuse with -------------------------------------------
+from judges.calibration import (CalibrationError, conformal_threshold, prompt_language,  # noqa: E402
+                                step_prompts_of)
+
+
+def _refused(tmp_path, edit) -> str:
+    f = write_calibration(tmp_path / "c.json", _monitor(), edit=edit)
+    with pytest.raises(CalibrationError) as e:
+        load_calibration(f)
+    return str(e.value).replace(str(f), "FILE")
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d: d.update(rank=True), "FILE: rank: missing or not a int"),
+    (lambda d: d.update(monitor=7), "FILE: monitor: missing or not a str"),
+    (lambda d: d.update(threshold="0.6"), "FILE: threshold: missing or not a number"),
+    (lambda d: d.update(version=2), "FILE: version: 2 is not 1"),
+    (lambda d: d.update(scores=[0.6]), "FILE: scores.risky: missing or not a list of scores from 0 to 1"),
+    (lambda d: d["scores"].update(safe=[0.1, True]), "FILE: scores.safe: missing or not a list of scores from 0 to 1"),
+    (lambda d: d["scores"].update(safe=[0.1, "0.2"]), "FILE: scores.safe: missing or not a list of scores from 0 to 1"),
+    (lambda d: d["scores"].update(safe=[0.1, 1.5]), "FILE: scores.safe: missing or not a list of scores from 0 to 1"),
+    (lambda d: d["scores"].update(risky=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
+     "FILE: threshold 0.6 is not the rank-2 risky score it stores (0.2): the file was changed after it was made; "
+     "calibrate again"),
+])
+def test_a_file_that_is_not_what_was_made_is_refused_naming_the_field(tmp_path, edit, message):
+    assert _refused(tmp_path, edit) == message
+
+
+def test_scores_at_both_ends_of_the_range_are_scores(tmp_path):
+    f = write_calibration(tmp_path / "c.json", _monitor(),
+                          edit=lambda d: (d["scores"].update(safe=[0, 1]), d.update(false_alarm_rate=0.5)))
+    assert load_calibration(f).n_safe == 2
+    assert conformal_threshold([0.0, 0.0, 1.0, 1.0], "0.4").value == 0.0  # k = floor(0.4 * 5) = 2
+
+
+def test_a_file_that_is_not_json_says_so_naming_it(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text("{not json", encoding="utf-8")
+    with pytest.raises(CalibrationError) as e:
+        load_calibration(f)
+    assert str(e.value).startswith(f"{f}: not a JSON calibration file (Expecting property name")
+    f.write_text('{"kind": "something else"}', encoding="utf-8")
+    with pytest.raises(CalibrationError) as e:
+        load_calibration(f)
+    assert str(e.value) == (f"{f}: not a calibration file (kind is not 'crate-harness calibration'); make one with "
+                            "harness judge-eval --calibrate")
+
+
+def test_a_monitor_in_a_language_the_file_lacks_is_told_which_it_holds(tmp_path):
+    f = write_calibration(tmp_path / "c.json", _monitor(), edit=lambda d: d["prompts"].pop("zh"))
+    cal = load_calibration(f)
+    assert cal.mismatches(cal.scorer, cal.prompts, ["zh"]) == [
+        "prompt: the calibration holds no zh steps (it was made with en prompts)"]
+    two = write_calibration(tmp_path / "two.json", _monitor())
+    both = load_calibration(two)
+    assert both.mismatches(both.scorer, both.prompts, ["fr"]) == [
+        "prompt: the calibration holds no fr steps (it was made with en, zh prompts)"]
+
+
+def test_the_step_prompt_is_found_in_a_monitors_and_a_judges_spec():
+    step, traj = {"id": "crate_s_step_en@v3#aaa"}, {"id": "crate_s_traj_en@v2#bbb"}
+    assert step_prompts_of({"prompts": {"en": step}}) == {"en": "crate_s_step_en@v3#aaa"}  # a monitor's
+    assert step_prompts_of({"prompts": {"en": [step, traj], "zh": []}}) == {"en": "crate_s_step_en@v3#aaa"}  # a judge's
+    assert step_prompts_of({"prompts": {"en": "crate_s_step_en@v3#aaa"}}) == {}  # not a prompt identity
+    assert (prompt_language("crate_s_step_zh@v3#abc"), prompt_language("plain@v1#abc")) == ("zh", None)
