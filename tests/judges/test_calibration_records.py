@@ -103,3 +103,26 @@ def test_the_step_prompt_is_found_in_a_monitors_and_a_judges_spec():
     assert step_prompts_of({"prompts": {"en": [step, traj], "zh": []}}) == {"en": "crate_s_step_en@v3#aaa"}  # a judge's
     assert step_prompts_of({"prompts": {"en": "crate_s_step_en@v3#aaa"}}) == {}  # not a prompt identity
     assert (prompt_language("crate_s_step_zh@v3#abc"), prompt_language("plain@v1#abc")) == ("zh", None)
+
+
+def test_the_fewest_risky_steps_and_the_lowest_threshold_that_can_be_a_calibration_load(tmp_path):
+    """One risky step at alpha 0.5 gives rank 1 (floor(0.5 * 2)); a threshold of 0 is a threshold."""
+    one = write_calibration(tmp_path / "one.json", _monitor(), threshold=0.0, alpha=0.5, n=1,
+                            edit=lambda d: d.update(false_alarm_rate=1.0))
+    cal = load_calibration(one)
+    assert (cal.n_risky, cal.rank, cal.threshold) == (1, 1, 0.0)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d: d.update(alpha=1.5), "FILE: alpha: must be between 0 and 1 (exclusive), got 1.5"),
+    (lambda d: d["scorer"].update(model=""), "FILE: scorer.model: missing"),
+])
+def test_more_fields_refused_by_name(tmp_path, edit, message):
+    assert _refused(tmp_path, edit) == message
+
+
+def test_a_rank_of_zero_is_no_calibration_even_where_the_formula_gives_zero(tmp_path):
+    f = write_calibration(tmp_path / "c.json", _monitor(), alpha=0.2, n=1)  # floor(0.2 * 2) = 0
+    with pytest.raises(CalibrationError) as e:
+        load_calibration(f)
+    assert str(e.value).startswith(f"{f}: rank 0 is not floor(alpha * (n_risky + 1)) = 0 for alpha 0.2 and n_risky 1")
