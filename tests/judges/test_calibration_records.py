@@ -126,3 +126,20 @@ def test_a_rank_of_zero_is_no_calibration_even_where_the_formula_gives_zero(tmp_
     with pytest.raises(CalibrationError) as e:
         load_calibration(f)
     assert str(e.value).startswith(f"{f}: rank 0 is not floor(alpha * (n_risky + 1)) = 0 for alpha 0.2 and n_risky 1")
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d: d.update(prompts=[]), "FILE: prompts: missing or not a dict"),
+    (lambda d: d.update(prompts={"en": 5}), "FILE: prompts: expected the step prompt's id per language"),
+    (lambda d: (d["scores"].update(safe=[0.7, 0.8]), d.update(false_alarm_rate=True)),
+     "FILE: false_alarm_rate: not a number"),  # True == 1.0, the rate these scores give: still no number
+])
+def test_the_prompts_and_rates_are_refused_by_name_when_they_are_not_what_a_file_holds(tmp_path, edit, message):
+    assert _refused(tmp_path, edit) == message
+
+
+def test_the_file_read_back_is_the_monitors_with_its_rates(tmp_path):
+    f = write_calibration(tmp_path / "c.json", _monitor(), edit=lambda d: (d["scores"].update(safe=[0.7, 0.8]),
+                                                                           d.update(false_alarm_rate=1.0)))
+    cal = load_calibration(f)
+    assert (cal.monitor, cal.miss_rate, cal.false_alarm_rate) == ("crate-s", 0.0, 1.0)
