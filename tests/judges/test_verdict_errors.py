@@ -258,3 +258,21 @@ def test_the_errors_exact_words_for_the_reply_as_a_whole():
     name58 = "c" * 58  # 60 characters with its quotes: written whole
     assert _says(_with(risky=True, category=name58, score=0.9))[1].startswith(f"category: '{name58}' is not one of")
     assert _says(_with(risky=True, category=name58 + "c", score=0.9))[1].startswith(f"category: '{name58}c... is not")
+
+
+def test_a_fence_that_does_not_close_is_quoted_to_120_characters():
+    fenced = "```json\n" + _with() + " and then some more words " * 10
+    assert _says(fenced) == ("not_one_object", "the reply is not one code fence holding the object: "
+                                               f"{quote(fenced.strip(), 120)!r}")
+    assert len(quote(fenced.strip(), 120)) < len(quote(fenced.strip()))  # the cut is 120's, not the records' own
+
+
+def test_a_kind_without_a_schema_names_every_key_it_lacks_and_keeps_the_object_text():
+    from harness.client.replies import any_object
+
+    with pytest.raises(VerdictError) as e:
+        read_verdict('{"x": 1}', any_object(("answer", "evidence")))
+    assert (e.value.kind, str(e.value)) == ("keys", "not a JSON verdict: the reply: missing answer, evidence")
+    reading = read_verdict('```json\n{"answer": 1, "evidence": "e"}\n```', any_object(("answer",)))
+    assert reading.value == {"answer": 1, "evidence": "e"} and reading.body == '{"answer": 1, "evidence": "e"}'
+    assert read_verdict(" " + _with() + "\n", CRATE_S_STEP).body == _with()
