@@ -143,3 +143,36 @@ def test_the_file_read_back_is_the_monitors_with_its_rates(tmp_path):
                                                                            d.update(false_alarm_rate=1.0)))
     cal = load_calibration(f)
     assert (cal.monitor, cal.miss_rate, cal.false_alarm_rate) == ("crate-s", 0.0, 1.0)
+
+
+from judges.calibration import (Threshold, calibration_document, conformal_rank, risky_needed,  # noqa: E402
+                                scorer_of)
+
+
+@pytest.mark.parametrize("n,alpha,k", [(2, "0.25", 0), (3, "0.25", 1), (18, "0.1", 1), (19, "0.1", 2), (9, "0.2", 2),
+                                       (8, "0.2", 1)])
+def test_the_rank_is_floor_of_alpha_times_n_plus_one(n, alpha, k):
+    """Split conformal (Angelopoulos and Bates, "A Gentle Introduction to Conformal Prediction",
+    section 1): the threshold is the floor(alpha (n + 1))-th smallest of n scores; these n sit on
+    both sides of a step of it."""
+    assert conformal_rank(n, alpha) == k
+
+
+def test_the_document_says_its_method_rule_and_who_made_it_when():
+    doc = calibration_document(monitor="crate-s", threshold=Threshold(0.6, 0.2, 2, 9), risky=[0.6] * 9,
+                               safe=[0.1], scorer={"model": "m"}, prompts={"zh": "b", "en": "a"}, labels={}, runs=[],
+                               steps={}, created_at="2026-12-07T00:00:00+00:00", environment={"harness": "x"},
+                               command=["harness", "judge-eval"])
+    assert doc["method"] == ("split conformal on the risky steps' scores: threshold = the floor(alpha * (n + 1))-th "
+                             "smallest")
+    assert doc["rule"] == "halt when score >= threshold; a reply without a score halts on its risky finding alone"
+    assert (doc["created_at"], doc["environment"], doc["command"]) == (
+        "2026-12-07T00:00:00+00:00", {"harness": "x"}, ["harness", "judge-eval"])
+    assert list(doc["prompts"]) == ["en", "zh"] and doc["risky_needed"] == risky_needed(0.2) == 4
+
+
+def test_the_scorer_is_read_from_a_spec_with_its_sampling():
+    spec = {"model": {"model": "m", "temperature": 0.3, "top_p": 0.8, "base_url": "http://x"},
+            "image_policy": {"max_long_side": 896}, "draw": False}
+    assert scorer_of(spec) == {"model": "m", "temperature": 0.3, "top_p": 0.8, "image_policy": {"max_long_side": 896},
+                               "draw": False}
