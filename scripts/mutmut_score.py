@@ -63,7 +63,7 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests/live/test_ask_runner.py"]},
     "runner": {"files": ["harness/run/runner.py"], "tests": [
         "tests/run/test_runner.py", "tests/run/test_reflect.py", "tests/live/test_ask_runner.py",
-        "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py",
+        "tests/live/test_handover.py", "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py",
         "tests/judges/test_blocked_actions.py"]},
     "oracle": {"files": ["judges/oracle.py"], "tests": [
         "tests/judges/test_oracle.py", "tests/judges/test_oracle_evidence.py", "tests/live/test_handover.py",

@@ -162,6 +162,46 @@ def test_nobody_watching_ends_needs_user(tmp_path, phone, pin_task):
     assert out.verdicts["oracle"] is False
 
 
+
+def test_a_person_who_gives_up_ends_the_episode_needs_user_and_the_agent_is_not_asked_again(tmp_path, phone,
+                                                                                                   pin_task):
+    """The person takes the phone and gives it up (the page's "give up"): the episode ends needs_user
+    there, never goes on as if handed back (found by scripts/mutmut --only runner: a hand-over not
+    handed back returning the screen survived every selected test)."""
+    def person(run_dir, device, box):
+        def run():
+            try:
+                ep, ask = waiting_handover(run_dir, device.serial, 60)
+                box["answer"] = answer_handover(ep, ask["id"], "give_up")
+            except BaseException as e:  # handed to the test
+                box["error"] = e
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    device = phone.device()
+    asked = {"n": 0}
+
+    def responder(req):
+        asked["n"] += 1
+        return Reply(CALL_USER) if asked["n"] == 1 else Reply("Thought: go on.\nAction: finished(content='')")
+
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(pin_task.id)
+    box: dict = {}
+    thread = person(tmp_path / "run", phone.device(), box)
+    with ScriptedModelServer(responder) as srv:
+        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
+                          operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
+    thread.join(30)
+    w.close()
+    assert "error" not in box, box.get("error")
+    (step,) = list(iter_steps(ep.path))
+    assert out.status == "needs_user" and step.handover["text"].startswith("CrateBank asks for its app PIN")
+    assert [(h["step"], h["outcome"], h["decision"]) for h in out.handovers] == [(1, "gave_up", "give_up")]
+    assert asked["n"] == 1  # the agent was not asked for another step
+    assert out.verdicts["oracle"] is False
+
 def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
     with pytest.raises(StandInError, match="not an action"):
         parse_do("fly 1 2")
