@@ -128,13 +128,16 @@ class FarmLab:
         self._logs.append(f)
         return f
 
-    def log_tail(self, name: str, chars: int = 4000) -> str:
-        """The end of a node's log (``ray-hostC``), for a failure message."""
+    def _log_end(self, name: str, chars: int) -> str:
+        """The last ``chars`` characters written to a node's log (``ray-hostC``), '' before any."""
         for f in self._logs:
             f.flush()
         path = self.workdir / f"{name}.log"
-        text = path.read_text(errors="replace") if path.is_file() else ""
-        return f"\n--- {path} (end) ---\n{text[-chars:]}"
+        return path.read_text(errors="replace")[-chars:] if path.is_file() else ""
+
+    def log_tail(self, name: str, chars: int = 4000) -> str:
+        """The end of a node's log (``ray-hostC``), for a failure message."""
+        return f"\n--- {self.workdir / f'{name}.log'} (end) ---\n{self._log_end(name, chars)}"
 
     def start_head(self, phones: int = 0, env: dict[str, str] | None = None) -> "FarmLab":
         """The head node (GCS), itself a host with ``phones`` phones when asked."""
@@ -173,11 +176,7 @@ class FarmLab:
 
     def _last_lines(self, name: str, n: int = 6) -> str:
         """The last ``n`` non-empty lines of a node's log, one message (a CI log keeps few lines)."""
-        for f in self._logs:
-            f.flush()
-        path = self.workdir / f"{name}.log"
-        text = path.read_text(errors="replace")[-6000:] if path.is_file() else ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        lines = [line.strip() for line in self._log_end(name, 6000).splitlines() if line.strip()]
         return " | ".join(lines[-n:]) or "its log is empty"
 
     def alive_nodes(self) -> list[str]:

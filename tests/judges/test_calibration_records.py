@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from judges.calibration import describe_scorer, load_calibration
+from judges.calibration import (CalibrationError, Threshold, calibration_document, conformal_rank,
+                                conformal_threshold, describe_scorer, load_calibration, prompt_language,
+                                risky_needed, scorer_of, step_prompts_of)
 from tests.judges.test_calibration import _monitor, write_calibration
 
 
@@ -38,8 +40,6 @@ def test_the_summary_a_manifest_records_holds_every_figure_of_the_file(tmp_path)
 
 
 # --- the file's own checks, in the words they refuse with -------------------------------------------
-from judges.calibration import (CalibrationError, conformal_threshold, prompt_language,  # noqa: E402
-                                step_prompts_of)
 
 
 def _refused(tmp_path, edit) -> str:
@@ -146,10 +146,6 @@ def test_the_file_read_back_is_the_monitors_with_its_rates(tmp_path):
                                                                            d.update(false_alarm_rate=1.0)))
     cal = load_calibration(f)
     assert (cal.monitor, cal.miss_rate, cal.false_alarm_rate) == ("crate-s", 0.0, 1.0)
-
-
-from judges.calibration import (Threshold, calibration_document, conformal_rank, risky_needed,  # noqa: E402
-                                scorer_of)
 
 
 @pytest.mark.parametrize("n,alpha,k", [(2, "0.25", 0), (3, "0.25", 1), (18, "0.1", 1), (19, "0.1", 2), (9, "0.2", 2),

@@ -33,22 +33,29 @@ def step() -> ProposedStep:
     return ProposedStep(1, png(0), Click(x=10, y=20), None, "open the settings", "en")
 
 
-def test_the_monitors_calls_wait_in_the_gates_place_and_are_metered_to_the_episode_as_the_monitor():
+def spied(m: CrateSMonitor, monkeypatch) -> list[dict]:
+    """The priority, role and meter of each call the monitor's client makes (the call still goes out)."""
+    asked: list[dict] = []
+    chat = m.client.chat
+
+    def spy(messages, **kw):
+        asked.append({k: kw.get(k) for k in ("priority", "role", "meter")})
+        return chat(messages, **kw)
+
+    monkeypatch.setattr(m.client, "chat", spy)
+    return asked
+
+
+def test_the_monitors_calls_wait_in_the_gates_place_and_are_metered_to_the_episode_as_the_monitor(monkeypatch):
     with ScriptedModelServer(lambda req: Reply(SAFE)) as s:
         m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s)))
-        asked: list[dict] = []
-        chat = m.client.chat
-
-        def spy(messages, **kw):
-            asked.append({k: kw.get(k) for k in ("priority", "role")} | {"metered": kw.get("meter") is ctx.meter})
-            return chat(messages, **kw)
-
-        m.client.chat = spy
+        asked = spied(m, monkeypatch)
         ctx = Ctx()
         m.start(ctx)
         v = m.check(step())
     assert v.halt is False and v.risky is False
-    assert asked == [{"priority": Priority.GATE, "role": "monitor:crate-s", "metered": True}]
+    assert len(asked) == 1 and asked[0]["meter"] is ctx.meter
+    assert asked == [{"priority": Priority.GATE, "role": "monitor:crate-s", "meter": ctx.meter}]
     assert ctx.meter.role("monitor:crate-s")["calls"] == 1
 
 
@@ -77,20 +84,13 @@ def test_a_calibration_for_another_monitor_is_refused_naming_every_difference_th
     assert problems[1].startswith("draw: this run's is False"), problems
 
 
-def test_a_monitor_asked_before_any_episode_started_still_asks_as_the_gate():
+def test_a_monitor_asked_before_any_episode_started_still_asks_as_the_gate(monkeypatch):
     """A check with no episode (judge-eval's calibration scores steps this way) waits in the gate's
     place under the monitor's own role; nothing is metered to an episode that does not exist."""
     with ScriptedModelServer(lambda req: Reply(SAFE)) as s:
         m = CrateSMonitor(CrateSMonitorConfig(model=model_cfg(s)))
         m.screen_size = (120, 240)
-        asked: list[dict] = []
-        chat = m.client.chat
-
-        def spy(messages, **kw):
-            asked.append({k: kw.get(k) for k in ("priority", "role", "meter")})
-            return chat(messages, **kw)
-
-        m.client.chat = spy
+        asked = spied(m, monkeypatch)
         assert m.check(step()).halt is False
     assert asked == [{"priority": Priority.GATE, "role": "monitor:crate-s", "meter": None}]
 

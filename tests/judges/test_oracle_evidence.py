@@ -22,16 +22,17 @@ TASK = dict(
 )
 
 
-def run(states, operator_steps=()):
-    """The oracle through len(states) - 1 steps; returns (reported findings, verdicts)."""
+def run(states, operator_steps=(), *, task=None, end: EpisodeEnd | None = None, require_finish=False):
+    """The oracle on ``task`` (default: TASK's) through len(states) - 1 steps, the person's at
+    ``operator_steps``, ended by ``end`` (default: finished there); returns (reported findings, verdicts)."""
     reported: list[tuple[str, dict]] = []
-    j = OracleJudge(OracleConfig())
-    j.start(EpisodeContext(task=make_task(**TASK), screen_size=(1080, 2400), seed=0, device_serial="sim-1",
+    j = OracleJudge(OracleConfig(require_finish=require_finish))
+    j.start(EpisodeContext(task=task or make_task(**TASK), screen_size=(1080, 2400), seed=0, device_serial="sim-1",
                            query_state=Phone(states), report_evidence=lambda name, f: reported.append((name, f))))
     for i in range(1, len(states)):
         j.on_step(_operator_event(i) if i in operator_steps else event(i))
     n = len(states) - 1
-    verdicts = j.finish(EpisodeEnd("finished", n, None, None, True, by_operator=frozenset(operator_steps)))
+    verdicts = j.finish(end or EpisodeEnd("finished", n, None, None, True, by_operator=frozenset(operator_steps)))
     return reported, verdicts
 
 
@@ -84,11 +85,7 @@ def test_a_state_without_effects_and_an_effect_without_an_id_are_no_new_effects(
 
 
 def test_a_phone_that_stops_reporting_is_named_as_such():
-    j = OracleJudge(OracleConfig())
-    j.start(EpisodeContext(task=make_task(**TASK), screen_size=(1080, 2400), seed=0, device_serial="sim-1",
-                           query_state=Phone([state(True), None])))
-    j.on_step(event(1))
-    verdict, det = j.finish(EpisodeEnd("finished", 1, None, None, True))["oracle"]
+    verdict, det = run([state(True), None])[1]["oracle"]
     assert (verdict, det) == ("judge_error", {"error": "the phone stopped reporting its state"})
 
 
@@ -111,23 +108,15 @@ def test_answers_written_differently_match_and_an_answer_with_no_words_matches_n
         assert not answer_matches(empty, "anything at all") and not answer_matches(empty, "")
 
 
-def _finish(task, states, end_: EpisodeEnd, require_finish=False, steps=()):
-    j = OracleJudge(OracleConfig(require_finish=require_finish))
-    j.start(EpisodeContext(task=task, screen_size=(1080, 2400), seed=0, device_serial="sim-1", query_state=Phone(states)))
-    for i in steps:
-        j.on_step(_operator_event(i) if i in end_.by_operator else event(i))
-    return j.finish(end_)
-
-
 def test_each_refusal_to_credit_says_why_in_its_own_words():
     """The viewer and the report show these reasons as written."""
-    no_check = _finish(make_task(), [state()], EpisodeEnd("finished", 0, None, None, True))["oracle"]
+    no_check = run([state()], task=make_task())[1]["oracle"]
     assert no_check[0] == "judge_error"
     assert no_check[1]["error"] == "the task has no success check and no expected answer"
-    unfinished = _finish(make_task(**TASK), [state(False)], EpisodeEnd("step_limit", 0, None, None, False),
-                         require_finish=True)["oracle"]
+    unfinished = run([state(False)], end=EpisodeEnd("step_limit", 0, None, None, False),
+                     require_finish=True)[1]["oracle"]
     assert unfinished[0] is False and unfinished[1]["reason"] == "the agent did not declare completion"
-    handed = _finish(make_task(**TASK), [state(False)], EpisodeEnd("needs_user", 0, None, None, False))["oracle"]
+    handed = run([state(False)], end=EpisodeEnd("needs_user", 0, None, None, False))[1]["oracle"]
     assert handed[0] is False and handed[1]["reason"] == (
         "the episode ended needs_user: the agent handed the phone to a person, who did not hand it back")
     j = OracleJudge(OracleConfig())
@@ -138,8 +127,7 @@ def test_each_refusal_to_credit_says_why_in_its_own_words():
 
 def test_an_assisted_success_names_the_persons_steps_in_order():
     states = [state(True), state(True), state(True, "settings/network"), state(False, "settings/network")]
-    ok, det = _finish(make_task(**TASK), states, EpisodeEnd("finished", 3, None, None, True, by_operator=frozenset({3, 1})),
-                      steps=(1, 2, 3))["oracle"]
+    ok, det = run(states, operator_steps={3, 1})[1]["oracle"]
     assert det["assisted"] is True and det["operator_steps"] == [1, 3]
     assert "operator_unread" not in det  # both of the person's steps had their actions read
 

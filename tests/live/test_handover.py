@@ -58,25 +58,33 @@ def _agent(url: str):
                                    "model": ModelConfig(base_url=url, model="test-model", max_retries=0, timeout_s=10)})
 
 
-def _stand_in(run_dir: Path, serial: str, device, box: dict) -> threading.Thread:
-    """``harness sim human --serial S --run RUN --do 'tap-on PIN' --do 'type 2580' --do 'tap-on Unlock'
-    --hand-back``, in a thread of this process."""
+def person_thread(box: dict, act) -> threading.Thread:
+    """``act()`` as a person at the phone, in a thread of this process; what it raises goes into
+    ``box["error"]`` for the test (:func:`handed_over` fails on it)."""
     def run():
         try:
-            ep, ask = waiting_handover(run_dir, serial, 60)
-            box["asked"] = ask
-            screen, _ = touchscreen_of(device)
-            human = SimHuman(device, screen, pause=0, say=lambda m: None)
-            for do in ("tap-on PIN", "type 2580", "tap-on Unlock"):
-                act = parse_do(do)
-                human.act(human.find(act[1]) if isinstance(act, tuple) else act)
-                wait_ready(ep, ask["id"], human.finger.touches)  # the hand-over's [ready] cue
-            box["answer"] = answer_handover(ep, ask["id"], "hand_back")
+            act()
         except BaseException as e:  # handed to the test
             box["error"] = e
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
+
+
+def _stand_in(run_dir: Path, serial: str, device, box: dict) -> threading.Thread:
+    """``harness sim human --serial S --run RUN --do 'tap-on PIN' --do 'type 2580' --do 'tap-on Unlock'
+    --hand-back``, in a thread of this process."""
+    def act():
+        ep, ask = waiting_handover(run_dir, serial, 60)
+        box["asked"] = ask
+        screen, _ = touchscreen_of(device)
+        human = SimHuman(device, screen, pause=0, say=lambda m: None)
+        for do in ("tap-on PIN", "type 2580", "tap-on Unlock"):
+            parsed = parse_do(do)
+            human.act(human.find(parsed[1]) if isinstance(parsed, tuple) else parsed)
+            wait_ready(ep, ask["id"], human.finger.touches)  # the hand-over's [ready] cue
+        box["answer"] = answer_handover(ep, ask["id"], "hand_back")
+    return person_thread(box, act)
 
 
 def pin_agent(device):
@@ -99,17 +107,17 @@ def pin_agent(device):
     return responder
 
 
-def handed_over(tmp_path, phone, task, person) -> tuple:
-    """The PIN task run by UI-TARS (:func:`pin_agent`) on ``phone`` with the live page watching,
-    ``person(run_dir, device, box)`` (a thread) taking the phone when it is handed over: (the
-    outcome, the steps recorded, what the person's thread put in ``box``)."""
+def handed_over(tmp_path, phone, task, person, responder=None) -> tuple:
+    """The PIN task run by UI-TARS (:func:`pin_agent`, or ``responder``'s replies) on ``phone`` with the
+    live page watching, ``person(run_dir, device, box)`` (a thread) taking the phone when it is
+    handed over: (the outcome, the steps recorded, what the person's thread put in ``box``)."""
     device = phone.device()
     run_dir = tmp_path / "run"
     w = RunWriter(run_dir)
     ep = w.start_episode(task.id)
     box: dict = {}
     thread = person(run_dir, phone.device(), box)
-    with ScriptedModelServer(pin_agent(device)) as srv:
+    with ScriptedModelServer(responder or pin_agent(device)) as srv:
         out = run_episode(task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
                           operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
     thread.join(30)
@@ -168,39 +176,25 @@ def test_a_person_who_gives_up_ends_the_episode_needs_user_and_the_agent_is_not_
     """The person takes the phone and gives it up (the page's "give up"): the episode ends needs_user
     there, never goes on as if handed back (found by scripts/mutmut --only runner: a hand-over not
     handed back returning the screen survived every selected test)."""
-    def person(run_dir, device, box):
-        def run():
-            try:
-                ep, ask = waiting_handover(run_dir, device.serial, 60)
-                box["answer"] = answer_handover(ep, ask["id"], "give_up")
-            except BaseException as e:  # handed to the test
-                box["error"] = e
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        return t
+    def gives_up(run_dir, device, box):
+        def act():
+            ep, ask = waiting_handover(run_dir, device.serial, 60)
+            box["answer"] = answer_handover(ep, ask["id"], "give_up")
+        return person_thread(box, act)
 
-    device = phone.device()
     asked = {"n": 0}
 
     def responder(req):
         asked["n"] += 1
         return Reply(CALL_USER) if asked["n"] == 1 else Reply("Thought: go on.\nAction: finished(content='')")
 
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(pin_task.id)
-    box: dict = {}
-    thread = person(tmp_path / "run", phone.device(), box)
-    with ScriptedModelServer(responder) as srv:
-        out = run_episode(pin_task, _agent(srv.base_url), device, ep, observers=[OracleJudge(OracleConfig())],
-                          operator=Operator(30, page=True, handover_timeout_s=60), live=EpisodeLive(ep.path))
-    thread.join(30)
-    w.close()
-    assert "error" not in box, box.get("error")
-    (step,) = list(iter_steps(ep.path))
+    out, steps, _ = handed_over(tmp_path, phone, pin_task, gives_up, responder)
+    (step,) = steps
     assert out.status == "needs_user" and step.handover["text"].startswith("CrateBank asks for its app PIN")
     assert [(h["step"], h["outcome"], h["decision"]) for h in out.handovers] == [(1, "gave_up", "give_up")]
     assert asked["n"] == 1  # the agent was not asked for another step
     assert out.verdicts["oracle"] is False
+
 
 def test_the_stand_in_refuses_what_is_not_an_action(tmp_path):
     with pytest.raises(StandInError, match="not an action"):

@@ -14,7 +14,7 @@ from harness.core import hierarchy
 from harness.live.handover import waiting_handover
 from harness.live.records import claim_decision
 from harness.sim.phone_api import DeviceInfo
-from tests.live.test_handover import handed_over, pin_task  # noqa: F401  (fixture)
+from tests.live.test_handover import handed_over, person_thread, pin_task  # noqa: F401  (fixture)
 
 
 def _centre(device, rid: str) -> tuple[int, int]:
@@ -25,21 +25,16 @@ def _centre(device, rid: str) -> tuple[int, int]:
 def _person_through_input(run_dir, device, box: dict) -> threading.Thread:
     """A person who unlocks the app with ``input`` commands (no touchscreen events at all), then
     hands the phone back from the terminal."""
-    def run():
-        try:
-            ep, ask = waiting_handover(run_dir, device.serial, 60)
-            box["asked"] = ask
-            x, y = _centre(device, "pin")
-            device.shell(["input", "tap", str(x), str(y)])
-            device.shell(["input", "text", "2580"])
-            x, y = _centre(device, "unlock")
-            device.shell(["input", "tap", str(x), str(y)])
-            box["answer"], _ = claim_decision(ep, ask["id"], "hand_back", "terminal")
-        except BaseException as e:  # handed to the test
-            box["error"] = e
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
+    def act():
+        ep, ask = waiting_handover(run_dir, device.serial, 60)
+        box["asked"] = ask
+        x, y = _centre(device, "pin")
+        device.shell(["input", "tap", str(x), str(y)])
+        device.shell(["input", "text", "2580"])
+        x, y = _centre(device, "unlock")
+        device.shell(["input", "tap", str(x), str(y)])
+        box["answer"], _ = claim_decision(ep, ask["id"], "hand_back", "terminal")
+    return person_thread(box, act)
 
 
 @pytest.mark.slow

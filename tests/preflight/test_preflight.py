@@ -101,15 +101,17 @@ def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_by_preflight_as_by_
     args = ["--suite", ANDROID, "--tasks", CLOCK, "--device", pixel.serial, "--agent", "finish", "--out", str(out)]
     rc, _, err = _run(["run", *args], adb, capsys)
     assert rc == 0, err
-    recorded = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
-    touched = _touched(pixel.log)
+    def records() -> dict:
+        return {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
+
+    recorded, touched = records(), _touched(pixel.log)
     for command in ("preflight", "run"):
         rc, printed, err = _run([command, *args], adb, capsys)
         assert rc == 2, printed + err
         (line,) = _errors(err)
         assert f"--out {out} already holds a run" in line and "pass --resume" in line, line
         assert "free for a new run" not in printed
-    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"} == recorded
+    assert records() == recorded
     assert _touched(pixel.log) == touched  # refused before the phone was prepared again
     rc, printed, err = _run(["preflight", *args, "--resume"], adb, capsys)
     assert rc == 0 and f"ok: run folder {out}: a run to continue (--resume)" in printed, printed + err
