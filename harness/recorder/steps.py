@@ -172,7 +172,10 @@ class StepBuilder:
             self._warn(f"a {g.contacts}-finger gesture at ({x}, {y}) is not a step (pinch and rotate are not recorded)")
             return
         box = before.keyboard(self.ime)
-        if kind == "tap" and box is not None and box[0] <= x < box[2] and box[1] <= y < box[3]:
+        # a press on the keyboard is a key however long it was held: a key held past the long-press
+        # timeout still types (the field says what), and a tap's touch can reach the kernel that late
+        # on a loaded phone; read as a long press on a key's pixels it split the typing around it
+        if kind in ("tap", "long_press") and box is not None and box[0] <= x < box[2] and box[1] <= y < box[3]:
             self._key_tap(before, x, y, g)
             return
         self._end_typing(before)

@@ -144,6 +144,22 @@ def test_enter_alone_is_a_key_and_taps_that_change_nothing_are_not_steps():
     assert "changed no text" in b.warnings[-1]
 
 
+def test_a_key_held_past_the_long_press_timeout_is_still_a_key_of_the_typing():
+    # a tap that reached the phone's kernel 450 ms after its touch began (a loaded machine, or a
+    # slow finger) is a long press by Android's rule; on the keyboard it is one more key: the
+    # amount is typed as one step, not split around a long press on a key's pixels
+    b = builder()
+    b.start(screen(field_text="Amount", keyboard=True))
+    b.gesture(tap(100, 1750, t=0.0))
+    b.glimpse(screen(field_text="2480.", keyboard=True))
+    b.gesture(tap(300, 1750, t=1.0, ms=450))
+    b.gesture(tap(100, 1750, t=2.0))
+    b.glimpse(screen(field_text="2480.50", keyboard=True))
+    b.gesture(tap(100, 2350, t=3.0))  # Back ends typing
+    assert [s.ref for s in b.steps] == [{"type": "type", "text": "2480.50"}, {"type": "key", "key": "back"}]
+    assert b.steps[0].gesture["keys"] == 3
+
+
 TASK = {"id": "rec_one", "instruction": "Add Amir", "language": "en", "reference_steps": 1,
         "reference": [{"type": "click", "target": {"text": "Contacts"}}, {"type": "finish", "status": "complete"}],
         "milestones": [{"description": "Contacts is open", "check": {"path": "screen.page", "eq": "contacts/home"},
