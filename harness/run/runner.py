@@ -152,9 +152,7 @@ class HandOvers:
                           "operator_steps": list(state["steps"])})
         return (state["shot"], state["path"]) if d.allowed else None
 
-    def summary(self) -> dict[str, Any]:
-        return {"count": len(self.done), "operator_steps": len(self.indexes),
-                "wait_s": round(sum(h.get("wait_s") or 0.0 for h in self.done), 3)}
+
 def finish_all(observers: list[StepObserver], end: EpisodeEnd) -> list[tuple[StepObserver, Any]]:
     """Every observer's ``finish(end)`` at once, each on a thread of its own, so the verdicts wait
     for the slowest judge rather than for the sum of them: (observer, its return value or the
