@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.actions import Click, Finish
-from harness.core.episode import AgentOutput
+from harness.core.episode import AgentOutput, Decision, NoLiveView
 from harness.live.operator import Operator, Question, Terminal, shown
 from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps
@@ -237,3 +237,37 @@ def test_questions_from_two_devices_are_asked_one_at_a_time(tmp_path):
     finally:
         os.close(master)
         os.close(slave)
+
+
+class Keeps:
+    """An operator that keeps every question it is asked and answers each ``decision``."""
+
+    can_hand_over = False
+
+    def __init__(self, decision: str):
+        self.decision, self.questions = decision, []
+
+    def ask(self, q, live, should_stop=lambda: False):
+        self.questions.append(q)
+        return Decision(self.decision, "terminal", 0.5, kind=q.kind)
+
+    def live_records(self, episode_dir):
+        return NoLiveView()
+
+    def spec(self):
+        return {}
+
+
+def test_the_operator_is_asked_about_the_step_the_monitor_flagged(tmp_path, task):
+    """The question names the episode, the phone, the step and the cap, the action as the agent
+    proposed it, and the monitor's verdict (who flagged it, the category and the reason)."""
+    dev, keeps = LocalSimDevice(), Keeps("deny")
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out = run_episode(task, agent, dev, ep, monitors=[HaltOn(mode="ask")], operator=keeps, cap=5)
+    w.close()
+    assert out.status == "halted"
+    (q,) = keeps.questions
+    assert vars(q) == vars(Question(ep.path, task.id, dev.serial, 1, 5, "click(x=540, y=1200)", "test-gate",
+                                    "Security Evasion", "test", None, None, kind="flagged_action"))

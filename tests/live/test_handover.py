@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,9 @@ def test_the_person_types_the_pin_and_the_agent_finishes(tmp_path, phone, pin_ta
     assert box["asked"]["kind"] == "needs_user" and "app PIN" in box["asked"]["text"]
     by = [s.by or "agent" for s in steps]
     assert steps[0].action == {"type": "needs_user", "text": "CrateBank asks for its app PIN, which I have not been told."}
-    assert steps[0].handover["text"].startswith("CrateBank asks") and steps[0].by is None
+    # the request as its step records it: what was asked and when; no outcome (that one said nobody)
+    assert steps[0].handover == {"text": steps[0].action["text"], "asked_at": steps[0].handover["asked_at"]}
+    assert datetime.fromisoformat(steps[0].handover["asked_at"]).tzinfo and steps[0].by is None
     ops = [s for s in steps if s.by == "operator"]
     # the person's touches, read from the touchscreen as harness record reads them, each after the
     # hand-over's ready cue: a tap on the field, the PIN typed (read from the field, which shows dots:
@@ -166,9 +169,14 @@ def test_nobody_watching_ends_needs_user(tmp_path, phone, pin_task):
     w.close()
     (step,) = list(iter_steps(ep.path))
     assert out.status == "needs_user" and step.handover["outcome"] == "nobody"
-    assert out.handovers[0]["outcome"] == "nobody" and out.operator_steps == 0
+    asked = step.handover["asked_at"]
+    assert step.handover == {"text": step.action["text"], "asked_at": asked, "outcome": "nobody"}
+    assert datetime.fromisoformat(asked).tzinfo
+    # the result line's hand-over: the step, its request, nobody to take it, no wait, no person's steps
+    assert out.handovers == [{"step": 1, "outcome": "nobody", "text": step.action["text"], "asked_at": asked,
+                              "wait_s": 0.0, "operator_steps": []}]
+    assert out.operator_steps == 0
     assert out.verdicts["oracle"] is False
-
 
 
 def test_a_person_who_gives_up_ends_the_episode_needs_user_and_the_agent_is_not_asked_again(tmp_path, phone,

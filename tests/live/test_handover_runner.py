@@ -1,13 +1,16 @@
 """The runner's side of a hand-over, with an operator that plays the person in process (no touch
 reading): a person's steps never count against the agent's 2c+1 cap, and a touch of theirs that
-could not be placed is a step of theirs that says so (issue 40)."""
+could not be placed is a step of theirs that says so (issue 40); what the runner asks, records,
+shows and gives the judges of a hand-over, and why one that was not handed back ended."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.core.actions import Click, Key, NeedsUser
-from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep
+import pytest
+
+from harness.core.actions import Click, Finish, Key, NeedsUser
+from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep, Question
 from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
 from judges.oracle import OracleConfig, OracleJudge
@@ -74,3 +77,137 @@ def test_a_touch_that_could_not_be_placed_is_the_persons_step_saying_so(tmp_path
     assert unplaced.invalid == "the person's actions could not be read: the touch could not be placed"
     assert steps[2].by == "operator" and steps[2].action == {"type": "key", "key": "home"}
     assert out.judge_details["oracle"]["operator_unread"] == [2] and out.judge_details["oracle"]["assisted"] is True
+
+
+class Scripted(Hands):
+    """An operator whose person's steps are made by ``makers`` (each given the device, returning the
+    OperatorStep the touch reader would give), answering with ``decision``; it keeps the question
+    and the stop it was given."""
+
+    def __init__(self, makers, decision: Decision):
+        super().__init__([])
+        self.makers, self.decision = makers, decision
+
+    def hand_over(self, question, device, live, on_step, should_stop=lambda: False):
+        self.question, self.should_stop = question, should_stop
+        for make in self.makers:
+            on_step(make(device))
+        return self.decision
+
+
+class Told(NoLiveView):
+    """A live view that keeps what it is told of steps."""
+
+    def __init__(self):
+        self.steps: list[tuple] = []
+
+    def step(self, index, state, **fields):
+        self.steps.append((index, state, fields))
+
+
+class Seen:
+    """An observer that keeps the step events it is given."""
+
+    name = "seen"
+
+    def __init__(self):
+        self.events = []
+
+    def spec(self):
+        return {"name": self.name}
+
+    def start(self, ctx):
+        pass
+
+    def on_step(self, event):
+        self.events.append(event)
+
+    def finish(self, end):
+        return {}
+
+
+AT = "2026-12-07T10:00:00.000+00:00"
+
+
+def home(device) -> OperatorStep:
+    before = device.screenshot()
+    device.execute(Key(key="home"))
+    return OperatorStep(Key(key="home"), before, device.screenshot(), {"gesture": {"kind": "hardware_key"}}, at=AT)
+
+
+def unplaced(device) -> OperatorStep:  # a touch seen and not placed, its after-screen not taken
+    return OperatorStep(None, b"not-a-screen", None, at=AT, unread="the touch could not be placed")
+
+
+def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tmp_path, task):
+    """What the runner does with a hand-over, field by field (scripts/mutmut --only runner left each of
+    these alive): the question the operator gets, the live view told the step is handed over, each
+    person's step recorded with the screen it started from, its time and the hand-over it belongs to,
+    a step saying the rest could not be read, what the judges receive, and the result line's entry."""
+    decision = Decision("hand_back", "page", 1.5, ask_id="a1", asked_at=AT, answered_at=AT, kind="needs_user",
+                        unread="the touchscreen stopped answering")
+    hands, live, seen, stop = Scripted([home, unplaced], decision), Told(), Seen(), (lambda: False)
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    device = LocalSimDevice()
+    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())]), device,
+                      ep, operator=hands, observers=[seen], live=live, should_stop=stop)
+    w.close()
+    steps = list(iter_steps(ep.path))
+    assert out.status == "finished" and [s.by or "agent" for s in steps] == ["agent"] + ["operator"] * 3 + ["agent"]
+    assert vars(hands.question) == vars(Question(ep.path, task.id, device.serial, 1, task.cap,
+                                                 "needs_user(text='unlock it')", "agent", None, "unlock it",
+                                                 kind="needs_user"))
+    assert hands.should_stop is stop
+    assert (1, "handed_over", {"screen_before": steps[0].screen_before, "action": {"type": "needs_user", "text": "unlock it"},
+                               "action_text": "needs_user(text='unlock it')"}) in live.steps
+    first, lost, rest, back = steps[1:]
+    assert (first.action, first.invalid, first.raw_output, first.executed) == ({"type": "key", "key": "home"}, None, None, True)
+    assert first.screen_before == steps[0].screen_before and first.screen_after
+    assert first.extras == {"gesture": {"kind": "hardware_key"}, "at": AT, "handover_step": 1}
+    assert (lost.action, lost.invalid) == (None, "the person's actions could not be read: the touch could not be placed")
+    assert lost.screen_before == first.screen_after and lost.screen_after is None
+    assert lost.extras == {"at": AT, "handover_step": 1}
+    assert (rest.action, rest.invalid) == (None, "the person's actions could not be read: the touchscreen stopped answering")
+    assert rest.screen_before == first.screen_after and rest.screen_after  # the last screen that was taken
+    assert rest.extras["unread"] == "the touchscreen stopped answering" and rest.extras["handover_step"] == 1
+    assert back.screen_before == rest.screen_after  # the agent goes on from the screen handed back
+    ev = {e.index: e for e in seen.events}
+    for rec in (first, lost, rest):
+        e = ev[rec.index]
+        assert (e.by, e.invalid, e.action is None) == ("operator", rec.invalid, rec.action is None)
+        assert (e.screen_before_path, e.screen_after_path) == (rec.screen_before, rec.screen_after)
+        assert (e.screenshot_after is None) == (rec.screen_after is None)
+    assert ev[first.index].screenshot_after == (ep.path / first.screen_after).read_bytes()
+    assert ev[lost.index].screenshot_before == b"not-a-screen"
+    assert ev[rest.index].screenshot_before == ev[first.index].screenshot_after  # what the phone last showed
+    assert out.handovers == [{"step": 1, "outcome": "handed_back", "text": "unlock it", **decision.to_json(),
+                              "operator_steps": [2, 3, 4]}]
+    assert out.operator_steps == 3 and out.steps == 2
+
+
+@pytest.mark.parametrize("decision, outcome", [(Decision("give_up", "page", 2.0, kind="needs_user"), "gave_up"),
+                                               (Decision("give_up", "timeout", 60.0, kind="needs_user"), "timeout")])
+def test_a_hand_over_not_handed_back_says_why(tmp_path, task, decision, outcome):
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    agent = ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())])
+    out = run_episode(task, agent, LocalSimDevice(), ep, operator=Scripted([home], decision))
+    w.close()
+    assert out.status == "needs_user" and agent.i == 1
+    assert [(h["outcome"], h["by"], h["operator_steps"]) for h in out.handovers] == [(outcome, decision.by, [2])]
+
+
+def test_an_operator_that_cannot_take_the_phone_is_nobody_to_hand_it_to(tmp_path, task):
+    class Watching(Scripted):  # answers questions, never takes the phone (as a run without the page)
+        can_hand_over = False
+
+    hands = Watching([home], Decision("hand_back", "page", 1.0, kind="needs_user"))
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it"))]), LocalSimDevice(), ep,
+                      operator=hands)
+    w.close()
+    (step,) = iter_steps(ep.path)
+    assert out.status == "needs_user" and step.handover["outcome"] == "nobody" and not hasattr(hands, "question")
+    assert [h["outcome"] for h in out.handovers] == ["nobody"] and out.proposed_steps == 1

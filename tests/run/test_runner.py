@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime
 
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
-from harness.core.actions import Click, Finish, Key
+from harness.core.actions import Answer, Click, Finish, Key
 from harness.core.episode import AgentOutput, MonitorVerdict
+from harness.core.usage import Meter
+from harness.device.base import InfraError
 from harness.records import RunWriter, iter_steps, read_results
 from harness.run.runner import run_episode
 from harness.run.suite import Plugins, SuiteConfig, run_suite
@@ -298,3 +301,115 @@ def test_suite_retries_infra_error_on_healthy_device(tmp_path, task):
     rows = read_results(tmp_path / "r")
     assert len(rows) == 1 and rows[0].status == "finished" and rows[0].device == "good" and rows[0].attempt == 2
     assert rep.dead_devices == ["bad"]
+
+
+class Judge:
+    """An observer whose finish returns ``verdicts`` or raises ``error``; ``meet`` (a barrier): its
+    finish waits there for the other judges' to have started."""
+
+    def __init__(self, name, verdicts=None, error=None, meet=None):
+        self.name, self.verdicts, self.error, self.meet = name, verdicts or {}, error, meet
+
+    def spec(self):
+        return {"name": self.name}
+
+    def start(self, ctx):
+        pass
+
+    def on_step(self, event):
+        pass
+
+    def finish(self, end):
+        if self.meet is not None:
+            self.meet.wait(10)  # a BrokenBarrierError (a judge_error) unless every judge finishes at once
+        if self.error is not None:
+            raise self.error
+        return self.verdicts
+
+
+@pytest.mark.parametrize("others", [0, 1])
+def test_a_judge_that_fails_is_its_judge_error_and_the_others_stand(tmp_path, task, others):
+    judges = [Judge("broken", error=ValueError("no verdict in the reply"))]
+    judges += [Judge("fine", {"fine": (True, {"why": "done"})}) for _ in range(others)]
+    out, _ = _run(tmp_path, task, ScriptedAgent([AgentOutput(Finish())]), observers=judges)
+    assert out.status == "finished"
+    assert out.verdicts == {"broken": "judge_error", **({"fine": True} if others else {})}
+    assert out.judge_details == {"broken": {"error": "ValueError: no verdict in the reply"},
+                                 **({"fine": {"why": "done"}} if others else {})}
+
+
+def test_the_judges_finish_at_once(tmp_path, task):
+    """The verdicts wait for the slowest judge, not for the sum: two judges' finish run at the same
+    time (each waits for the other at a barrier; run one after the other, both would fail)."""
+    meet = threading.Barrier(2)
+    judges = [Judge(n, {n: (True, {})}, meet=meet) for n in ("a", "b")]
+    out, _ = _run(tmp_path, task, ScriptedAgent([AgentOutput(Finish())]), observers=judges)
+    assert out.verdicts == {"a": True, "b": True}, out.judge_details
+
+
+class Ends(Judge):
+    """A judge that keeps the EpisodeEnd it is given in ``seen``."""
+
+    def __init__(self, seen: list):
+        super().__init__("ends")
+        self.seen = seen
+
+    def finish(self, end):
+        self.seen.append(end)
+        return {}
+
+
+class CannotStart(ScriptedAgent):
+    def reset(self, ctx):
+        raise RuntimeError("no model configured")
+
+
+def test_an_agent_that_cannot_start_ends_agent_error_with_nothing_proposed(tmp_path, task):
+    out, steps = _run(tmp_path, task, CannotStart([AgentOutput(Finish())]))
+    assert (out.status, out.error) == ("agent_error", "agent reset failed: RuntimeError: no model configured")
+    assert (out.steps, out.proposed_steps, steps) == (0, 0, [])
+    started, ended = datetime.fromisoformat(out.started_at), datetime.fromisoformat(out.ended_at)
+    assert started.tzinfo and started <= ended and out.duration_s >= 0
+
+
+def test_the_judges_are_told_how_the_episode_ended(tmp_path, task):
+    """EpisodeEnd as the judges get it: the status, the steps recorded, the last screen, the agent's
+    answer, whether the agent itself finished, and which steps ran (an action off the screen did not)."""
+    seen = []
+    agent = ScriptedAgent([AgentOutput(Click(x=5000, y=10)), AgentOutput(Answer(text="42")), AgentOutput(Key(key="back"))])
+    out, steps = _run(tmp_path, task, agent, observers=[Ends(seen)], cap=3)
+    (end,) = seen
+    assert (end.status, end.steps, end.answer, end.agent_finished) == ("step_limit", 3, "42", False)
+    assert end.executed == frozenset({2, 3}) and end.by_operator == frozenset()
+    assert end.final_screenshot == (tmp_path / "run" / "episodes" / task.id / steps[-1].screen_after).read_bytes()
+    seen.clear()
+    out, _ = _run(tmp_path / "again", task, ScriptedAgent([AgentOutput(Finish())]), observers=[Ends(seen)])
+    (end,) = seen
+    assert (end.status, end.steps, end.answer, end.agent_finished, end.executed) == ("finished", 1, None, True,
+                                                                                     frozenset({1}))
+
+
+def test_the_episodes_model_usage_reaches_the_runs_meter(tmp_path, task):
+    class Metered(ScriptedAgent):
+        def reset(self, ctx):
+            super().reset(ctx)
+            self.meter = ctx.meter
+
+        def step(self, obs):
+            self.meter.record("agent", {"prompt_tokens": 100, "completion_tokens": 7}, 0.25)
+            return super().step(obs)
+
+    run_meter = Meter()
+    out, _ = _run(tmp_path, task, Metered([AgentOutput(Key(key="back")), AgentOutput(Finish())]), meter=run_meter)
+    assert out.usage["by_role"]["agent"]["calls"] == 2 == run_meter.role("agent")["calls"]
+    assert run_meter.role("agent")["prompt_tokens"] == 200
+
+
+def test_a_step_held_for_its_async_check_is_kept_when_the_phone_goes_away(tmp_path, task):
+    """Step 1 ran and waits for its async verdict when the infrastructure fails at step 2: the step is
+    still written, with the verdict, and the episode is an infra_error."""
+    agent = ScriptedAgent([AgentOutput(Key(key="home")), InfraError("the phone went away")])
+    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(mode="async")])
+    assert out.status == "infra_error" and "went away" in out.error
+    (step,) = steps
+    assert step.executed is True and step.monitor["halt"] is False and step.monitor["reason"] == "test"
