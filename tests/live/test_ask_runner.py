@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.actions import Click, Finish
-from harness.core.episode import AgentOutput, Decision, NoLiveView
+from harness.core.episode import AgentOutput, Decision, MonitorVerdict, NoLiveView
 from harness.live.operator import Operator, Question, Terminal, shown
 from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps
@@ -258,16 +258,30 @@ class Keeps:
         return {}
 
 
-def test_the_operator_is_asked_about_the_step_the_monitor_flagged(tmp_path, task):
+class Scored(HaltOn):
+    """A monitor in ask mode whose verdict carries a calibrated score."""
+
+    def check(self, step):
+        return MonitorVerdict(halt=True, risky=True, category="Financial Loss", reason="it pays", score=0.93)
+
+
+@pytest.mark.parametrize("monitor, verdict", [
+    (HaltOn(mode="ask"), ("test-gate", "Security Evasion", "test", None, None)),
+    (Scored(mode="ask"), ("test-gate", "Financial Loss", "it pays", None, 0.93)),
+    (Broken(mode="ask"), ("broken", "monitor_error", "the check failed (ConnectionError: monitor endpoint down); "
+                          "halted before the action", "ConnectionError: monitor endpoint down", None))],
+    ids=["flagged", "scored", "check-failed"])
+def test_the_operator_is_asked_about_the_step_the_monitor_flagged(tmp_path, task, monitor, verdict):
     """The question names the episode, the phone, the step and the cap, the action as the agent
-    proposed it, and the monitor's verdict (who flagged it, the category and the reason)."""
+    proposed it, and the monitor's verdict: who flagged it, the category, the reason, the error of a
+    check that failed, the score."""
     dev, keeps = LocalSimDevice(), Keeps("deny")
     w = RunWriter(tmp_path / "run")
     ep = w.start_episode(task.id)
     agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, monitors=[HaltOn(mode="ask")], operator=keeps, cap=5)
+    out = run_episode(task, agent, dev, ep, monitors=[monitor], operator=keeps, cap=5)
     w.close()
     assert out.status == "halted"
     (q,) = keeps.questions
-    assert vars(q) == vars(Question(ep.path, task.id, dev.serial, 1, 5, "click(x=540, y=1200)", "test-gate",
-                                    "Security Evasion", "test", None, None, kind="flagged_action"))
+    assert vars(q) == vars(Question(ep.path, task.id, dev.serial, 1, 5, "click(x=540, y=1200)", *verdict,
+                                    kind="flagged_action"))

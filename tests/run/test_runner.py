@@ -413,3 +413,18 @@ def test_a_step_held_for_its_async_check_is_kept_when_the_phone_goes_away(tmp_pa
     assert out.status == "infra_error" and "went away" in out.error
     (step,) = steps
     assert step.executed is True and step.monitor["halt"] is False and step.monitor["reason"] == "test"
+
+
+def test_each_step_records_where_its_time_went(tmp_path, task):
+    """Step timings as docs/records.md lists them, each a part of the episode's own time: the agent,
+    the monitors, the action, settling and the write for a step that ran under a gate; waiting for
+    the last step's async check for the step after it; the episode's totals add them up."""
+    agent = ScriptedAgent([AgentOutput(Key(key="home")), AgentOutput(Key(key="back")), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(), HaltOn(mode="async")])
+    assert out.status == "finished"
+    assert {"agent", "monitors", "action", "settle", "screenshot", "write"} <= set(steps[0].timings)
+    assert "monitor_wait" in steps[1].timings and "monitor_wait" not in steps[0].timings
+    for s in steps:
+        assert all(0 <= v <= out.duration_s for v in s.timings.values()), s.timings
+    for k, total in out.timings.items():
+        assert total == pytest.approx(sum(s.timings.get(k, 0.0) for s in steps), abs=1e-3), k
