@@ -13,7 +13,7 @@ from agents.replay import ReplayAgent, ReplayConfig
 from harness.core.actions import Answer, Click, Finish, Key
 from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.core.usage import Meter
-from harness.device.base import InfraError
+from harness.device.base import DeviceError, InfraError, TaskUnavailable
 from harness.records import RunWriter, iter_steps, read_results
 from harness.run.runner import run_episode
 from harness.run.suite import Plugins, SuiteConfig, run_suite
@@ -167,7 +167,7 @@ def test_async_monitor_halts_at_next_boundary(tmp_path, task):
     # one step of lag, never more: the check of step 1 answers before step 2's action can run
     assert out.proposed_steps == 2 and out.steps == 1
     assert [s.executed for s in steps] == [True, False]
-    assert steps[0].monitor["halt"] is True and steps[1].monitor["halted_step"] == 1
+    assert steps[0].monitor["halt"] is True and steps[1].monitor["halted_step"] == 1 == steps[0].monitor["halted_step"]
     assert [e["type"] for e in dev.phone.events].count("key") == 0  # step 2's back never ran
 
 
@@ -413,6 +413,7 @@ def test_a_step_held_for_its_async_check_is_kept_when_the_phone_goes_away(tmp_pa
     assert out.status == "infra_error" and "went away" in out.error
     (step,) = steps
     assert step.executed is True and step.monitor["halt"] is False and step.monitor["reason"] == "test"
+    assert "halted_step" not in step.monitor  # it halted nothing
 
 
 def test_each_step_records_where_its_time_went(tmp_path, task):
@@ -428,3 +429,114 @@ def test_each_step_records_where_its_time_went(tmp_path, task):
         assert all(0 <= v <= out.duration_s for v in s.timings.values()), s.timings
     for k, total in out.timings.items():
         assert total == pytest.approx(sum(s.timings.get(k, 0.0) for s in steps), abs=1e-3), k
+
+
+class Told:
+    """A live view that keeps every call it gets, in order (a verdict's latency left out)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def started(self, **info):
+        self.calls.append(("started", info))
+
+    def step(self, index, state, **fields):
+        self.calls.append(("step", index, state, fields))
+
+    def update(self, **fields):
+        self.calls.append(("update", fields))
+
+    def verdict(self, verdict):
+        self.calls.append(("verdict", {k: v for k, v in verdict.items() if k != "latency_s"}))
+
+    def recorded(self, index):
+        self.calls.append(("recorded", index))
+
+    def evidence(self, judge, finding):
+        self.calls.append(("evidence", judge, finding))
+
+    def clear(self):
+        self.calls.append(("clear",))
+
+
+def test_the_live_view_is_told_each_step_as_it_is_decided(tmp_path, task):
+    """What a live view is told, in order: the episode, resetting, each step thinking from its
+    screen, the proposal being checked (or running, with no gate; its thought, action and why it is
+    not one), each verdict as it comes, the step's state after the check, the step in the record,
+    then judging; nothing left pending."""
+    told = Told()
+    agent = ScriptedAgent([AgentOutput(Key(key="home"), thought="go home"), AgentOutput(Click(x=540, y=1200)),
+                           AgentOutput(Finish())])
+    _run(tmp_path, task, agent, monitors=[HaltOn()], live=told)
+    verdict = {"monitor": "test-gate", "halt": False, "risky": False, "category": None, "reason": "test", "score": None}
+    assert told.calls == [
+        ("started", {"task_id": task.id, "device": "local-sim", "cap": task.cap, "instruction": task.instruction,
+                     "language": "en"}),
+        ("step", None, "resetting", {}),
+        ("step", 1, "thinking", {"screen_before": "screens/000.png"}),
+        ("update", {"state": "checking", "thought": "go home", "action": {"type": "key", "key": "home"}, "invalid": None,
+                    "action_text": "key(key='home')"}),
+        ("verdict", verdict), ("update", {"state": "running"}), ("recorded", 1),
+        ("step", 2, "thinking", {"screen_before": "screens/001.png"}),
+        ("update", {"state": "checking", "thought": None, "action": {"type": "click", "x": 540, "y": 1200},
+                    "invalid": None, "action_text": "click(x=540, y=1200)"}),
+        ("verdict", {**verdict, "halt": True, "risky": True, "category": "Security Evasion"}),
+        ("update", {"state": "halted"}), ("recorded", 2), ("clear",),
+        ("step", None, "judging", {"status": "halted"}), ("clear",)]
+    told = Told()
+    agent = ScriptedAgent([AgentOutput(Click(x=5000, y=10)), AgentOutput(None, raw_output="hmm", invalid="no Action line"),
+                           AgentOutput(Finish())])
+    _run(tmp_path / "ungated", task, agent, live=told)
+    updates = [c[1] for c in told.calls if c[0] == "update"]
+    assert updates == [
+        {"state": "running", "thought": None, "action": {"type": "click", "x": 5000, "y": 10},
+         "invalid": "action failed on the device: click: point (5000, 10) is outside the 1080x2400 screen",
+         "action_text": "click(x=5000, y=10)"},
+        {"state": "running", "thought": None, "action": None, "invalid": "no Action line", "action_text": None},
+        {"state": "running", "thought": None, "action": {"type": "finish", "status": "complete"}, "invalid": None,
+         "action_text": "finish(status='complete')"}]
+    assert [c[1] for c in told.calls if c[0] == "recorded"] == [1, 2, 3]
+
+
+class Refuses(LocalSimDevice):
+    """A phone whose reset raises ``error`` (and keeps what it was asked to reset with)."""
+
+    def __init__(self, error):
+        super().__init__()
+        self.error, self.asked = error, []
+
+    def reset(self, setup, language="en"):
+        self.asked.append((setup, language))
+        raise self.error
+
+
+@pytest.mark.parametrize("error, status, message", [
+    (TaskUnavailable("CrateBank is not installed here"), "task_error", "CrateBank is not installed here"),
+    (DeviceError("the preset was refused"), "infra_error", "reset failed: the preset was refused")])
+def test_a_task_that_cannot_start_here_says_whose_fault_it_is(tmp_path, task, error, status, message):
+    dev = Refuses(error)
+    agent = ScriptedAgent([AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, dev)
+    assert (out.status, out.error, steps, out.proposed_steps) == (status, message, [], 0)
+    assert dev.asked == [(task.setup, task.language)] and not hasattr(agent, "i")  # the agent was never started
+
+
+def test_plugins_are_told_the_episode_they_run_in(tmp_path, task):
+    seen = {}
+
+    class Keeps(ScriptedAgent):
+        def reset(self, ctx):
+            super().reset(ctx)
+            seen["ctx"] = ctx
+
+    told, run_meter, dev = Told(), Meter(), LocalSimDevice()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    run_episode(task, Keeps([AgentOutput(Finish())]), dev, ep, seed=7, cap=4, meter=run_meter, live=told)
+    w.close()
+    ctx = seen["ctx"]
+    assert (ctx.task, ctx.screen_size, ctx.seed, ctx.device_serial, ctx.cap) == (task, (1080, 2400), 7, "local-sim", 4)
+    assert ctx.episode_dir == str(ep.path) and ctx.meter.parent is run_meter
+    assert ctx.query_state() == dev.state() and ctx.query_state() is not None
+    ctx.report_evidence("oracle", {"step": 1})
+    assert ("evidence", "oracle", {"step": 1}) in told.calls
