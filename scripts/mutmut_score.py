@@ -61,10 +61,12 @@ MODULES: dict[str, dict[str, list[str]]] = {
     "gate": {"files": ["harness/run/gate.py"], "tests": [
         "tests/run/test_gate.py", "tests/run/test_runner.py", "tests/run/test_reflect.py",
         "tests/live/test_ask_runner.py"]},
+    # (the hand-over end to end over adb, tests/live/test_handover.py, and the CLI's blocked episode,
+    # tests/judges/test_blocked_actions.py, start a simulated phone for every mutant; what they hold of
+    # the runner, test_handover_runner and test_runner hold in process)
     "runner": {"files": ["harness/run/runner.py"], "tests": [
         "tests/run/test_runner.py", "tests/run/test_reflect.py", "tests/live/test_ask_runner.py",
-        "tests/live/test_handover.py", "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py",
-        "tests/judges/test_blocked_actions.py"]},
+        "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py"]},
     "oracle": {"files": ["judges/oracle.py"], "tests": [
         "tests/judges/test_oracle.py", "tests/judges/test_oracle_evidence.py", "tests/live/test_handover.py",
         "tests/live/test_handover_runner.py", "tests/live/test_handover_unread.py", "tests/run/test_runner.py"]},

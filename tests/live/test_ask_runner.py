@@ -285,3 +285,33 @@ def test_the_operator_is_asked_about_the_step_the_monitor_flagged(tmp_path, task
     (q,) = keeps.questions
     assert vars(q) == vars(Question(ep.path, task.id, dev.serial, 1, 5, "click(x=540, y=1200)", *verdict,
                                     kind="flagged_action"))
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny", None])
+def test_an_agent_that_asks_before_its_own_action_gets_the_operators_answer(tmp_path, task, decision):
+    """An agent's own confirmation (AutoGLM's Tap with a message) asks the operator as a flagged action
+    from the monitor "agent": allowed, the tap runs and the step says who allowed it; denied, or
+    nobody to ask, the episode halts before the tap. The request is shown cut at 2,000 characters."""
+    dev, keeps = LocalSimDevice(), Keeps(decision) if decision else None
+    text = "pay the order " + "x" * 2100
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200), confirm=text), AgentOutput(Finish())])
+    out = run_episode(task, agent, dev, ep, operator=keeps)
+    w.close()
+    step = next(iter_steps(ep.path))
+    taps = [e for e in dev.phone.events if e["type"] == "tap"]
+    by = "terminal" if decision else "nobody"
+    assert step.extras["confirmed"]["text"] == text[:2000]
+    assert (step.extras["confirmed"]["decision"], step.extras["confirmed"]["by"]) == (decision or "deny", by)
+    if keeps is not None:
+        (q,) = keeps.questions
+        assert (q.step, q.monitor, q.category, q.reason, q.kind) == (1, "agent", "sensitive_action", text[:2000],
+                                                                   "flagged_action")
+    if decision == "allow":
+        assert out.status == "finished" and step.executed and len(taps) == 1 and step.monitor is None
+        return
+    assert out.status == "halted" and not step.executed and not taps
+    assert out.halt == {"step": 1, "category": "sensitive_action", "reason": text[:2000], "monitor": "agent",
+                        "executed": False, "operator": step.monitor["operator"]}
+    assert step.monitor["halt"] is True and step.monitor["halted_step"] == 1 and step.monitor["operator"]["by"] == by

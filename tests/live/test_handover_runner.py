@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.core.actions import Click, Finish, Key, NeedsUser
+from harness.core.actions import Click, Finish, Key, NeedsUser, OpenApp
 from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep, Question
 from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
@@ -135,6 +135,11 @@ def home(device) -> OperatorStep:
     return OperatorStep(Key(key="home"), before, device.screenshot(), {"gesture": {"kind": "hardware_key"}}, at=AT)
 
 
+def settings(device) -> OperatorStep:  # the screen changes; the reader did not take the screen before it
+    device.execute(OpenApp(app="Settings"))
+    return OperatorStep(OpenApp(app="Settings"), b"", device.screenshot(), at=AT)
+
+
 def unplaced(device) -> OperatorStep:  # a touch seen and not placed, its after-screen not taken
     return OperatorStep(None, b"not-a-screen", None, at=AT, unread="the touch could not be placed")
 
@@ -146,7 +151,7 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
     a step saying the rest could not be read, what the judges receive, and the result line's entry."""
     decision = Decision("hand_back", "page", 1.5, ask_id="a1", asked_at=AT, answered_at=AT, kind="needs_user",
                         unread="the touchscreen stopped answering")
-    hands, live, seen, stop = Scripted([home, unplaced], decision), Told(), Seen(), (lambda: False)
+    hands, live, seen, stop = Scripted([home, settings, unplaced], decision), Told(), Seen(), (lambda: False)
     w = RunWriter(tmp_path / "run")
     ep = w.start_episode(task.id)
     device = LocalSimDevice()
@@ -154,36 +159,41 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
                       ep, operator=hands, observers=[seen], live=live, should_stop=stop)
     w.close()
     steps = list(iter_steps(ep.path))
-    assert out.status == "finished" and [s.by or "agent" for s in steps] == ["agent"] + ["operator"] * 3 + ["agent"]
+    assert out.status == "finished" and [s.by or "agent" for s in steps] == ["agent"] + ["operator"] * 4 + ["agent"]
+    # the request as its step records it (an outcome there would say nobody could take the phone)
+    assert steps[0].handover == {"text": "unlock it", "asked_at": steps[0].handover["asked_at"]}
     assert vars(hands.question) == vars(Question(ep.path, task.id, device.serial, 1, task.cap,
                                                  "needs_user(text='unlock it')", "agent", None, "unlock it",
                                                  kind="needs_user"))
     assert hands.should_stop is stop
     assert (1, "handed_over", {"screen_before": steps[0].screen_before, "action": {"type": "needs_user", "text": "unlock it"},
                                "action_text": "needs_user(text='unlock it')"}) in live.steps
-    first, lost, rest, back = steps[1:]
+    first, opened, lost, rest, back = steps[1:]
     assert (first.action, first.invalid, first.raw_output, first.executed) == ({"type": "key", "key": "home"}, None, None, True)
     assert first.screen_before == steps[0].screen_before and first.screen_after
     assert first.extras == {"gesture": {"kind": "hardware_key"}, "at": AT, "handover_step": 1}
+    assert opened.screen_before == first.screen_after and opened.screen_after != first.screen_after
     assert (lost.action, lost.invalid) == (None, "the person's actions could not be read: the touch could not be placed")
-    assert lost.screen_before == first.screen_after and lost.screen_after is None
+    assert lost.screen_before == opened.screen_after and lost.screen_after is None
     assert lost.extras == {"at": AT, "handover_step": 1}
     assert (rest.action, rest.invalid) == (None, "the person's actions could not be read: the touchscreen stopped answering")
-    assert rest.screen_before == first.screen_after and rest.screen_after  # the last screen that was taken
+    assert rest.screen_before == opened.screen_after and rest.screen_after  # the last screen that was taken
     assert rest.extras["unread"] == "the touchscreen stopped answering" and rest.extras["handover_step"] == 1
     assert back.screen_before == rest.screen_after  # the agent goes on from the screen handed back
     ev = {e.index: e for e in seen.events}
-    for rec in (first, lost, rest):
+    for rec in (first, opened, lost, rest):
         e = ev[rec.index]
         assert (e.by, e.invalid, e.action is None) == ("operator", rec.invalid, rec.action is None)
         assert (e.screen_before_path, e.screen_after_path) == (rec.screen_before, rec.screen_after)
         assert (e.screenshot_after is None) == (rec.screen_after is None)
     assert ev[first.index].screenshot_after == (ep.path / first.screen_after).read_bytes()
     assert ev[lost.index].screenshot_before == b"not-a-screen"
-    assert ev[rest.index].screenshot_before == ev[first.index].screenshot_after  # what the phone last showed
+    # a step whose screen before was not taken starts from what the phone last showed
+    assert ev[opened.index].screenshot_before == ev[first.index].screenshot_after != ev[opened.index].screenshot_after
+    assert ev[rest.index].screenshot_before == ev[opened.index].screenshot_after  # what the phone last showed
     assert out.handovers == [{"step": 1, "outcome": "handed_back", "text": "unlock it", **decision.to_json(),
-                              "operator_steps": [2, 3, 4]}]
-    assert out.operator_steps == 3 and out.steps == 2
+                              "operator_steps": [2, 3, 4, 5]}]
+    assert out.operator_steps == 4 and out.steps == 2
 
 
 @pytest.mark.parametrize("decision, outcome", [(Decision("give_up", "page", 2.0, kind="needs_user"), "gave_up"),
@@ -209,5 +219,23 @@ def test_an_operator_that_cannot_take_the_phone_is_nobody_to_hand_it_to(tmp_path
                       operator=hands)
     w.close()
     (step,) = iter_steps(ep.path)
-    assert out.status == "needs_user" and step.handover["outcome"] == "nobody" and not hasattr(hands, "question")
-    assert [h["outcome"] for h in out.handovers] == ["nobody"] and out.proposed_steps == 1
+    asked = step.handover["asked_at"]
+    assert out.status == "needs_user" and not hasattr(hands, "question") and out.proposed_steps == 1
+    assert step.handover == {"text": "unlock it", "asked_at": asked, "outcome": "nobody"}
+    assert out.handovers == [{"step": 1, "outcome": "nobody", "text": "unlock it", "asked_at": asked, "wait_s": 0.0,
+                              "operator_steps": []}]
+
+
+def test_a_hand_over_whose_touches_could_none_be_read_starts_from_the_screen_handed_over(tmp_path, task):
+    decision = Decision("hand_back", "page", 1.0, kind="needs_user", unread="no touchscreen in getevent's list")
+    seen = Seen()
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())]),
+                      LocalSimDevice(), ep, operator=Scripted([], decision), observers=[seen])
+    w.close()
+    asked, unread, _ = list(iter_steps(ep.path))
+    assert unread.by == "operator" and unread.screen_before == asked.screen_before
+    assert unread.invalid == "the person's actions could not be read: no touchscreen in getevent's list"
+    ev = next(e for e in seen.events if e.index == unread.index)
+    assert ev.screenshot_before == (ep.path / asked.screen_before).read_bytes()
