@@ -540,3 +540,51 @@ def test_plugins_are_told_the_episode_they_run_in(tmp_path, task):
     assert ctx.query_state() == dev.state() and ctx.query_state() is not None
     ctx.report_evidence("oracle", {"step": 1})
     assert ("evidence", "oracle", {"step": 1}) in told.calls
+
+
+class Frames(LocalSimDevice):
+    """A phone whose settling hands over a frame's pixels, then the frame."""
+
+    def settle(self, previous=None, on_frame=None, on_pixels=None):
+        if on_pixels is not None:
+            on_pixels("pixels")
+        return super().settle(previous, on_frame, on_pixels)
+
+
+class Prepares(ScriptedAgent):
+    """An agent that starts work on each screen as soon as it arrives (and whose prepare can fail)."""
+
+    def __init__(self, outputs, fail=False):
+        super().__init__(outputs)
+        self.fail, self.prepared, self.pixels, self.observed = fail, [], [], []
+
+    def prepare(self, obs):
+        self.prepared.append((obs.step, obs.screenshot))
+        if self.fail:
+            raise RuntimeError("encoder busy")
+
+    def prepare_pixels(self, frame):
+        self.pixels.append((frame.step, frame.pixels, frame.screen_size))
+        if self.fail:
+            raise RuntimeError("encoder busy")
+
+    def step(self, obs):
+        self.observed.append(obs)
+        return super().step(obs)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["prepares", "prepare-fails"])
+def test_an_agent_is_given_each_screen_to_prepare_as_it_arrives(tmp_path, task, fail):
+    """The first screen before step 1, then each settled frame (its pixels first) for the step after
+    it; a prepare that fails is only a prepare lost: the steps run all the same. Each observation
+    carries the step, its screen, the screen's size, the task's instruction and language."""
+    agent = Prepares([AgentOutput(Key(key="home")), AgentOutput(Finish())], fail=fail)
+    out, steps = _run(tmp_path, task, agent, Frames())
+    assert out.status == "finished" and out.steps == 2
+    assert [k for k, _ in agent.prepared] == [1, 2]
+    assert [o.screenshot for o in agent.observed] == [shot for _, shot in agent.prepared]
+    assert agent.pixels == [(2, "pixels", (1080, 2400))]
+    obs = agent.observed[1]
+    assert (obs.step, obs.screen_size, obs.instruction, obs.language) == (2, (1080, 2400), task.instruction, "en")
+    assert obs.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_after).read_bytes()
+    assert "<hierarchy" in obs.hierarchy()
