@@ -15,6 +15,7 @@ from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.core.usage import Meter
 from harness.device.base import DeviceError, InfraError, TaskUnavailable
 from harness.records import RunWriter, iter_steps, read_results
+from harness.run.gate import Interrupted
 from harness.run.runner import run_episode
 from harness.run.suite import Plugins, SuiteConfig, run_suite
 from harness.core.tasks import parse_task
@@ -564,7 +565,7 @@ class Prepares(ScriptedAgent):
             raise RuntimeError("encoder busy")
 
     def prepare_pixels(self, frame):
-        self.pixels.append((frame.step, frame.pixels, frame.screen_size))
+        self.pixels.append((frame.step, frame.pixels, frame.screen_size, "<hierarchy" in frame.hierarchy()))
         if self.fail:
             raise RuntimeError("encoder busy")
 
@@ -583,8 +584,92 @@ def test_an_agent_is_given_each_screen_to_prepare_as_it_arrives(tmp_path, task, 
     assert out.status == "finished" and out.steps == 2
     assert [k for k, _ in agent.prepared] == [1, 2]
     assert [o.screenshot for o in agent.observed] == [shot for _, shot in agent.prepared]
-    assert agent.pixels == [(2, "pixels", (1080, 2400))]
+    assert agent.pixels == [(2, "pixels", (1080, 2400), True)]
     obs = agent.observed[1]
     assert (obs.step, obs.screen_size, obs.instruction, obs.language) == (2, (1080, 2400), task.instruction, "en")
     assert obs.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_after).read_bytes()
     assert "<hierarchy" in obs.hierarchy()
+
+
+class Stop:
+    """A run's should_stop, set when a test says (Ctrl-C)."""
+
+    def __init__(self, now=False):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+class StopsAt(ScriptedAgent):
+    """An agent during whose step ``at`` the run is stopped; its model call cut then (``cut``) raises."""
+
+    def __init__(self, outputs, stop, at, cut=False):
+        super().__init__(outputs)
+        self.stop, self.at, self.cut = stop, at, cut
+
+    def step(self, obs):
+        if obs.step == self.at:
+            self.stop.now = True
+            if self.cut:
+                raise RuntimeError("the call was cut")
+        return super().step(obs)
+
+
+def _stopped(tmp_path, task, agent, stop, dev=None, **kw):
+    w = RunWriter(tmp_path / "run")
+    ep = w.start_episode(task.id)
+    with pytest.raises(Interrupted):
+        run_episode(task, agent, dev or LocalSimDevice(), ep, should_stop=stop, **kw)
+    w.close()
+    return list(iter_steps(ep.path))
+
+
+def test_a_run_stopped_before_a_step_asks_the_agent_nothing(tmp_path, task):
+    agent = ScriptedAgent([AgentOutput(Finish())])
+    assert _stopped(tmp_path, task, agent, Stop(True)) == [] and agent.i == 0
+
+
+def test_a_run_stopped_while_the_agent_decides_never_runs_its_action(tmp_path, task):
+    """Stopped during step 1 (Ctrl-C): the proposal is checked, then nothing reaches the phone and the
+    episode is abandoned (redone on --resume), not recorded."""
+    dev, stop = LocalSimDevice(), Stop()
+    steps = _stopped(tmp_path, task, StopsAt([AgentOutput(Key(key="home"))], stop, 1), stop, dev, monitors=[HaltOn()])
+    assert steps == [] and not any(e["type"] == "key" for e in dev.phone.events)
+
+
+class StopsOnSettle(LocalSimDevice):
+    """A phone during whose settling the run is stopped."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self.stop = stop
+
+    def settle(self, previous=None, on_frame=None, on_pixels=None):
+        self.stop.now = True
+        return super().settle(previous, on_frame, on_pixels)
+
+
+@pytest.mark.parametrize("when", ["before-step-2", "step-2-call-cut"])
+def test_a_run_stopped_while_a_check_is_held_does_not_wait_for_it(tmp_path, task, when):
+    """Step 1 ran and its async check is held; the run is stopped before step 2 (while the phone
+    settled) or during it (its model call cut: not the agent's error). The held step is left to the
+    redo, not written after the stop."""
+    stop = Stop()
+    outputs = [AgentOutput(Key(key="home")), AgentOutput(Finish())]
+    if when == "before-step-2":
+        agent, dev = ScriptedAgent(outputs), StopsOnSettle(stop)
+    else:
+        agent, dev = StopsAt(outputs, stop, 2, cut=True), LocalSimDevice()
+    assert _stopped(tmp_path, task, agent, stop, dev, monitors=[HaltOn(mode="async")]) == []
+
+
+def test_judges_that_fail_while_the_run_stops_are_judged_again(tmp_path, task):
+    stop = Stop()
+
+    class CutJudge(Judge):
+        def finish(self, end):
+            stop.now = True
+            raise RuntimeError("the call was cut")
+
+    _stopped(tmp_path, task, ScriptedAgent([AgentOutput(Finish())]), stop, observers=[CutJudge("crate")])
