@@ -12,6 +12,7 @@ import pytest
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.core.actions import Answer, Click, Finish, Key
 from harness.core.episode import AgentOutput, MonitorVerdict
+from harness.client.config import ModelError
 from harness.core.usage import Meter
 from harness.device.base import DeviceError, InfraError, TaskUnavailable
 from harness.records import RunWriter, iter_steps, read_results
@@ -127,8 +128,14 @@ def test_invalid_outputs_count_toward_cap_and_run_on(tmp_path, task):
 def test_agent_exception_is_agent_error(tmp_path, task):
     agent = ScriptedAgent([AgentOutput(Key(key="back")), RuntimeError("model exploded")])
     out, steps = _run(tmp_path, task, agent)
-    assert out.status == "agent_error" and "model exploded" in out.error
+    assert out.status == "agent_error" and out.error == "step 2: RuntimeError: model exploded"
     assert out.steps == 1 and len(steps) == 1
+
+
+def test_a_model_endpoint_that_failed_for_good_is_model_error(tmp_path, task):
+    agent = ScriptedAgent([ModelError("the endpoint answered 503 three times")])
+    out, steps = _run(tmp_path, task, agent)
+    assert (out.status, out.error, steps) == ("model_error", "step 1: ModelError: the endpoint answered 503 three times", [])
 
 
 def test_action_off_screen_is_recorded_invalid(tmp_path, task):
