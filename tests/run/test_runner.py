@@ -680,3 +680,20 @@ def test_judges_that_fail_while_the_run_stops_are_judged_again(tmp_path, task):
             raise RuntimeError("the call was cut")
 
     _stopped(tmp_path, task, ScriptedAgent([AgentOutput(Finish())]), stop, observers=[CutJudge("crate")])
+
+
+@pytest.mark.parametrize("mode", ["gate", "async"])
+def test_a_monitor_judges_the_step_as_proposed_on_the_screen_it_was_proposed_on(tmp_path, task, mode):
+    class Keeps(HaltOn):
+        def check(self, step):
+            kept.append(step)
+            return super().check(step)
+
+    kept = []
+    agent = ScriptedAgent([AgentOutput(Key(key="home"), raw_output="Action: press_home()"), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, monitors=[Keeps(mode=mode)])
+    assert out.status == "finished"
+    first = kept[0]
+    assert (first.index, first.action, first.raw_output, first.instruction, first.language) == (
+        1, Key(key="home"), "Action: press_home()", task.instruction, "en")
+    assert first.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_before).read_bytes()
