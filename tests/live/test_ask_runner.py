@@ -20,7 +20,7 @@ from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import Broken, HaltOn, ScriptedAgent, task  # noqa: F401  (fixture)
+from tests.run.test_runner import Broken, HaltOn, ScriptedAgent, Told, task  # noqa: F401  (fixture)
 
 
 def _answer_on_page(ep_dir: Path, decision: str, stop: threading.Event) -> threading.Thread:
@@ -297,8 +297,11 @@ def test_an_agent_that_asks_before_its_own_action_gets_the_operators_answer(tmp_
     w = RunWriter(tmp_path / "run")
     ep = w.start_episode(task.id)
     agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200), confirm=text), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, operator=keeps)
+    told = Told()
+    out = run_episode(task, agent, dev, ep, operator=keeps, live=told)
     w.close()
+    # the live view: the step halted (or running) as soon as the answer is in, with no monitor to check it
+    assert [c[1]["state"] for c in told.calls if c[0] == "update"][0] == ("running" if decision == "allow" else "halted")
     step = next(iter_steps(ep.path))
     taps = [e for e in dev.phone.events if e["type"] == "tap"]
     by = "terminal" if decision else "nobody"

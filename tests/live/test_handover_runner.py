@@ -15,7 +15,7 @@ from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import ScriptedAgent, task  # noqa: F401  (fixture)
+from tests.run.test_runner import ScriptedAgent, Told, task  # noqa: F401  (fixture)
 
 
 class Hands:
@@ -95,16 +95,6 @@ class Scripted(Hands):
         return self.decision
 
 
-class Told(NoLiveView):
-    """A live view that keeps what it is told of steps."""
-
-    def __init__(self):
-        self.steps: list[tuple] = []
-
-    def step(self, index, state, **fields):
-        self.steps.append((index, state, fields))
-
-
 class Seen:
     """An observer that keeps the step events it is given."""
 
@@ -166,8 +156,9 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
                                                  "needs_user(text='unlock it')", "agent", None, "unlock it",
                                                  kind="needs_user"))
     assert hands.should_stop is stop
-    assert (1, "handed_over", {"screen_before": steps[0].screen_before, "action": {"type": "needs_user", "text": "unlock it"},
-                               "action_text": "needs_user(text='unlock it')"}) in live.steps
+    assert ("step", 1, "handed_over", {"screen_before": steps[0].screen_before,
+                                       "action": {"type": "needs_user", "text": "unlock it"},
+                                       "action_text": "needs_user(text='unlock it')"}) in live.calls
     first, opened, lost, rest, back = steps[1:]
     assert (first.action, first.invalid, first.raw_output, first.executed) == ({"type": "key", "key": "home"}, None, None, True)
     assert first.screen_before == steps[0].screen_before and first.screen_after
