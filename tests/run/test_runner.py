@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import datetime
 
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.core.actions import Answer, Click, Finish, Key
-from harness.core.episode import AgentOutput, MonitorVerdict
+from harness.core.episode import AgentOutput, Decision, MonitorVerdict, NoLiveView
 from harness.client.config import ModelError
 from harness.core.usage import Meter
 from harness.device.base import DeviceError, InfraError, TaskUnavailable
@@ -697,3 +698,39 @@ def test_a_monitor_judges_the_step_as_proposed_on_the_screen_it_was_proposed_on(
     assert (first.index, first.action, first.raw_output, first.instruction, first.language) == (
         1, Key(key="home"), "Action: press_home()", task.instruction, "en")
     assert first.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_before).read_bytes()
+
+
+def test_the_live_view_says_when_the_agent_is_told_why_instead(tmp_path, task):
+    class Reflects(ScriptedAgent):
+        def reflect(self, feedback):
+            return "noted"
+
+    gate, told = HaltOn(mode="reflect"), Told()
+    gate.reflect_max = 2
+    agent = Reflects([AgentOutput(Click(x=540, y=1200)), AgentOutput(Key(key="home")), AgentOutput(Finish())])
+    out, _ = _run(tmp_path, task, agent, monitors=[gate], live=told)
+    assert out.status == "finished" and out.reflections == 1
+    states = [c[1]["state"] for c in told.calls if c[0] == "update"]
+    assert states == ["checking", "reflecting", "checking", "running", "checking", "running"]
+
+
+def test_time_spent_waiting_for_the_operator_is_not_the_monitors(tmp_path, task):
+    """A step's ``operator`` timing is the wait for the person's answer; ``monitors`` is the checks'
+    own time without it (a person who takes a second does not make a monitor look slow)."""
+    class Slow:
+        can_hand_over = False
+
+        def ask(self, q, live, should_stop=lambda: False):
+            time.sleep(1.0)
+            return Decision("allow", "terminal", 1.0, kind=q.kind)
+
+        def live_records(self, episode_dir):
+            return NoLiveView()
+
+        def spec(self):
+            return {}
+
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(mode="ask")], operator=Slow())
+    t = steps[0].timings
+    assert out.status == "finished" and t["operator"] >= 1.0 and t["monitors"] < t["operator"]
