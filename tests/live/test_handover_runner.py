@@ -81,15 +81,15 @@ def test_a_touch_that_could_not_be_placed_is_the_persons_step_saying_so(tmp_path
 
 class Scripted(Hands):
     """An operator whose person's steps are made by ``makers`` (each given the device, returning the
-    OperatorStep the touch reader would give), answering with ``decision``; it keeps the question
-    and the stop it was given."""
+    OperatorStep the touch reader would give), answering with ``decision``; it keeps the question,
+    the live view and the stop it was given."""
 
     def __init__(self, makers, decision: Decision):
         super().__init__([])
         self.makers, self.decision = makers, decision
 
     def hand_over(self, question, device, live, on_step, should_stop=lambda: False):
-        self.question, self.should_stop = question, should_stop
+        self.question, self.should_stop, self.live = question, should_stop, live
         for make in self.makers:
             on_step(make(device))
         return self.decision
@@ -155,7 +155,7 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
     assert vars(hands.question) == vars(Question(ep.path, task.id, device.serial, 1, task.cap,
                                                  "needs_user(text='unlock it')", "agent", None, "unlock it",
                                                  kind="needs_user"))
-    assert hands.should_stop is stop
+    assert hands.should_stop is stop and hands.live is live  # the person's page shows the episode's live view
     assert ("step", 1, "handed_over", {"screen_before": steps[0].screen_before,
                                        "action": {"type": "needs_user", "text": "unlock it"},
                                        "action_text": "needs_user(text='unlock it')"}) in live.calls
