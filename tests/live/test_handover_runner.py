@@ -15,7 +15,7 @@ from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import ScriptedAgent, Told, task  # noqa: F401  (fixture)
+from tests.run.test_runner import Judge, ScriptedAgent, Told, task  # noqa: F401  (fixture)
 
 
 class Hands:
@@ -95,25 +95,15 @@ class Scripted(Hands):
         return self.decision
 
 
-class Seen:
-    """An observer that keeps the step events it is given."""
-
-    name = "seen"
+class Seen(Judge):
+    """A judge that keeps the step events it is given."""
 
     def __init__(self):
+        super().__init__("seen")
         self.events = []
-
-    def spec(self):
-        return {"name": self.name}
-
-    def start(self, ctx):
-        pass
 
     def on_step(self, event):
         self.events.append(event)
-
-    def finish(self, end):
-        return {}
 
 
 AT = "2026-12-07T10:00:00.000+00:00"
