@@ -1,5 +1,6 @@
-"""The episode loop against an in-process simulated phone: every stop reason, the cap, monitors,
-observers, and what lands in the record."""
+"""The episode loop against an in-process simulated phone: every stop reason (a run stopped with
+Ctrl-C included), the cap, monitors, observers and judges, what lands in the record, what a live
+view is told, and what agents and monitors are given (context, observations, screens to prepare)."""
 
 from __future__ import annotations
 
@@ -314,7 +315,7 @@ def test_suite_retries_infra_error_on_healthy_device(tmp_path, task):
 
 class Judge:
     """An observer whose finish returns ``verdicts`` or raises ``error``; ``meet`` (a barrier): its
-    finish waits there for the other judges' to have started."""
+    finish waits there until the other judges' finish has started too."""
 
     def __init__(self, name, verdicts=None, error=None, meet=None):
         self.name, self.verdicts, self.error, self.meet = name, verdicts or {}, error, meet
