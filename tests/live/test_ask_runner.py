@@ -9,6 +9,7 @@ import os
 import pty
 import select
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from harness.live.records import EpisodeLive, claim_decision, read_pending
 from harness.records import RunWriter, iter_steps
 from harness.run.runner import run_episode
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import Broken, HaltOn, ScriptedAgent, Told, task  # noqa: F401  (fixture)
+from tests.run.test_runner import Broken, HaltOn, ScriptedAgent, Told, _run, episode_dir, task  # noqa: F401  (fixture)
 
 
 def _answer_on_page(ep_dir: Path, decision: str, stop: threading.Event) -> threading.Thread:
@@ -240,16 +241,18 @@ def test_questions_from_two_devices_are_asked_one_at_a_time(tmp_path):
 
 
 class Keeps:
-    """An operator that keeps every question it is asked and answers each ``decision``."""
+    """An operator that keeps every question it is asked and answers each ``decision`` after
+    ``wait_s`` seconds."""
 
     can_hand_over = False
 
-    def __init__(self, decision: str):
-        self.decision, self.questions = decision, []
+    def __init__(self, decision: str, wait_s: float = 0.0):
+        self.decision, self.wait_s, self.questions = decision, wait_s, []
 
     def ask(self, q, live, should_stop=lambda: False):
         self.questions.append(q)
-        return Decision(self.decision, "terminal", 0.5, kind=q.kind)
+        time.sleep(self.wait_s)
+        return Decision(self.decision, "terminal", self.wait_s, kind=q.kind)
 
     def live_records(self, episode_dir):
         return NoLiveView()
@@ -276,15 +279,12 @@ def test_the_operator_is_asked_about_the_step_the_monitor_flagged(tmp_path, task
     proposed it, and the monitor's verdict: who flagged it, the category, the reason, the error of a
     check that failed, the score."""
     dev, keeps = LocalSimDevice(), Keeps("deny")
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
     agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out = run_episode(task, agent, dev, ep, monitors=[monitor], operator=keeps, cap=5)
-    w.close()
+    out, _ = _run(tmp_path, task, agent, dev, monitors=[monitor], operator=keeps, cap=5)
     assert out.status == "halted"
     (q,) = keeps.questions
-    assert vars(q) == vars(Question(ep.path, task.id, dev.serial, 1, 5, "click(x=540, y=1200)", *verdict,
-                                    kind="flagged_action"))
+    assert vars(q) == vars(Question(episode_dir(tmp_path, task), task.id, dev.serial, 1, 5, "click(x=540, y=1200)",
+                                    *verdict, kind="flagged_action"))
 
 
 @pytest.mark.parametrize("decision", ["allow", "deny", None])
@@ -294,15 +294,12 @@ def test_an_agent_that_asks_before_its_own_action_gets_the_operators_answer(tmp_
     nobody to ask, the episode halts before the tap. The request is shown cut at 2,000 characters."""
     dev, keeps = LocalSimDevice(), Keeps(decision) if decision else None
     text = "pay the order " + "x" * 2100
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
     agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200), confirm=text), AgentOutput(Finish())])
     told = Told()
-    out = run_episode(task, agent, dev, ep, operator=keeps, live=told)
-    w.close()
+    out, steps = _run(tmp_path, task, agent, dev, operator=keeps, live=told)
     # the live view: the step halted (or running) as soon as the answer is in, with no monitor to check it
     assert [c[1]["state"] for c in told.calls if c[0] == "update"][0] == ("running" if decision == "allow" else "halted")
-    step = next(iter_steps(ep.path))
+    step = steps[0]
     taps = [e for e in dev.phone.events if e["type"] == "tap"]
     by = "terminal" if decision else "nobody"
     assert step.extras["confirmed"]["text"] == text[:2000]
@@ -318,3 +315,12 @@ def test_an_agent_that_asks_before_its_own_action_gets_the_operators_answer(tmp_
     assert out.halt == {"step": 1, "category": "sensitive_action", "reason": text[:2000], "monitor": "agent",
                         "executed": False, "operator": step.monitor["operator"]}
     assert step.monitor["halt"] is True and step.monitor["halted_step"] == 1 and step.monitor["operator"]["by"] == by
+
+
+def test_time_spent_waiting_for_the_operator_is_not_the_monitors(tmp_path, task):
+    """A step's ``operator`` timing is the wait for the person's answer; ``monitors`` is the checks'
+    own time without it (a person who takes a second does not make a monitor look slow)."""
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(mode="ask")], operator=Keeps("allow", wait_s=1.0))
+    t = steps[0].timings
+    assert out.status == "finished" and t["operator"] >= 1.0 and t["monitors"] < t["operator"]

@@ -11,11 +11,9 @@ import pytest
 
 from harness.core.actions import Click, Finish, Key, NeedsUser, OpenApp
 from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep, Question
-from harness.records import RunWriter, iter_steps
-from harness.run.runner import run_episode
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import Judge, ScriptedAgent, Told, task  # noqa: F401  (fixture)
+from tests.run.test_runner import Judge, ScriptedAgent, Told, _run, episode_dir, task  # noqa: F401  (fixture)
 
 
 class Hands:
@@ -48,12 +46,8 @@ class Hands:
 
 
 def _episode(tmp_path, task, outputs, touches, **kw):
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    out = run_episode(task, ScriptedAgent(outputs), LocalSimDevice(), ep, operator=Hands(touches),
-                      observers=[OracleJudge(OracleConfig())], **kw)
-    w.close()
-    return out, list(iter_steps(ep.path))
+    return _run(tmp_path, task, ScriptedAgent(outputs), operator=Hands(touches),
+                observers=[OracleJudge(OracleConfig())], **kw)
 
 
 def test_a_persons_steps_never_count_against_the_cap(tmp_path, task):
@@ -132,17 +126,13 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
     decision = Decision("hand_back", "page", 1.5, ask_id="a1", asked_at=AT, answered_at=AT, kind="needs_user",
                         unread="the touchscreen stopped answering")
     hands, live, seen, stop = Scripted([home, settings, unplaced], decision), Told(), Seen(), (lambda: False)
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    device = LocalSimDevice()
-    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())]), device,
-                      ep, operator=hands, observers=[seen], live=live, should_stop=stop)
-    w.close()
-    steps = list(iter_steps(ep.path))
+    device, ep = LocalSimDevice(), episode_dir(tmp_path, task)
+    out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())]),
+                      device, operator=hands, observers=[seen], live=live, should_stop=stop)
     assert out.status == "finished" and [s.by or "agent" for s in steps] == ["agent"] + ["operator"] * 4 + ["agent"]
     # the request as its step records it (an outcome there would say nobody could take the phone)
     assert steps[0].handover == {"text": "unlock it", "asked_at": steps[0].handover["asked_at"]}
-    assert vars(hands.question) == vars(Question(ep.path, task.id, device.serial, 1, task.cap,
+    assert vars(hands.question) == vars(Question(ep, task.id, device.serial, 1, task.cap,
                                                  "needs_user(text='unlock it')", "agent", None, "unlock it",
                                                  kind="needs_user"))
     assert hands.should_stop is stop and hands.live is live  # the person's page shows the episode's live view
@@ -167,7 +157,7 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
         assert (e.by, e.invalid, e.action is None) == ("operator", rec.invalid, rec.action is None)
         assert (e.screen_before_path, e.screen_after_path) == (rec.screen_before, rec.screen_after)
         assert (e.screenshot_after is None) == (rec.screen_after is None)
-    assert ev[first.index].screenshot_after == (ep.path / first.screen_after).read_bytes()
+    assert ev[first.index].screenshot_after == (ep / first.screen_after).read_bytes()
     assert ev[lost.index].screenshot_before == b"not-a-screen"
     # a step whose screen before was not taken starts from what the phone last showed
     assert ev[opened.index].screenshot_before == ev[first.index].screenshot_after != ev[opened.index].screenshot_after
@@ -180,11 +170,8 @@ def test_a_hand_over_is_recorded_shown_and_given_to_the_judges_as_the_persons(tm
 @pytest.mark.parametrize("decision, outcome", [(Decision("give_up", "page", 2.0, kind="needs_user"), "gave_up"),
                                                (Decision("give_up", "timeout", 60.0, kind="needs_user"), "timeout")])
 def test_a_hand_over_not_handed_back_says_why(tmp_path, task, decision, outcome):
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
     agent = ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())])
-    out = run_episode(task, agent, LocalSimDevice(), ep, operator=Scripted([home], decision))
-    w.close()
+    out, _ = _run(tmp_path, task, agent, operator=Scripted([home], decision))
     assert out.status == "needs_user" and agent.i == 1
     assert [(h["outcome"], h["by"], h["operator_steps"]) for h in out.handovers] == [(outcome, decision.by, [2])]
 
@@ -194,12 +181,7 @@ def test_an_operator_that_cannot_take_the_phone_is_nobody_to_hand_it_to(tmp_path
         can_hand_over = False
 
     hands = Watching([home], Decision("hand_back", "page", 1.0, kind="needs_user"))
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it"))]), LocalSimDevice(), ep,
-                      operator=hands)
-    w.close()
-    (step,) = iter_steps(ep.path)
+    out, (step,) = _run(tmp_path, task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it"))]), operator=hands)
     asked = step.handover["asked_at"]
     assert out.status == "needs_user" and not hasattr(hands, "question") and out.proposed_steps == 1
     assert step.handover == {"text": "unlock it", "asked_at": asked, "outcome": "nobody"}
@@ -210,13 +192,10 @@ def test_an_operator_that_cannot_take_the_phone_is_nobody_to_hand_it_to(tmp_path
 def test_a_hand_over_whose_touches_could_none_be_read_starts_from_the_screen_handed_over(tmp_path, task):
     decision = Decision("hand_back", "page", 1.0, kind="needs_user", unread="no touchscreen in getevent's list")
     seen = Seen()
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    out = run_episode(task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")), AgentOutput(Finish())]),
-                      LocalSimDevice(), ep, operator=Scripted([], decision), observers=[seen])
-    w.close()
-    asked, unread, _ = list(iter_steps(ep.path))
+    _, (asked, unread, _) = _run(tmp_path, task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it")),
+                                                                AgentOutput(Finish())]),
+                                 operator=Scripted([], decision), observers=[seen])
     assert unread.by == "operator" and unread.screen_before == asked.screen_before
     assert unread.invalid == "the person's actions could not be read: no touchscreen in getevent's list"
     ev = next(e for e in seen.events if e.index == unread.index)
-    assert ev.screenshot_before == (ep.path / asked.screen_before).read_bytes()
+    assert ev.screenshot_before == (episode_dir(tmp_path, task) / asked.screen_before).read_bytes()

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import datetime
 
 import pytest
 
 from agents.replay import ReplayAgent, ReplayConfig
 from harness.core.actions import ActionError, Answer, Click, Finish, Key
-from harness.core.episode import AgentOutput, Decision, MonitorVerdict, NoLiveView
+from harness.core.episode import AgentOutput, MonitorVerdict
 from harness.client.config import ModelError
 from harness.core.usage import Meter
 from harness.device.base import DeviceError, InfraError, TaskUnavailable
@@ -91,6 +90,11 @@ def _run(tmp_path, task, agent, device=None, **kw):
     out = run_episode(task, agent, device or LocalSimDevice(), ep, **kw)
     w.close()
     return out, list(iter_steps(ep.path))
+
+
+def episode_dir(tmp_path, task):
+    """The folder :func:`_run` records ``task``'s episode in (a step's screens are relative to it)."""
+    return tmp_path / "run" / "episodes" / task.id
 
 
 def test_replay_finishes_and_oracle_succeeds(tmp_path, task):
@@ -391,7 +395,7 @@ def test_the_judges_are_told_how_the_episode_ended(tmp_path, task):
     (end,) = seen
     assert (end.status, end.steps, end.answer, end.agent_finished) == ("step_limit", 3, "42", False)
     assert end.executed == frozenset({2, 3}) and end.by_operator == frozenset()
-    assert end.final_screenshot == (tmp_path / "run" / "episodes" / task.id / steps[-1].screen_after).read_bytes()
+    assert end.final_screenshot == (episode_dir(tmp_path, task) / steps[-1].screen_after).read_bytes()
     seen.clear()
     out, _ = _run(tmp_path / "again", task, ScriptedAgent([AgentOutput(Finish())]), observers=[Ends(seen)])
     (end,) = seen
@@ -545,13 +549,10 @@ def test_plugins_are_told_the_episode_they_run_in(tmp_path, task):
             seen["ctx"] = ctx
 
     told, run_meter, dev = Told(), Meter(), LocalSimDevice()
-    w = RunWriter(tmp_path / "run")
-    ep = w.start_episode(task.id)
-    run_episode(task, Keeps([AgentOutput(Finish())]), dev, ep, seed=7, cap=4, meter=run_meter, live=told)
-    w.close()
+    _run(tmp_path, task, Keeps([AgentOutput(Finish())]), dev, seed=7, cap=4, meter=run_meter, live=told)
     ctx = seen["ctx"]
     assert (ctx.task, ctx.screen_size, ctx.seed, ctx.device_serial, ctx.cap) == (task, (1080, 2400), 7, "local-sim", 4)
-    assert ctx.episode_dir == str(ep.path) and ctx.meter.parent is run_meter
+    assert ctx.episode_dir == str(episode_dir(tmp_path, task)) and ctx.meter.parent is run_meter
     assert ctx.query_state() == dev.state() and ctx.query_state() is not None
     ctx.report_evidence("oracle", {"step": 1})
     assert ("evidence", "oracle", {"step": 1}) in told.calls
@@ -603,13 +604,13 @@ def test_an_agent_is_given_each_screen_to_prepare_as_it_arrives(tmp_path, task, 
     out, steps = _run(tmp_path, task, agent, dev)
     assert out.status == "finished" and out.steps == 2
     # the phone settles from the screen the action was taken on
-    assert dev.settled == [((tmp_path / "run" / "episodes" / task.id / steps[0].screen_before).read_bytes(), True)]
+    assert dev.settled == [((episode_dir(tmp_path, task) / steps[0].screen_before).read_bytes(), True)]
     assert [k for k, _ in agent.prepared] == [1, 2]
     assert [o.screenshot for o in agent.observed] == [shot for _, shot in agent.prepared]
     assert agent.pixels == [(2, "pixels", (1080, 2400), True)]
     obs = agent.observed[1]
     assert (obs.step, obs.screen_size, obs.instruction, obs.language) == (2, (1080, 2400), task.instruction, "en")
-    assert obs.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_after).read_bytes()
+    assert obs.screenshot == (episode_dir(tmp_path, task) / steps[0].screen_after).read_bytes()
     assert "<hierarchy" in obs.hierarchy()
 
 
@@ -711,7 +712,7 @@ def test_a_monitor_judges_the_step_as_proposed_on_the_screen_it_was_proposed_on(
     first = kept[0]
     assert (first.index, first.action, first.raw_output, first.instruction, first.language) == (
         1, Key(key="home"), "Action: press_home()", task.instruction, "en")
-    assert first.screenshot == (tmp_path / "run" / "episodes" / task.id / steps[0].screen_before).read_bytes()
+    assert first.screenshot == (episode_dir(tmp_path, task) / steps[0].screen_before).read_bytes()
 
 
 def test_the_live_view_says_when_the_agent_is_told_why_instead(tmp_path, task):
@@ -727,27 +728,6 @@ def test_the_live_view_says_when_the_agent_is_told_why_instead(tmp_path, task):
     states = [c[1]["state"] for c in told.calls if c[0] == "update"]
     assert states == ["checking", "reflecting", "checking", "running", "checking", "running"]
 
-
-def test_time_spent_waiting_for_the_operator_is_not_the_monitors(tmp_path, task):
-    """A step's ``operator`` timing is the wait for the person's answer; ``monitors`` is the checks'
-    own time without it (a person who takes a second does not make a monitor look slow)."""
-    class Slow:
-        can_hand_over = False
-
-        def ask(self, q, live, should_stop=lambda: False):
-            time.sleep(1.0)
-            return Decision("allow", "terminal", 1.0, kind=q.kind)
-
-        def live_records(self, episode_dir):
-            return NoLiveView()
-
-        def spec(self):
-            return {}
-
-    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
-    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(mode="ask")], operator=Slow())
-    t = steps[0].timings
-    assert out.status == "finished" and t["operator"] >= 1.0 and t["monitors"] < t["operator"]
 
 
 def test_pixels_are_not_asked_of_a_phone_for_an_agent_that_does_not_take_them(tmp_path, task):
