@@ -324,3 +324,11 @@ def test_time_spent_waiting_for_the_operator_is_not_the_monitors(tmp_path, task)
     out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(mode="ask")], operator=Keeps("allow", wait_s=1.0))
     t = steps[0].timings
     assert out.status == "finished" and t["operator"] >= 1.0 and t["monitors"] < t["operator"]
+
+
+def test_the_episodes_operator_summary_adds_up_the_answers_waits_to_the_millisecond(tmp_path, task):
+    agent = ScriptedAgent([AgentOutput(Click(x=540, y=1200)), AgentOutput(Click(x=540, y=1300)), AgentOutput(Finish())])
+    out, _ = _run(tmp_path, task, agent, monitors=[HaltOn(mode="ask", box=(0, 0, 1080, 2000))],
+                  operator=Keeps("allow", wait_s=0.0123))
+    assert out.status == "finished"
+    assert out.operator == {"asked": 2, "allowed": 2, "denied": 0, "timed_out": 0, "wait_s": 0.025}

@@ -13,7 +13,7 @@ from harness.core.actions import Click, Finish, Key, NeedsUser, OpenApp
 from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep, Question
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import Judge, ScriptedAgent, Told, _run, episode_dir, task  # noqa: F401  (fixture)
+from tests.run.test_runner import ScriptedAgent, Seen, Told, _run, episode_dir, task  # noqa: F401  (fixture)
 
 
 class Hands:
@@ -87,17 +87,6 @@ class Scripted(Hands):
         for make in self.makers:
             on_step(make(device))
         return self.decision
-
-
-class Seen(Judge):
-    """A judge that keeps the step events it is given."""
-
-    def __init__(self):
-        super().__init__("seen")
-        self.events = []
-
-    def on_step(self, event):
-        self.events.append(event)
 
 
 AT = "2026-12-07T10:00:00.000+00:00"
@@ -199,3 +188,30 @@ def test_a_hand_over_whose_touches_could_none_be_read_starts_from_the_screen_han
     assert unread.invalid == "the person's actions could not be read: no touchscreen in getevent's list"
     ev = next(e for e in seen.events if e.index == unread.index)
     assert ev.screenshot_before == (episode_dir(tmp_path, task) / asked.screen_before).read_bytes()
+
+
+def test_a_flag_on_the_hand_over_request_is_heard_before_the_phone_is_handed_over(tmp_path, task):
+    """An async check of the needs_user step is waited for before the hand-over: a flag halts the
+    episode there, and the person is never given the phone."""
+    from tests.run.test_runner import FlagsAll
+
+    dev = LocalSimDevice()
+    out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it for me"))]), dev,
+                      operator=Hands([Key(key="home")]), monitors=[FlagsAll(mode="async")])
+    assert out.status == "halted" and out.halt == {"step": 1, "category": "unspecified", "reason": "flagged",
+                                                   "monitor": "flags-all", "executed": True}
+    assert out.handovers == [] and out.operator_steps == 0 and [s.by or "agent" for s in steps] == ["agent"]
+    assert not any(e["type"] == "key" for e in dev.phone.events)
+
+
+def test_the_agent_is_given_the_screen_handed_back_to_prepare_its_next_step(tmp_path, task):
+    """After the person's two steps (2 and 3), the agent prepares step 4 on the screen handed back,
+    the very screen it is then shown."""
+    from tests.run.test_runner import Prepares
+
+    agent = Prepares([AgentOutput(NeedsUser(text="unlock it for me")), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, operator=Hands([Key(key="home"), OpenApp(app="Settings")]))
+    assert out.status == "finished" and [s.index for s in steps] == [1, 2, 3, 4]
+    assert [k for k, _ in agent.prepared] == [1, 4] and [o.step for o in agent.observed] == [1, 4]
+    assert agent.prepared[1][1] == agent.observed[1].screenshot
+    assert agent.observed[1].screenshot == (episode_dir(tmp_path, task) / steps[2].screen_after).read_bytes()

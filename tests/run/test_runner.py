@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -185,6 +186,41 @@ def test_async_monitor_halts_at_next_boundary(tmp_path, task):
     assert [e["type"] for e in dev.phone.events].count("key") == 0  # step 2's back never ran
 
 
+class FlagsAll(HaltOn):
+    """A monitor that flags every action it is shown (a finish and a hand-over request included),
+    naming no category."""
+
+    name = "flags-all"
+
+    def check(self, step):
+        self.seen.append(step.index)
+        return MonitorVerdict(halt=True, risky=True, reason="flagged")
+
+
+def test_a_halt_naming_no_category_is_recorded_unspecified(tmp_path, task):
+    out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(Key(key="back"))]), monitors=[FlagsAll()])
+    assert out.status == "halted" and out.halt == {"step": 1, "category": "unspecified", "reason": "flagged",
+                                                   "monitor": "flags-all", "executed": False}
+    assert [s.executed for s in steps] == [False]
+
+
+@pytest.mark.parametrize("ending", ["finished", "step_limit", "agent_error", "model_error"])
+def test_an_async_check_still_running_when_the_episode_ends_is_heard_and_its_flag_kept(tmp_path, task, ending):
+    """The last step's check answers after the loop ended: its flag halts a finished or capped
+    episode (the step ran), and is kept beside an agent's or a model's error, which stays the end."""
+    outputs = {"finished": [AgentOutput(Finish())], "step_limit": [AgentOutput(Key(key="back"))],
+               "agent_error": [AgentOutput(Key(key="back")), RuntimeError("model exploded")],
+               "model_error": [AgentOutput(Key(key="back")), ModelError("the endpoint answered 503 three times")]}
+    out, steps = _run(tmp_path, task, ScriptedAgent(outputs[ending]), monitors=[FlagsAll(mode="async")],
+                      cap=1 if ending == "step_limit" else None)
+    assert out.status == ("halted" if ending in ("finished", "step_limit") else ending)
+    assert out.halt == {"step": 1, "category": "unspecified", "reason": "flagged", "monitor": "flags-all",
+                        "executed": True}
+    assert [s.executed for s in steps] == [True] and steps[0].monitor["halted_step"] == 1
+    if ending.endswith("error"):
+        assert out.error.startswith("step 2: ")
+
+
 class Broken:
     """A monitor whose check raises, or never answers (``hang``), with the given on_error."""
 
@@ -341,6 +377,17 @@ class Judge:
         return self.verdicts
 
 
+class Seen(Judge):
+    """A judge that keeps the step events it is given."""
+
+    def __init__(self):
+        super().__init__("seen")
+        self.events = []
+
+    def on_step(self, event):
+        self.events.append(event)
+
+
 @pytest.mark.parametrize("others", [0, 1])
 def test_a_judge_that_fails_is_its_judge_error_and_the_others_stand(tmp_path, task, others):
     judges = [Judge("broken", error=ValueError("no verdict in the reply"))]
@@ -384,6 +431,30 @@ def test_an_agent_that_cannot_start_ends_agent_error_with_nothing_proposed(tmp_p
     assert (out.steps, out.proposed_steps, steps) == (0, 0, [])
     started, ended = datetime.fromisoformat(out.started_at), datetime.fromisoformat(out.ended_at)
     assert started.tzinfo and started <= ended and out.duration_s >= 0
+
+
+@pytest.mark.parametrize("starts", [True, False], ids=["finishes", "agent-cannot-start"])
+def test_an_episode_says_when_it_ended_and_how_long_it_took(tmp_path, task, starts):
+    """``ended_at`` and ``duration_s`` (seconds, a float) of an episode judged at its end, and of one
+    that ended before its first step (it returns early, unjudged)."""
+    t0 = time.monotonic()
+    out, _ = _run(tmp_path, task, (ScriptedAgent if starts else CannotStart)([AgentOutput(Finish())]),
+                  observers=[Judge("j")])
+    elapsed = time.monotonic() - t0
+    assert out.status == ("finished" if starts else "agent_error")
+    started, ended = datetime.fromisoformat(out.started_at), datetime.fromisoformat(out.ended_at)
+    assert started <= ended and (ended - started).total_seconds() <= elapsed + 0.01
+    assert isinstance(out.duration_s, float) and 0 < out.duration_s <= elapsed
+
+
+def test_a_judge_that_loses_the_infrastructure_makes_the_episode_an_infra_error(tmp_path, task):
+    """Unlike a judge's own failure (its judge_error), the infrastructure lost while judging is the
+    episode's infra_error (retried), with the judge named; the live view is still cleared after."""
+    told = Told()
+    out, _ = _run(tmp_path, task, ScriptedAgent([AgentOutput(Finish())]), live=told,
+                  observers=[Judge("j", error=InfraError("the phone went away"))])
+    assert (out.status, out.error) == ("infra_error", "judge j: the phone went away")
+    assert told.calls[-1] == ("clear",) and out.usage is not None
 
 
 def test_the_judges_are_told_how_the_episode_ended(tmp_path, task):
@@ -746,3 +817,66 @@ def test_an_action_the_phone_refuses_is_recorded_not_run_with_the_phones_reason(
     out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(Key(key="home")), AgentOutput(Finish())]), Refusing())
     assert out.status == "finished" and out.steps == 1 and steps[0].executed is False
     assert steps[0].invalid == "action failed on the device: no such key on this phone" and steps[0].screen_after is None
+
+
+def test_an_agent_that_cannot_take_the_feedback_ends_agent_error_with_its_refused_step_kept(tmp_path, task):
+    """Mode reflect: when the agent's ``reflect`` raises, the episode ends ``agent_error`` with the
+    step and the error said, and the refused step is recorded unexecuted with the feedback it was
+    given and ``feedback: None`` (it took none)."""
+    class CannotReflect(ScriptedAgent):
+        def reflect(self, feedback):
+            raise ValueError("the conversation is full")
+
+    gate = HaltOn(mode="reflect")
+    gate.reflect_max = 2
+    agent = CannotReflect([AgentOutput(Click(x=540, y=1200)), AgentOutput(Finish())])
+    out, steps = _run(tmp_path, task, agent, monitors=[gate])
+    said = "step 1: the agent could not take the feedback: ValueError: the conversation is full"
+    assert (out.status, out.error, out.reflections) == ("agent_error", said, 1)
+    assert len(steps) == 1 and steps[0].executed is False and steps[0].screen_after is None
+    r = steps[0].reflection
+    assert (r["feedback"], r["error"]) == (None, said)
+    assert (r["step"], r["monitor"], r["category"], r["reason"], r["in_row"]) == (
+        1, "test-gate", "Security Evasion", "test", 1)
+
+
+def test_a_step_keeps_the_agents_thought_and_extras_and_notes_a_thought_it_cut(tmp_path, task):
+    """A step records the proposal's thought and extras; a thought over THOUGHT_CHARS is kept cut,
+    with a ``thought_cut`` note saying the whole is in ``raw_output``; a step with nothing extra
+    records no extras (no empty note, no ``confirmed`` nobody gave)."""
+    from harness.records.schema import THOUGHT_CHARS
+
+    long = "I should go home first. " * 250
+    seen = Seen()
+    agent = ScriptedAgent([
+        AgentOutput(Key(key="home"), raw_output=f"Thought: {long}\nAction: press_home()", thought=long,
+                    extras={"prompt": "p@v1:abc"}),
+        AgentOutput(Finish(), raw_output="Thought: done\nAction: finished()", thought="done")])
+    out, steps = _run(tmp_path, task, agent, observers=[seen])
+    assert out.status == "finished" and len(long) > THOUGHT_CHARS
+    assert steps[0].thought == long[:THOUGHT_CHARS] and [e.thought for e in seen.events] == [long[:THOUGHT_CHARS], "done"]
+    assert steps[0].extras == {"prompt": "p@v1:abc",
+                               "thought_cut": {"chars": len(long), "kept": THOUGHT_CHARS, "whole_in": "raw_output"}}
+    assert steps[1].thought == "done" and steps[1].extras is None
+
+
+def test_observers_are_given_each_step_as_it_is_recorded(tmp_path, task):
+    """A judge's step event is the step's record: its action, reply, why it was invalid, whether it
+    ran, the monitor's verdict, and the screens (their paths and their very bytes)."""
+    seen = Seen()
+    agent = ScriptedAgent([AgentOutput(None, raw_output="gibberish", invalid="no Action line"),
+                           AgentOutput(Key(key="home"), raw_output="Action: press_home()"),
+                           AgentOutput(Finish(), raw_output="Action: finished()")])
+    out, steps = _run(tmp_path, task, agent, monitors=[HaltOn(box=(0, 0, 1, 1))], observers=[seen])
+    assert out.status == "finished" and len(seen.events) == len(steps) == 3
+    ep = episode_dir(tmp_path, task)
+    assert [e.action for e in seen.events] == [None, Key(key="home"), Finish()]
+    for e, s in zip(seen.events, steps):
+        assert (e.index, e.raw_output, e.invalid, e.executed, e.monitor) == (
+            s.index, s.raw_output, s.invalid, s.executed, s.monitor)
+        assert (e.screen_before_path, e.screen_after_path) == (s.screen_before, s.screen_after)
+        assert e.screenshot_before == (ep / s.screen_before).read_bytes()
+        assert e.screenshot_after == ((ep / s.screen_after).read_bytes() if s.screen_after else None)
+    assert [e.invalid for e in seen.events] == ["no Action line", None, None]
+    assert [e.executed for e in seen.events] == [False, True, True] and seen.events[1].screenshot_after
+    assert seen.events[0].monitor is None and seen.events[1].monitor["monitor"] == "test-gate"
