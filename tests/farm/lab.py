@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,24 @@ from tests.faults.helpers import ROOT, SMALL_SIZE, SimProc, write_suite
 
 RAY = str(Path(sys.executable).with_name("ray"))
 NODE_START_S = 240.0  # a Ray node on a busy 2-core machine takes 10-20 s; several at once, longer
+# Ports `ray start --head` gives a node's own parts unless told otherwise (ray/scripts/scripts.py: the
+# dashboard's DEFAULT_DASHBOARD_PORT, the dashboard agent's DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, the
+# client server 10001, worker ports 10002-19999); Ray refuses to start a head whose GCS port is one of
+# them (ray/_private/parameter.py, update_pre_selected_port: "is trying to use a port number ... that
+# is used by other components"). A fresh-clone run drew 52365 as its free port: the head exited at once.
+RAY_CLIENT_SERVER_PORT, RAY_WORKER_PORTS = 10001, range(10002, 20000)
+
+
+def gcs_port() -> int:
+    """A free port for the head's GCS that is none of the ports Ray keeps for a node's own parts."""
+    from ray._private import ray_constants
+
+    taken = {ray_constants.DEFAULT_DASHBOARD_PORT, ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT,
+             RAY_CLIENT_SERVER_PORT}
+    while True:
+        port = free_port()
+        if port not in taken and port not in RAY_WORKER_PORTS:
+            return port
 
 
 def netns_problem() -> str | None:
@@ -116,7 +135,7 @@ class FarmLab:
         self.cpus = cpus_per_node
         # unix socket paths under it must stay short (108 bytes): not under pytest's tmp_path
         self.ray_tmp = Path(tempfile.mkdtemp(prefix="crate-ray-", dir="/tmp"))
-        self.port = free_port()
+        self.port = gcs_port()
         self.address = f"127.0.0.1:{self.port}"
         self.hosts: dict[str, Host] = {}
         self.head: subprocess.Popen | None = None
@@ -191,8 +210,12 @@ class FarmLab:
         """Until every named node is alive in the cluster (a node joining is a state, not a delay)."""
         deadline = time.monotonic() + timeout
         want = sorted(names)
+        alive: list[str] = []
         while time.monotonic() < deadline:
-            alive = self.alive_nodes()
+            # ray.init waits for a GCS that never comes without end (a head that exited: 13 minutes of
+            # "Failed to get cluster ID" in a CI-sized run), so the cluster is asked only while its
+            # head runs and listens; a head that exited is said below at once, with its log
+            alive = self.alive_nodes() if self._head_listens() else []
             if all(n in alive for n in want):
                 return
             for n in want:
@@ -210,7 +233,22 @@ class FarmLab:
                     continue
                 raise RuntimeError(f"{why}; see {self.workdir}/ray-{n}.log: {self._last_lines(f'ray-{n}')}")
             time.sleep(0.5)
-        raise RuntimeError(f"nodes {want} not alive after {timeout:g}s (alive: {self.alive_nodes()})")
+        raise RuntimeError(f"nodes {want} not alive after {timeout:g}s (alive: {alive})")
+
+    def _head_listens(self) -> bool:
+        """Whether the cluster can be asked: a driver of ours is connected, or the head's process runs
+        and its GCS port accepts a connection."""
+        import ray
+
+        if ray.is_initialized():
+            return True
+        if self.head is None or self.head.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         """Every host killed (never `ray stop`: it would end every Ray process of the machine, not of
