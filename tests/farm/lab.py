@@ -213,7 +213,7 @@ class FarmLab:
         alive: list[str] = []
         while time.monotonic() < deadline:
             # ray.init waits for a GCS that never comes without end (a head that exited: 13 minutes of
-            # "Failed to get cluster ID" in a CI-sized run), so the cluster is asked only while its
+            # "Failed to get cluster ID" in a fresh-clone run), so the cluster is asked only while its
             # head runs and listens; a head that exited is said below at once, with its log
             alive = self.alive_nodes() if self._head_listens() else []
             if all(n in alive for n in want):
