@@ -30,13 +30,22 @@ def failure_digest(out: str) -> str:
                       *failed])
 
 
-@pytest.mark.timeout(2700)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
-def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
+def skip_without_ray() -> None:
     if importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed (pip install -e '.[farm]'; scripts/test installs it)")
+
+
+def skip_without_a_cluster_here() -> None:
+    """Skipped, with the reason, where Ray is missing or no network namespace of our own can be made."""
+    skip_without_ray()
     problem = netns_problem()
     if problem:
         pytest.skip(f"no network namespace of our own can be made here: {problem}")
+
+
+@pytest.mark.timeout(2700)  # one cluster for every scenario: nodes start in 10-20 s each on a busy machine
+def test_farm_scenarios_on_a_multi_node_ray_cluster_in_its_own_network_namespace(tmp_path):
+    skip_without_a_cluster_here()
     p = in_own_netns([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-v", "-rA", "--durations=0",
                       "-o", "python_files=scenario_*.py", f"--basetemp={tmp_path / 'inner'}",
                       str(ROOT / "tests" / "farm" / "scenario_cluster.py")], timeout=2400)
@@ -72,11 +81,7 @@ def test_a_head_that_cannot_start_is_said_with_its_log_not_waited_for(tmp_path):
     52365); the lab says so with the head's log instead of waiting in ray.init for a GCS that never
     comes (that run waited 13 minutes, then the module's timeout). Its wait is 600 s and this test's
     bound 240: only the exit seen can pass it."""
-    if importlib.util.find_spec("ray") is None:
-        pytest.skip("Ray is not installed (pip install -e '.[farm]'; scripts/test installs it)")
-    problem = netns_problem()
-    if problem:
-        pytest.skip(f"no network namespace of our own can be made here: {problem}")
+    skip_without_a_cluster_here()
     p = in_own_netns([sys.executable, "-c", HEAD_ON_A_RAY_PORT, str(tmp_path)], timeout=240,
                      env={"PYTHONPATH": str(ROOT)})
     said = [line for line in p.stdout.splitlines() if line.startswith("said: ")]
@@ -85,8 +90,7 @@ def test_a_head_that_cannot_start_is_said_with_its_log_not_waited_for(tmp_path):
 
 
 def test_the_labs_gcs_port_is_never_one_ray_keeps_for_a_nodes_own_parts(monkeypatch):
-    if importlib.util.find_spec("ray") is None:
-        pytest.skip("Ray is not installed (pip install -e '.[farm]'; scripts/test installs it)")
+    skip_without_ray()
     from tests.farm import lab
 
     drawn = iter([52365, 8265, 10001, 10002, 19999, 40123])

@@ -13,7 +13,7 @@ from harness.core.actions import Click, Finish, Key, NeedsUser, OpenApp
 from harness.core.episode import AgentOutput, Decision, NoLiveView, OperatorStep, Question
 from judges.oracle import OracleConfig, OracleJudge
 from tests.fakes.local_device import LocalSimDevice
-from tests.run.test_runner import ScriptedAgent, Seen, Told, _run, episode_dir, task  # noqa: F401  (fixture)
+from tests.run.test_runner import FlagsAll, Prepares, ScriptedAgent, Seen, Told, _run, episode_dir, task  # noqa: F401  (task: the fixture)
 
 
 class Hands:
@@ -193,8 +193,6 @@ def test_a_hand_over_whose_touches_could_none_be_read_starts_from_the_screen_han
 def test_a_flag_on_the_hand_over_request_is_heard_before_the_phone_is_handed_over(tmp_path, task):
     """An async check of the needs_user step is waited for before the hand-over: a flag halts the
     episode there, and the person is never given the phone."""
-    from tests.run.test_runner import FlagsAll
-
     dev = LocalSimDevice()
     out, steps = _run(tmp_path, task, ScriptedAgent([AgentOutput(NeedsUser(text="unlock it for me"))]), dev,
                       operator=Hands([Key(key="home")]), monitors=[FlagsAll(mode="async")])
@@ -207,8 +205,6 @@ def test_a_flag_on_the_hand_over_request_is_heard_before_the_phone_is_handed_ove
 def test_the_agent_is_given_the_screen_handed_back_to_prepare_its_next_step(tmp_path, task):
     """After the person's two steps (2 and 3), the agent prepares step 4 on the screen handed back,
     the very screen it is then shown."""
-    from tests.run.test_runner import Prepares
-
     agent = Prepares([AgentOutput(NeedsUser(text="unlock it for me")), AgentOutput(Finish())])
     out, steps = _run(tmp_path, task, agent, operator=Hands([Key(key="home"), OpenApp(app="Settings")]))
     assert out.status == "finished" and [s.index for s in steps] == [1, 2, 3, 4]

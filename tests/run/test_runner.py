@@ -798,7 +798,6 @@ def test_the_live_view_says_when_the_agent_is_told_why_instead(tmp_path, task):
     assert states == ["checking", "reflecting", "checking", "running", "checking", "running"]
 
 
-
 def test_pixels_are_not_asked_of_a_phone_for_an_agent_that_does_not_take_them(tmp_path, task):
     dev = Frames()
     out, _ = _run(tmp_path, task, ScriptedAgent([AgentOutput(Key(key="home")), AgentOutput(Finish())]), dev)
